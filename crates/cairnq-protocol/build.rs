@@ -1,0 +1,250 @@
+//! Turns the `.sql` sources of this crate into typed Rust constants.
+//!
+//! Statements live in `sql/<dialect>/*.sql`, each introduced by a
+//! `-- name: <statement_name>` line. A line that ends in `-- when: <flag>` is
+//! optional: backends render it only when the flag is on, which is how one
+//! statement specializes itself to the filters a caller actually gave.
+//! Migrations live in `migrations/<dialect>/NNNN_<what>.sql`.
+//!
+//! The build fails when the dialects disagree on the statement or migration
+//! set (except the allow-listed Postgres-only migration), so a statement can
+//! never ship for one backend and be forgotten in the other.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Dialect directories this crate knows, with the Rust enum variant of each.
+const DIALECTS: &[(&str, &str)] = &[("sqlite", "Sqlite"), ("postgres", "Postgres")];
+
+/// Migrations that exist in one dialect only, on purpose.
+const DIALECT_ONLY_MIGRATIONS: &[(&str, &str)] = &[("postgres", "0003_notify.sql")];
+
+struct Line {
+    when: Option<String>,
+    text: String,
+    params: Vec<String>,
+}
+
+struct Statement {
+    name: String,
+    lines: Vec<Line>,
+}
+
+struct Migration {
+    file_name: String,
+    ordinal: u32,
+    sql: String,
+}
+
+fn main() {
+    let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    println!("cargo:rerun-if-changed=sql");
+    println!("cargo:rerun-if-changed=migrations");
+
+    let mut out = String::new();
+    let mut statement_sets: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    let mut migration_sets: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for &(dialect, variant) in DIALECTS {
+        let sql_dir = root.join("sql").join(dialect);
+        let migrations_dir = root.join("migrations").join(dialect);
+        let statements = if sql_dir.is_dir() {
+            let statements = read_statements(&sql_dir);
+            statement_sets.insert(dialect, statements.iter().map(|s| s.name.clone()).collect());
+            statements
+        } else {
+            Vec::new()
+        };
+        let migrations = read_migrations(&migrations_dir);
+        migration_sets.insert(
+            dialect,
+            migrations
+                .iter()
+                .map(|m| m.file_name.clone())
+                .filter(|name| !DIALECT_ONLY_MIGRATIONS.contains(&(dialect, name.as_str())))
+                .collect(),
+        );
+        emit_dialect(&mut out, dialect, variant, &statements, &migrations);
+    }
+    check_same_sets("statement", &statement_sets);
+    check_same_sets("migration", &migration_sets);
+
+    let out_path = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("generated.rs");
+    fs::write(out_path, out).expect("write generated.rs");
+}
+
+fn sorted_sql_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .map(|e| e.expect("read dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sql"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn read_statements(dir: &Path) -> Vec<Statement> {
+    let mut statements: Vec<Statement> = Vec::new();
+    for file in sorted_sql_files(dir) {
+        let text = fs::read_to_string(&file).expect("read statement file");
+        let mut current: Option<Statement> = None;
+        for (line_no, raw) in text.lines().enumerate() {
+            let trimmed = raw.trim();
+            if let Some(name) = trimmed.strip_prefix("-- name:") {
+                statements.extend(current.take());
+                let name = name.trim().to_string();
+                assert!(is_identifier(&name), "{}:{}: bad statement name {name:?}", file.display(), line_no + 1);
+                current = Some(Statement { name, lines: Vec::new() });
+                continue;
+            }
+            if trimmed.is_empty() || trimmed.starts_with("--") {
+                continue;
+            }
+            let Some(statement) = current.as_mut() else {
+                panic!("{}:{}: SQL before the first `-- name:` line", file.display(), line_no + 1);
+            };
+            statement.lines.push(parse_line(raw));
+        }
+        statements.extend(current.take());
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for s in &statements {
+        assert!(seen.insert(s.name.clone()), "statement {} defined twice in {}", s.name, dir.display());
+        assert!(!s.lines.is_empty(), "statement {} has no SQL", s.name);
+    }
+    statements.sort_by(|a, b| a.name.cmp(&b.name));
+    statements
+}
+
+/// Splits one SQL line into its code (with named parameters collected) and
+/// its optional `-- when: flag` marker. Text inside string literals and
+/// after `--` is never a parameter; `::type` is a Postgres cast, not one.
+fn parse_line(raw: &str) -> Line {
+    let chars: Vec<char> = raw.chars().collect();
+    let mut params = Vec::new();
+    let mut in_string = false;
+    let mut code_end = chars.len();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if in_string {
+            in_string = c != '\'';
+        } else if c == '\'' {
+            in_string = true;
+        } else if c == '-' && chars.get(i + 1) == Some(&'-') {
+            code_end = i;
+            break;
+        } else if c == ':' && chars.get(i + 1) == Some(&':') {
+            i += 1;
+        } else if c == ':' && chars.get(i + 1).is_some_and(|n| n.is_ascii_alphabetic() || *n == '_') {
+            let start = i + 1;
+            let mut end = start;
+            while end < chars.len() && (chars[end].is_ascii_alphanumeric() || chars[end] == '_') {
+                end += 1;
+            }
+            let name: String = chars[start..end].iter().collect();
+            if !params.contains(&name) {
+                params.push(name);
+            }
+            i = end;
+            continue;
+        }
+        i += 1;
+    }
+    let comment: String = chars[code_end..].iter().collect();
+    let when = comment
+        .trim_start_matches('-')
+        .trim()
+        .strip_prefix("when:")
+        .map(|flag| flag.trim().to_string());
+    if let Some(flag) = &when {
+        assert!(is_identifier(flag), "bad `when` flag {flag:?} in line {raw:?}");
+    }
+    let text: String = chars[..code_end].iter().collect();
+    Line { when, text: text.trim_end().to_string(), params }
+}
+
+fn read_migrations(dir: &Path) -> Vec<Migration> {
+    let mut migrations = Vec::new();
+    for file in sorted_sql_files(dir) {
+        let file_name = file.file_name().expect("file name").to_string_lossy().into_owned();
+        let ordinal: u32 = file_name
+            .split('_')
+            .next()
+            .and_then(|n| if n.len() == 4 { n.parse().ok() } else { None })
+            .unwrap_or_else(|| panic!("migration {file_name} must start with a 4-digit ordinal and `_`"));
+        let sql = fs::read_to_string(&file).expect("read migration");
+        migrations.push(Migration { file_name, ordinal, sql });
+    }
+    for pair in migrations.windows(2) {
+        assert!(pair[0].ordinal < pair[1].ordinal, "two migrations share ordinal {} in {}", pair[1].ordinal, dir.display());
+    }
+    migrations
+}
+
+fn check_same_sets(what: &str, sets: &BTreeMap<&str, Vec<String>>) {
+    let mut iter = sets.iter();
+    let Some((first_dialect, first)) = iter.next() else { return };
+    for (dialect, set) in iter {
+        let only_first: Vec<_> = first.iter().filter(|n| !set.contains(n)).collect();
+        let only_other: Vec<_> = set.iter().filter(|n| !first.contains(n)).collect();
+        assert!(
+            only_first.is_empty() && only_other.is_empty(),
+            "the dialects disagree on the {what} set: only in {first_dialect}: {only_first:?}; only in {dialect}: {only_other:?}"
+        );
+    }
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+fn emit_dialect(out: &mut String, dialect: &str, variant: &str, statements: &[Statement], migrations: &[Migration]) {
+    let w = |out: &mut String, s: String| out.push_str(&s);
+    w(out, format!("/// The `{dialect}` dialect: its statements and migrations.\npub mod {dialect} {{\n"));
+    w(out, "    use crate::{Dialect, Line, Migration, Statement};\n\n".to_string());
+    for s in statements {
+        let mut all_params: Vec<&str> = Vec::new();
+        let mut lines = String::new();
+        for line in &s.lines {
+            for p in &line.params {
+                if !all_params.contains(&p.as_str()) {
+                    all_params.push(p);
+                }
+            }
+            let when = match &line.when {
+                Some(flag) => format!("Some({flag:?})"),
+                None => "None".to_string(),
+            };
+            let _ = write!(
+                lines,
+                "            Line {{ when: {when}, text: {:?}, params: &{:?} }},\n",
+                line.text, line.params
+            );
+        }
+        let base_sql: Vec<&str> = s.lines.iter().filter(|l| l.when.is_none()).map(|l| l.text.as_str()).collect();
+        w(out, format!("    /// The `{}` statement.\n", s.name));
+        w(
+            out,
+            format!(
+                "    pub const {}: Statement = Statement {{\n        name: {:?},\n        dialect: Dialect::{variant},\n        sql: {:?},\n        params: &{:?},\n        lines: &[\n{lines}        ],\n    }};\n\n",
+                s.name.to_uppercase(),
+                s.name,
+                base_sql.join("\n"),
+                all_params
+            ),
+        );
+    }
+    let names: Vec<String> = statements.iter().map(|s| s.name.to_uppercase()).collect();
+    w(out, format!("    /// Every statement of this dialect, sorted by name.\n    pub const STATEMENTS: &[Statement] = &[{}];\n\n", names.join(", ")));
+    w(out, "    /// Every migration of this dialect, in the order they apply.\n    pub const MIGRATIONS: &[Migration] = &[\n".to_string());
+    for m in migrations {
+        w(out, format!("        Migration {{ file_name: {:?}, ordinal: {}, sql: {:?} }},\n", m.file_name, m.ordinal, m.sql));
+    }
+    w(out, "    ];\n}\n\n".to_string());
+}

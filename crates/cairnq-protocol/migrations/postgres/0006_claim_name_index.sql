@@ -1,0 +1,3 @@
+-- Claims filtered to one handler name read this index in order.
+create index if not exists cairnq_tasks_claim_name_idx on cairnq_tasks (queue, status, name, priority desc, created_at_ms);
+update cairnq_meta set value = '6' where key = 'schema_version' and cast(value as integer) < 6;

@@ -1,0 +1,65 @@
+//! Pins every shipped migration: editing one that databases have already
+//! applied would silently split installations, so it must fail here first.
+//! A new migration gets a new line; an existing line never changes.
+
+use cairnq_protocol::{Dialect, migrations};
+
+/// FNV-1a, 64 bit: stable across Rust versions and platforms, which is all a
+/// pin needs (this is not a security boundary).
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+const PINNED: &[(Dialect, &str, u64)] = &[
+    (Dialect::Sqlite, "0001_init.sql", 0xa9c2a4b18cc0ff11),
+    (Dialect::Sqlite, "0002_purge_index.sql", 0xa965e0ae09892a22),
+    (Dialect::Sqlite, "0004_lease_index.sql", 0x0384ee02dc72dc2a),
+    (Dialect::Sqlite, "0005_clear_terminal_lease.sql", 0x1ee2682848d080a4),
+    (Dialect::Sqlite, "0006_claim_name_index.sql", 0xca52e91f075d4ce9),
+    (Dialect::Sqlite, "0007_purge_status_index.sql", 0xfacbc08e200b430e),
+    (Dialect::Sqlite, "0008_claim_due_index.sql", 0x27afab0d8a46a5f8),
+    (Dialect::Sqlite, "0009_purge_queue_index.sql", 0xe504945427aeaa6f),
+    (Dialect::Sqlite, "0010_drop_status_index.sql", 0xe8127b234aa99543),
+    (Dialect::Postgres, "0001_init.sql", 0x7778450e5831eae1),
+    (Dialect::Postgres, "0002_purge_index.sql", 0xa965e0ae09892a22),
+    (Dialect::Postgres, "0003_notify.sql", 0x9ac243e7bda4bbce),
+    (Dialect::Postgres, "0004_lease_index.sql", 0x0384ee02dc72dc2a),
+    (Dialect::Postgres, "0005_clear_terminal_lease.sql", 0x1ee2682848d080a4),
+    (Dialect::Postgres, "0006_claim_name_index.sql", 0xca52e91f075d4ce9),
+    (Dialect::Postgres, "0007_purge_status_index.sql", 0xfacbc08e200b430e),
+    (Dialect::Postgres, "0008_claim_due_index.sql", 0x27afab0d8a46a5f8),
+    (Dialect::Postgres, "0009_purge_queue_index.sql", 0xe504945427aeaa6f),
+    (Dialect::Postgres, "0010_drop_status_index.sql", 0xe8127b234aa99543),
+];
+
+#[test]
+fn shipped_migrations_are_unchanged() {
+    let mut actual = Vec::new();
+    for dialect in [Dialect::Sqlite, Dialect::Postgres] {
+        for m in migrations(dialect) {
+            actual.push((dialect, m.file_name, fnv1a(m.sql)));
+        }
+    }
+    let listing: String = actual
+        .iter()
+        .map(|(d, f, h)| format!("    (Dialect::{d:?}, {f:?}, 0x{h:016x}),\n"))
+        .collect();
+    assert_eq!(actual.as_slice(), PINNED, "migration hashes changed; current values:\n{listing}");
+}
+
+#[test]
+fn migrations_are_ordered_and_named_by_ordinal() {
+    for dialect in [Dialect::Sqlite, Dialect::Postgres] {
+        let all = migrations(dialect);
+        assert!(all.windows(2).all(|w| w[0].ordinal < w[1].ordinal));
+        for m in all {
+            assert!(m.file_name.starts_with(&format!("{:04}_", m.ordinal)));
+            assert!(m.file_name.ends_with(".sql"));
+        }
+    }
+    let sqlite: Vec<_> = migrations(Dialect::Sqlite).iter().map(|m| m.file_name).collect();
+    assert!(!sqlite.contains(&"0003_notify.sql"), "0003 is Postgres-only");
+    assert_eq!(migrations(Dialect::Postgres).len(), sqlite.len() + 1);
+}
