@@ -155,11 +155,7 @@ fn parse_line(raw: &str) -> Line {
         i += 1;
     }
     let comment: String = chars[code_end..].iter().collect();
-    let when = comment
-        .trim_start_matches('-')
-        .trim()
-        .strip_prefix("when:")
-        .map(|flag| flag.trim().to_string());
+    let when = comment.trim_start_matches('-').trim().strip_prefix("when:").map(|flag| flag.trim().to_string());
     if let Some(flag) = &when {
         assert!(is_identifier(flag), "bad `when` flag {flag:?} in line {raw:?}");
     }
@@ -180,7 +176,12 @@ fn read_migrations(dir: &Path) -> Vec<Migration> {
         migrations.push(Migration { file_name, ordinal, sql });
     }
     for pair in migrations.windows(2) {
-        assert!(pair[0].ordinal < pair[1].ordinal, "two migrations share ordinal {} in {}", pair[1].ordinal, dir.display());
+        assert!(
+            pair[0].ordinal < pair[1].ordinal,
+            "two migrations share ordinal {} in {}",
+            pair[1].ordinal,
+            dir.display()
+        );
     }
     migrations
 }
@@ -207,7 +208,6 @@ fn is_identifier(s: &str) -> bool {
 fn emit_dialect(out: &mut String, dialect: &str, variant: &str, statements: &[Statement], migrations: &[Migration]) {
     let w = |out: &mut String, s: String| out.push_str(&s);
     w(out, format!("/// The `{dialect}` dialect: its statements and migrations.\npub mod {dialect} {{\n"));
-    w(out, "    use crate::{Dialect, Line, Migration, Statement};\n\n".to_string());
     for s in statements {
         let mut all_params: Vec<&str> = Vec::new();
         let mut lines = String::new();
@@ -221,9 +221,9 @@ fn emit_dialect(out: &mut String, dialect: &str, variant: &str, statements: &[St
                 Some(flag) => format!("Some({flag:?})"),
                 None => "None".to_string(),
             };
-            let _ = write!(
+            let _ = writeln!(
                 lines,
-                "            Line {{ when: {when}, text: {:?}, params: &{:?} }},\n",
+                "            crate::Line {{ when: {when}, text: {:?}, params: &{:?} }},",
                 line.text, line.params
             );
         }
@@ -232,7 +232,7 @@ fn emit_dialect(out: &mut String, dialect: &str, variant: &str, statements: &[St
         w(
             out,
             format!(
-                "    pub const {}: Statement = Statement {{\n        name: {:?},\n        dialect: Dialect::{variant},\n        sql: {:?},\n        params: &{:?},\n        lines: &[\n{lines}        ],\n    }};\n\n",
+                "    pub const {}: crate::Statement = crate::Statement {{\n        name: {:?},\n        dialect: crate::Dialect::{variant},\n        sql: {:?},\n        params: &{:?},\n        lines: &[\n{lines}        ],\n    }};\n\n",
                 s.name.to_uppercase(),
                 s.name,
                 base_sql.join("\n"),
@@ -241,10 +241,22 @@ fn emit_dialect(out: &mut String, dialect: &str, variant: &str, statements: &[St
         );
     }
     let names: Vec<String> = statements.iter().map(|s| s.name.to_uppercase()).collect();
-    w(out, format!("    /// Every statement of this dialect, sorted by name.\n    pub const STATEMENTS: &[Statement] = &[{}];\n\n", names.join(", ")));
-    w(out, "    /// Every migration of this dialect, in the order they apply.\n    pub const MIGRATIONS: &[Migration] = &[\n".to_string());
+    w(
+        out,
+        format!(
+            "    /// Every statement of this dialect, sorted by name.\n    pub const STATEMENTS: &[crate::Statement] = &[{}];\n\n",
+            names.join(", ")
+        ),
+    );
+    w(out, "    /// Every migration of this dialect, in the order they apply.\n    pub const MIGRATIONS: &[crate::Migration] = &[\n".to_string());
     for m in migrations {
-        w(out, format!("        Migration {{ file_name: {:?}, ordinal: {}, sql: {:?} }},\n", m.file_name, m.ordinal, m.sql));
+        w(
+            out,
+            format!(
+                "        crate::Migration {{ file_name: {:?}, ordinal: {}, sql: {:?} }},\n",
+                m.file_name, m.ordinal, m.sql
+            ),
+        );
     }
     w(out, "    ];\n}\n\n".to_string());
 }

@@ -7,9 +7,7 @@ use cairnq_protocol::{Dialect, migrations};
 /// FNV-1a, 64 bit: stable across Rust versions and platforms, which is all a
 /// pin needs (this is not a security boundary).
 fn fnv1a(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3))
 }
 
 const PINNED: &[(Dialect, &str, u64)] = &[
@@ -42,10 +40,8 @@ fn shipped_migrations_are_unchanged() {
             actual.push((dialect, m.file_name, fnv1a(m.sql)));
         }
     }
-    let listing: String = actual
-        .iter()
-        .map(|(d, f, h)| format!("    (Dialect::{d:?}, {f:?}, 0x{h:016x}),\n"))
-        .collect();
+    let listing: String =
+        actual.iter().map(|(d, f, h)| format!("    (Dialect::{d:?}, {f:?}, 0x{h:016x}),\n")).collect();
     assert_eq!(actual.as_slice(), PINNED, "migration hashes changed; current values:\n{listing}");
 }
 

@@ -1,0 +1,109 @@
+//! Error envelopes: the JSON object recorded in a failed attempt's `error`
+//! column, shared by every cairnq SDK.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::Error;
+
+/// The envelope codes PROTOCOL.md defines.
+pub mod codes {
+    /// A handler returned an error; `type` is the error's type name.
+    pub const HANDLER_ERROR: &str = "handler_error";
+    /// A handler's own `TaskError` without a code of its own.
+    pub const TASK_ERROR: &str = "task_error";
+    /// The attempt outran `max_run`; retryable.
+    pub const HANDLER_TIMEOUT: &str = "handler_timeout";
+    /// The worker has no handler for the task's name; permanent.
+    pub const NO_HANDLER: &str = "no_handler";
+    /// The handler's result could not be stored as JSON; permanent.
+    pub const UNSERIALIZABLE_RESULT: &str = "unserializable_result";
+    /// The lease expired and no attempts were left.
+    pub const LEASE_EXPIRED: &str = "lease_expired";
+}
+
+/// `{"type", "code", "message", "retryable", "details"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorEnvelope {
+    /// The error's type name (e.g. `ValueError`, `LeaseExpired`, a Rust type).
+    #[serde(rename = "type")]
+    pub error_type: String,
+    /// A stable machine-readable code, see [`codes`].
+    pub code: String,
+    /// Human-readable text.
+    pub message: String,
+    /// Whether the failure was considered retryable.
+    pub retryable: bool,
+    /// Extra structured context (a JSON object).
+    #[serde(default = "empty_object")]
+    pub details: Value,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Map::new())
+}
+
+impl ErrorEnvelope {
+    /// An envelope with empty details.
+    ///
+    /// ```
+    /// use cairnq_core::ErrorEnvelope;
+    /// let e = ErrorEnvelope::new("Timeout", "handler_timeout", "too slow", true);
+    /// assert_eq!(e.to_value()["type"], "Timeout");
+    /// ```
+    pub fn new(
+        error_type: impl Into<String>,
+        code: impl Into<String>,
+        message: impl Into<String>,
+        retryable: bool,
+    ) -> Self {
+        Self {
+            error_type: error_type.into(),
+            code: code.into(),
+            message: message.into(),
+            retryable,
+            details: empty_object(),
+        }
+    }
+
+    /// The same envelope with `details` set.
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = details;
+        self
+    }
+
+    /// What lease recovery records on a task whose attempts ran out.
+    pub fn lease_expired() -> Self {
+        Self::new("LeaseExpired", codes::LEASE_EXPIRED, "task lease expired and max attempts reached", false)
+    }
+
+    /// The envelope as a JSON object.
+    pub fn to_value(&self) -> Value {
+        let mut map = Map::new();
+        map.insert("type".into(), Value::String(self.error_type.clone()));
+        map.insert("code".into(), Value::String(self.code.clone()));
+        map.insert("message".into(), Value::String(self.message.clone()));
+        map.insert("retryable".into(), Value::Bool(self.retryable));
+        map.insert("details".into(), self.details.clone());
+        Value::Object(map)
+    }
+
+    /// Reads an envelope back; `None` when the value is not one (an SDK
+    /// may have written something else: never a panic).
+    pub fn from_value(value: &Value) -> Option<Self> {
+        serde_json::from_value(value.clone()).ok()
+    }
+
+    /// The [`Error::TaskFailed`] a caller sees for a task that ended with
+    /// this envelope.
+    pub fn into_task_failed(self, task_id: impl Into<String>) -> Error {
+        Error::TaskFailed {
+            task_id: task_id.into(),
+            error_type: self.error_type,
+            code: self.code,
+            message: self.message,
+            retryable: self.retryable,
+            details: self.details,
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! The JSON boundary: values go into the store only if JSON can hold them.
+//!
+//! serde_json quietly turns a NaN or an infinity into `null`; PROTOCOL.md
+//! says such values are rejected with SerializationError, never coerced. So
+//! typed values are walked once by [`FiniteCheck`] before they are converted.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde::ser;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+/// Converts a value to JSON, refusing NaN and infinities.
+///
+/// ```
+/// use cairnq_core::json::to_json;
+/// assert_eq!(to_json(&vec![1.5]).unwrap(), serde_json::json!([1.5]));
+/// assert!(to_json(&f64::NAN).is_err());
+/// assert!(to_json(&std::collections::HashMap::from([(1.0f64.to_bits(), f32::INFINITY)])).is_err());
+/// ```
+pub fn to_json<T: Serialize + ?Sized>(value: &T) -> Result<Value> {
+    value.serialize(FiniteCheck).map_err(|e| Error::Serialization(e.0))?;
+    serde_json::to_value(value).map_err(|e| Error::Serialization(e.to_string()))
+}
+
+/// Decodes JSON into a Rust type.
+pub fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T> {
+    T::deserialize(value).map_err(|e| Error::Serialization(e.to_string()))
+}
+
+/// Serializes a stored JSON value to text.
+pub fn to_text(value: &Value) -> String {
+    // A `Value` is always representable: serde_json's numbers are finite.
+    value.to_string()
+}
+
+/// Parses stored JSON text; a corrupted column is an error, not a panic.
+pub fn from_text(column: &str, text: &str) -> Result<Value> {
+    serde_json::from_str(text).map_err(|e| Error::corrupt_row(format!("column {column} holds invalid JSON: {e}")))
+}
+
+#[derive(Debug)]
+struct CheckError(String);
+
+impl std::fmt::Display for CheckError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CheckError {}
+
+impl ser::Error for CheckError {
+    fn custom<T: std::fmt::Display>(msg: T) -> Self {
+        Self(msg.to_string())
+    }
+}
+
+/// A serializer that writes nothing and fails on a non-finite float.
+struct FiniteCheck;
+
+fn check_float(v: f64) -> std::result::Result<(), CheckError> {
+    if v.is_finite() {
+        Ok(())
+    } else {
+        Err(CheckError(format!("{v} is not a JSON number (NaN and infinities are refused)")))
+    }
+}
+
+macro_rules! accept {
+    ($($method:ident($ty:ty)),* $(,)?) => {
+        $(fn $method(self, _v: $ty) -> std::result::Result<(), CheckError> { Ok(()) })*
+    };
+}
+
+impl ser::Serializer for FiniteCheck {
+    type Ok = ();
+    type Error = CheckError;
+    type SerializeSeq = Self;
+    type SerializeTuple = Self;
+    type SerializeTupleStruct = Self;
+    type SerializeTupleVariant = Self;
+    type SerializeMap = Self;
+    type SerializeStruct = Self;
+    type SerializeStructVariant = Self;
+
+    accept!(
+        serialize_bool(bool),
+        serialize_i8(i8),
+        serialize_i16(i16),
+        serialize_i32(i32),
+        serialize_i64(i64),
+        serialize_i128(i128),
+        serialize_u8(u8),
+        serialize_u16(u16),
+        serialize_u32(u32),
+        serialize_u64(u64),
+        serialize_u128(u128),
+        serialize_char(char),
+        serialize_str(&str),
+        serialize_bytes(&[u8]),
+        serialize_unit_struct(&'static str),
+    );
+
+    fn serialize_f32(self, v: f32) -> std::result::Result<(), CheckError> {
+        check_float(f64::from(v))
+    }
+    fn serialize_f64(self, v: f64) -> std::result::Result<(), CheckError> {
+        check_float(v)
+    }
+    fn serialize_none(self) -> std::result::Result<(), CheckError> {
+        Ok(())
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, v: &T) -> std::result::Result<(), CheckError> {
+        v.serialize(self)
+    }
+    fn serialize_unit(self) -> std::result::Result<(), CheckError> {
+        Ok(())
+    }
+    fn serialize_unit_variant(self, _: &'static str, _: u32, _: &'static str) -> std::result::Result<(), CheckError> {
+        Ok(())
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        v: &T,
+    ) -> std::result::Result<(), CheckError> {
+        v.serialize(self)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        v: &T,
+    ) -> std::result::Result<(), CheckError> {
+        v.serialize(self)
+    }
+    fn serialize_seq(self, _: Option<usize>) -> std::result::Result<Self, CheckError> {
+        Ok(self)
+    }
+    fn serialize_tuple(self, _: usize) -> std::result::Result<Self, CheckError> {
+        Ok(self)
+    }
+    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> std::result::Result<Self, CheckError> {
+        Ok(self)
+    }
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> std::result::Result<Self, CheckError> {
+        Ok(self)
+    }
+    fn serialize_map(self, _: Option<usize>) -> std::result::Result<Self, CheckError> {
+        Ok(self)
+    }
+    fn serialize_struct(self, _: &'static str, _: usize) -> std::result::Result<Self, CheckError> {
+        Ok(self)
+    }
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> std::result::Result<Self, CheckError> {
+        Ok(self)
+    }
+}
+
+macro_rules! walk_compound {
+    ($($trait:ident :: $method:ident),* $(,)?) => {
+        $(impl ser::$trait for FiniteCheck {
+            type Ok = ();
+            type Error = CheckError;
+            fn $method<T: Serialize + ?Sized>(&mut self, v: &T) -> std::result::Result<(), CheckError> {
+                v.serialize(FiniteCheck)
+            }
+            fn end(self) -> std::result::Result<(), CheckError> {
+                Ok(())
+            }
+        })*
+    };
+}
+
+walk_compound!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field,
+);
+
+impl ser::SerializeMap for FiniteCheck {
+    type Ok = ();
+    type Error = CheckError;
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, _key: &T) -> std::result::Result<(), CheckError> {
+        // Keys are checked by serde_json itself (it refuses non-string keys).
+        Ok(())
+    }
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, v: &T) -> std::result::Result<(), CheckError> {
+        v.serialize(FiniteCheck)
+    }
+    fn end(self) -> std::result::Result<(), CheckError> {
+        Ok(())
+    }
+}
+
+impl ser::SerializeStruct for FiniteCheck {
+    type Ok = ();
+    type Error = CheckError;
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        _: &'static str,
+        v: &T,
+    ) -> std::result::Result<(), CheckError> {
+        v.serialize(FiniteCheck)
+    }
+    fn end(self) -> std::result::Result<(), CheckError> {
+        Ok(())
+    }
+}
+
+impl ser::SerializeStructVariant for FiniteCheck {
+    type Ok = ();
+    type Error = CheckError;
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        _: &'static str,
+        v: &T,
+    ) -> std::result::Result<(), CheckError> {
+        v.serialize(FiniteCheck)
+    }
+    fn end(self) -> std::result::Result<(), CheckError> {
+        Ok(())
+    }
+}

@@ -1,0 +1,39 @@
+//! cairnq's core: models, errors, retry backoff, error envelopes, the
+//! storage seam ([`Store`]), and every operation written once above it
+//! ([`CairnQ`]).
+//!
+//! This crate never names a database driver. Backends (`cairnq-sqlite`,
+//! `cairnq-postgres`, or your own) implement [`Store`]; applications use
+//! [`CairnQ`] over whichever backend they picked by dependency.
+//!
+//! ```no_run
+//! # async fn demo(store: impl cairnq_core::Store) -> cairnq_core::Result<()> {
+//! use cairnq_core::{CairnQ, SubmitOptions, WaitOptions};
+//! let client = CairnQ::new(store);
+//! let task = client.submit("thumbnail", &serde_json::json!({"path": "a.png"})).queue("images").await?;
+//! let result = client.call("thumbnail", &serde_json::json!({"path": "b.png"}),
+//!     &SubmitOptions::new().queue("images"), &WaitOptions::default()).await?;
+//! # Ok(()) }
+//! ```
+
+pub mod backoff;
+pub mod client;
+pub mod clock;
+pub mod envelope;
+pub mod error;
+pub mod id;
+pub mod json;
+pub mod keys;
+pub mod model;
+pub mod store;
+pub mod typed;
+
+pub use backoff::Backoff;
+pub use client::{CairnQ, ListFilter, PurgeFilter, Submit, SubmitOptions, TaskSpec, WaitOptions, task_outcome};
+pub use clock::{Clock, SystemClock};
+pub use envelope::{ErrorEnvelope, codes};
+pub use error::{BoxError, Error, ErrorKind, Result};
+pub use keys::Conflict;
+pub use model::{HeldLease, QueueCounts, Stats, Task, TaskCount, TaskRef, TaskStatus};
+pub use store::{Capabilities, Store, TaskSelector, Wake};
+pub use typed::TaskDef;

@@ -1,0 +1,243 @@
+//! The rows and values cairnq hands to callers.
+//!
+//! Field names are the column names of PROTOCOL.md, so a [`Task`] serialized
+//! with serde is the same JSON object every cairnq SDK shows for that row.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::envelope::ErrorEnvelope;
+use crate::error::{Error, Result};
+use crate::json;
+
+/// The canonical task states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskStatus {
+    /// Waiting to be claimed (possibly not yet due).
+    Queued,
+    /// Claimed by a worker that holds a lease.
+    Running,
+    /// Finished with a result.
+    Succeeded,
+    /// Finished with an error envelope and no attempts left (or not retryable).
+    Failed,
+    /// Canceled before or while running.
+    Canceled,
+}
+
+impl TaskStatus {
+    /// Every status, in the order stats report them.
+    pub const ALL: [TaskStatus; 5] = [Self::Queued, Self::Running, Self::Succeeded, Self::Failed, Self::Canceled];
+
+    /// The status as stored in the `status` column.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Running => "running",
+            Self::Succeeded => "succeeded",
+            Self::Failed => "failed",
+            Self::Canceled => "canceled",
+        }
+    }
+
+    /// Whether no transition but `retry` or `purge` leaves this status.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Succeeded | Self::Failed | Self::Canceled)
+    }
+}
+
+impl fmt::Display for TaskStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for TaskStatus {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|status| status.as_str() == s)
+            .ok_or_else(|| Error::validation("status", format!("{s:?} is not a task status")))
+    }
+}
+
+/// One task row: one execution of a handler by name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Task {
+    /// `task_` + ULID.
+    pub id: String,
+    /// The handler name.
+    pub name: String,
+    /// The queue the task waits on.
+    pub queue: String,
+    /// Where the task is in its life.
+    pub status: TaskStatus,
+    /// The handler's input.
+    pub payload: Value,
+    /// The handler's output, once succeeded.
+    pub result: Option<Value>,
+    /// The last error envelope, if any attempt failed.
+    pub error: Option<Value>,
+    /// Free-form caller metadata (a JSON object).
+    pub metadata: Value,
+    /// 0..1, reported by the handler.
+    pub progress: Option<f64>,
+    /// Free-text progress message.
+    pub message: Option<String>,
+    /// How many times the task has been claimed.
+    pub attempt: i64,
+    /// Claims allowed before a retryable failure becomes final.
+    pub max_attempts: i64,
+    /// Higher runs first.
+    pub priority: i64,
+    /// The worker that holds or last held the task.
+    pub worker_id: Option<String>,
+    /// When the lease ends; set exactly while running.
+    pub lease_until_ms: Option<i64>,
+    /// Not claimable before this time.
+    pub run_at_ms: i64,
+    /// When a cancel was requested while the task was running.
+    pub cancel_requested_at_ms: Option<i64>,
+    /// The task that submitted this one.
+    pub parent_id: Option<String>,
+    /// The first task of the chain (its own id for a top-level task).
+    pub root_id: Option<String>,
+    /// Caller-chosen id tying related tasks together.
+    pub correlation_id: Option<String>,
+    /// Insert time.
+    pub created_at_ms: i64,
+    /// Last write time.
+    pub updated_at_ms: i64,
+    /// When the task became terminal.
+    pub completed_at_ms: Option<i64>,
+}
+
+impl Task {
+    /// The payload decoded into `P`.
+    ///
+    /// ```
+    /// # use cairnq_core::Task;
+    /// # fn demo(task: &Task) -> cairnq_core::Result<()> {
+    /// #[derive(serde::Deserialize)]
+    /// struct Email { to: String }
+    /// let email: Email = task.payload_as()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn payload_as<P: DeserializeOwned>(&self) -> Result<P> {
+        json::from_value(&self.payload)
+    }
+
+    /// The result decoded into `R` (`null` when the task has none).
+    pub fn result_as<R: DeserializeOwned>(&self) -> Result<R> {
+        json::from_value(self.result.as_ref().unwrap_or(&Value::Null))
+    }
+
+    /// The error envelope, when one is recorded and well-formed.
+    pub fn error_envelope(&self) -> Option<ErrorEnvelope> {
+        self.error.as_ref().and_then(ErrorEnvelope::from_value)
+    }
+
+    /// A reference to this task: its id and status.
+    pub fn as_ref(&self) -> TaskRef {
+        TaskRef { id: self.id.clone(), status: self.status }
+    }
+}
+
+/// A task's id and status: what `get_status` returns and `wait` polls.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskRef {
+    /// The task id.
+    pub id: String,
+    /// Its current status.
+    pub status: TaskStatus,
+}
+
+/// How many tasks of one queue are in each status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueCounts {
+    /// Tasks waiting (including delayed ones).
+    pub queued: u64,
+    /// Tasks held by a worker.
+    pub running: u64,
+    /// Tasks finished with a result.
+    pub succeeded: u64,
+    /// Tasks finished with an error.
+    pub failed: u64,
+    /// Tasks canceled.
+    pub canceled: u64,
+}
+
+impl QueueCounts {
+    /// The count for one status.
+    pub fn get(&self, status: TaskStatus) -> u64 {
+        match status {
+            TaskStatus::Queued => self.queued,
+            TaskStatus::Running => self.running,
+            TaskStatus::Succeeded => self.succeeded,
+            TaskStatus::Failed => self.failed,
+            TaskStatus::Canceled => self.canceled,
+        }
+    }
+
+    fn slot(&mut self, status: TaskStatus) -> &mut u64 {
+        match status {
+            TaskStatus::Queued => &mut self.queued,
+            TaskStatus::Running => &mut self.running,
+            TaskStatus::Succeeded => &mut self.succeeded,
+            TaskStatus::Failed => &mut self.failed,
+            TaskStatus::Canceled => &mut self.canceled,
+        }
+    }
+}
+
+/// Counts per queue and status: every status present (zero-filled); a queue
+/// with no rows is absent unless it is the queue that was asked for.
+pub type Stats = BTreeMap<String, QueueCounts>;
+
+/// One `(queue, status, count)` group, as a store counts them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskCount {
+    /// The queue.
+    pub queue: String,
+    /// The status.
+    pub status: TaskStatus,
+    /// How many rows.
+    pub count: u64,
+}
+
+/// Folds raw counts into [`Stats`], zero-filling every status, and adding the
+/// asked-for queue even when it has no rows.
+pub fn fold_stats(counts: impl IntoIterator<Item = TaskCount>, asked: Option<&str>) -> Stats {
+    let mut stats = Stats::new();
+    if let Some(queue) = asked {
+        stats.insert(queue.to_string(), QueueCounts::default());
+    }
+    for c in counts {
+        *stats.entry(c.queue).or_default().slot(c.status) += c.count;
+    }
+    stats
+}
+
+/// A lease the store confirmed in `heartbeat_batch`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldLease {
+    /// The task still owned by the caller.
+    pub id: String,
+    /// Set when someone asked to cancel the task.
+    pub cancel_requested_at_ms: Option<i64>,
+}
+
+impl HeldLease {
+    /// Whether a cancel is pending for the task.
+    pub fn cancel_requested(&self) -> bool {
+        self.cancel_requested_at_ms.is_some()
+    }
+}

@@ -1,0 +1,508 @@
+//! The storage seam: the one trait a backend implements.
+//!
+//! Each method is one operation of PROTOCOL.md, executed atomically by the
+//! backend in its own dialect. Everything that is not SQL — validation,
+//! defaults, ids, the key-conflict rule, stats zero-filling, backoff, envelopes,
+//! the wait loop — lives above this trait in cairnq-core and is written once.
+//!
+//! # Stability
+//!
+//! Third parties implement [`Store`], so it follows semver strictly: methods
+//! are only ever added with a default body, and every parameter is a
+//! `#[non_exhaustive]` struct that can grow fields without breaking callers.
+//! Run the `cairnq-testkit` conformance suite against your implementation.
+//!
+//! # Time
+//!
+//! Parameters carry relative times (`delay_ms`, `lease_ms`,
+//! `older_than_ms`); the backend resolves them against its clock (SQLite: a
+//! [`Clock`](crate::Clock); Postgres: the database clock).
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::keys::Conflict;
+use crate::model::{HeldLease, Task, TaskCount, TaskRef, TaskStatus};
+
+/// Picks a task by id or by business key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TaskSelector {
+    /// The task with this id.
+    Id(String),
+    /// The task the key currently points at.
+    Key(String),
+}
+
+impl TaskSelector {
+    /// The id or key, for messages.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Id(s) | Self::Key(s) => s,
+        }
+    }
+}
+
+/// What a backend can do beyond the required operations, so shared code
+/// and the conformance suite branch explicitly instead of guessing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Capabilities {
+    /// [`Store::wait_for_change`] returns early on relevant commits.
+    pub push_wakeups: bool,
+    /// Settling inside the caller's own transaction is possible.
+    pub transactional_settle: bool,
+}
+
+impl Capabilities {
+    /// No optional capability.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// With push wakeups set as given.
+    pub fn with_push_wakeups(mut self, on: bool) -> Self {
+        self.push_wakeups = on;
+        self
+    }
+
+    /// With transactional settle set as given.
+    pub fn with_transactional_settle(mut self, on: bool) -> Self {
+        self.transactional_settle = on;
+        self
+    }
+}
+
+/// A validated task to insert. Built by the client (see
+/// [`SubmitOptions`](crate::SubmitOptions)); the id and root id are already
+/// resolved.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct NewTask {
+    /// The new row's id (used only if a row is inserted).
+    pub id: String,
+    /// Handler name (non-empty).
+    pub name: String,
+    /// Queue name (non-empty).
+    pub queue: String,
+    /// The payload.
+    pub payload: Value,
+    /// A JSON object.
+    pub metadata: Value,
+    /// At least 1.
+    pub max_attempts: i32,
+    /// Higher runs first.
+    pub priority: i32,
+    /// Not claimable for this long (>= 0).
+    pub delay_ms: i64,
+    /// The submitting task, if any.
+    pub parent_id: Option<String>,
+    /// The chain's first task (the new id for a top-level task).
+    pub root_id: String,
+    /// Caller-chosen correlation.
+    pub correlation_id: Option<String>,
+    /// Business key; `None` means a plain insert.
+    pub key: Option<String>,
+    /// What to do when the key already points at a task.
+    pub conflict: Conflict,
+}
+
+/// Filters for [`Store::list`]; `None` filters are left out of the SQL.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ListParams {
+    /// Only this status.
+    pub status: Option<TaskStatus>,
+    /// Only this queue.
+    pub queue: Option<String>,
+    /// Only this handler name.
+    pub name: Option<String>,
+    /// Only this chain.
+    pub root_id: Option<String>,
+    /// Only this correlation id.
+    pub correlation_id: Option<String>,
+    /// At most this many rows.
+    pub limit: i64,
+    /// Skip this many rows.
+    pub offset: i64,
+}
+
+/// What [`Store::purge`] deletes: terminal rows completed strictly before
+/// `now - older_than_ms`, oldest first, at most `limit`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PurgeParams {
+    /// Age threshold (>= 0).
+    pub older_than_ms: i64,
+    /// Only this queue.
+    pub queue: Option<String>,
+    /// Only this terminal status (`None`: every terminal status).
+    pub status: Option<TaskStatus>,
+    /// Only this handler name.
+    pub name: Option<String>,
+    /// At most this many rows (>= 1).
+    pub limit: i64,
+}
+
+/// The read-only "anything to do?" question a worker asks before it takes
+/// the write lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ProbeParams {
+    /// Queues the worker serves.
+    pub queues: Vec<String>,
+    /// Names it has handlers for (`None`: any name).
+    pub names: Option<Vec<String>>,
+}
+
+impl ProbeParams {
+    /// A probe for these queues and names.
+    pub fn new(queues: Vec<String>, names: Option<Vec<String>>) -> Self {
+        Self { queues, names }
+    }
+}
+
+/// One draw of a claim transaction: due queued rows on `queues` whose name
+/// is in `names`, best first, up to a limit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClaimDraw {
+    /// Queues to draw from (non-empty).
+    pub queues: Vec<String>,
+    /// `None`: any name; `Some(vec![])`: nothing.
+    pub names: Option<Vec<String>>,
+    /// This draw's own cap.
+    pub limit: u32,
+    /// Indexes into [`ClaimParams::budgets`] this draw spends from.
+    pub budgets: Vec<usize>,
+}
+
+impl ClaimDraw {
+    /// A draw with its own cap and no shared budget.
+    pub fn new(queues: Vec<String>, names: Option<Vec<String>>, limit: u32) -> Self {
+        Self { queues, names, limit, budgets: Vec::new() }
+    }
+
+    /// The same draw, also spending from these shared budgets.
+    pub fn spending(mut self, budgets: Vec<usize>) -> Self {
+        self.budgets = budgets;
+        self
+    }
+}
+
+/// One claim transaction: lease recovery, then each draw in order. A draw
+/// takes at most `min(its limit, every budget it spends from)`, and what it
+/// took is subtracted from those budgets before the next draw — how a
+/// worker's total concurrency, per-name caps and resources are honoured in
+/// one transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClaimParams {
+    /// The claiming worker.
+    pub worker_id: String,
+    /// Lease length (>= 1).
+    pub lease_ms: i64,
+    /// Draws in order.
+    pub draws: Vec<ClaimDraw>,
+    /// Shared budgets the draws spend from.
+    pub budgets: Vec<u32>,
+}
+
+impl ClaimParams {
+    /// A claim of up to `limit` rows in one draw.
+    pub fn single(
+        worker_id: impl Into<String>,
+        lease_ms: i64,
+        queues: Vec<String>,
+        names: Option<Vec<String>>,
+        limit: u32,
+    ) -> Self {
+        Self {
+            worker_id: worker_id.into(),
+            lease_ms,
+            draws: vec![ClaimDraw::new(queues, names, limit)],
+            budgets: Vec::new(),
+        }
+    }
+
+    /// A claim of several draws over shared budgets.
+    pub fn with_draws(worker_id: impl Into<String>, lease_ms: i64, draws: Vec<ClaimDraw>, budgets: Vec<u32>) -> Self {
+        Self { worker_id: worker_id.into(), lease_ms, draws, budgets }
+    }
+
+    /// The budget bookkeeping backends use while running the draws.
+    ///
+    /// ```
+    /// use cairnq_core::store::{ClaimDraw, ClaimParams};
+    /// let q = vec!["default".to_string()];
+    /// let p = ClaimParams::with_draws("w", 1000, vec![
+    ///     ClaimDraw::new(q.clone(), None, 5).spending(vec![0]),
+    ///     ClaimDraw::new(q, None, 5).spending(vec![0]),
+    /// ], vec![7]);
+    /// let mut plan = p.plan();
+    /// assert_eq!(plan.limit(0), 5);
+    /// plan.took(0, 5);
+    /// assert_eq!(plan.limit(1), 2);
+    /// ```
+    pub fn plan(&self) -> DrawPlan<'_> {
+        DrawPlan { params: self, remaining: self.budgets.clone() }
+    }
+}
+
+/// Tracks what each shared budget has left during one claim transaction.
+#[derive(Debug)]
+pub struct DrawPlan<'a> {
+    params: &'a ClaimParams,
+    remaining: Vec<u32>,
+}
+
+impl DrawPlan<'_> {
+    /// How many rows draw `index` may take now.
+    pub fn limit(&self, index: usize) -> u32 {
+        let Some(draw) = self.params.draws.get(index) else { return 0 };
+        if draw.names.as_ref().is_some_and(Vec::is_empty) || draw.queues.is_empty() {
+            return 0;
+        }
+        draw.budgets.iter().map(|&b| self.remaining.get(b).copied().unwrap_or(0)).fold(draw.limit, u32::min)
+    }
+
+    /// Records that draw `index` took `count` rows.
+    pub fn took(&mut self, index: usize, count: usize) {
+        let count = u32::try_from(count).unwrap_or(u32::MAX);
+        if let Some(draw) = self.params.draws.get(index) {
+            for &b in &draw.budgets {
+                if let Some(left) = self.remaining.get_mut(b) {
+                    *left = left.saturating_sub(count);
+                }
+            }
+        }
+    }
+}
+
+/// Extend one lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HeartbeatParams {
+    /// The task.
+    pub task_id: String,
+    /// Its owner.
+    pub worker_id: String,
+    /// New lease length from now (>= 1).
+    pub lease_ms: i64,
+}
+
+impl HeartbeatParams {
+    /// Extend `task_id`'s lease by `lease_ms` from now.
+    pub fn new(task_id: impl Into<String>, worker_id: impl Into<String>, lease_ms: i64) -> Self {
+        Self { task_id: task_id.into(), worker_id: worker_id.into(), lease_ms }
+    }
+}
+
+/// Extend many leases in one statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HeartbeatBatchParams {
+    /// The tasks.
+    pub task_ids: Vec<String>,
+    /// Their owner.
+    pub worker_id: String,
+    /// New lease length from now (>= 1).
+    pub lease_ms: i64,
+}
+
+impl HeartbeatBatchParams {
+    /// Extend every listed lease by `lease_ms` from now.
+    pub fn new(task_ids: Vec<String>, worker_id: impl Into<String>, lease_ms: i64) -> Self {
+        Self { task_ids, worker_id: worker_id.into(), lease_ms }
+    }
+}
+
+/// Record progress; `None` leaves the old value alone.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ProgressParams {
+    /// The task.
+    pub task_id: String,
+    /// Its owner.
+    pub worker_id: String,
+    /// 0..1.
+    pub progress: Option<f64>,
+    /// Free text.
+    pub message: Option<String>,
+}
+
+impl ProgressParams {
+    /// Progress for `task_id`.
+    pub fn new(
+        task_id: impl Into<String>,
+        worker_id: impl Into<String>,
+        progress: Option<f64>,
+        message: Option<String>,
+    ) -> Self {
+        Self { task_id: task_id.into(), worker_id: worker_id.into(), progress, message }
+    }
+}
+
+/// Settle a task with a result (`succeed` / `complete`).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct SettleParams {
+    /// The task.
+    pub task_id: String,
+    /// Its owner.
+    pub worker_id: String,
+    /// The result.
+    pub result: Value,
+}
+
+impl SettleParams {
+    /// Settle `task_id` with `result`.
+    pub fn new(task_id: impl Into<String>, worker_id: impl Into<String>, result: Value) -> Self {
+        Self { task_id: task_id.into(), worker_id: worker_id.into(), result }
+    }
+}
+
+/// Fail an attempt.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct FailParams {
+    /// The task.
+    pub task_id: String,
+    /// Its owner.
+    pub worker_id: String,
+    /// The error envelope (a JSON object).
+    pub error: Value,
+    /// Whether another attempt may follow.
+    pub retryable: bool,
+    /// Requeue delay when retried (>= 0).
+    pub delay_ms: i64,
+}
+
+impl FailParams {
+    /// Fail `task_id` with `error`.
+    pub fn new(
+        task_id: impl Into<String>,
+        worker_id: impl Into<String>,
+        error: Value,
+        retryable: bool,
+        delay_ms: i64,
+    ) -> Self {
+        Self { task_id: task_id.into(), worker_id: worker_id.into(), error, retryable, delay_ms }
+    }
+}
+
+/// What a sleeper in [`Store::wait_for_change`] is waiting for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Wake {
+    /// A task became queued on one of these queues (an idle worker).
+    Queued(Vec<String>),
+    /// This task became terminal (`wait` / `call`).
+    TaskDone(String),
+}
+
+/// The storage seam: one method per PROTOCOL.md operation.
+///
+/// Ownership-checked worker writes (`heartbeat`, `progress`, `succeed`,
+/// `complete`, `fail`) match only `status = running AND worker_id = caller
+/// AND lease_until_ms > now`, and return [`Error::LostLease`] when nothing
+/// matched. Inputs arrive validated; a backend does not re-validate them.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// A short backend name, e.g. `sqlite`, for messages.
+    fn backend(&self) -> &'static str;
+
+    /// Optional capabilities; none by default.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::none()
+    }
+
+    /// Inserts a task. With a key: in one transaction, reads the key's task
+    /// (a vanished task frees the key), applies
+    /// [`resolve_key_conflict`](crate::keys::resolve_key_conflict), and
+    /// repoints the key when it inserts.
+    async fn submit(&self, task: &NewTask) -> Result<Task>;
+
+    /// Submits every task in one transaction, in order, with the same key
+    /// semantics per item (a later item sees an earlier item's key). All or
+    /// nothing.
+    async fn submit_many(&self, tasks: &[NewTask]) -> Result<Vec<Task>>;
+
+    /// The whole row, or `None`.
+    async fn get(&self, task: &TaskSelector) -> Result<Option<Task>>;
+
+    /// Only id and status, or `None`.
+    async fn get_status(&self, task: &TaskSelector) -> Result<Option<TaskRef>>;
+
+    /// Rows matching the filters, newest first (`created_at_ms desc, id desc`).
+    async fn list(&self, params: &ListParams) -> Result<Vec<Task>>;
+
+    /// Row counts grouped by queue and status (only non-zero groups needed),
+    /// for one queue or all.
+    async fn stats(&self, queue: Option<&str>) -> Result<Vec<TaskCount>>;
+
+    /// The number of queued rows on `queue`, counting at most `at_most`.
+    async fn count_queued(&self, queue: &str, at_most: u64) -> Result<u64>;
+
+    /// Queued -> canceled now; running -> cancel requested; else `None`.
+    async fn cancel(&self, task: &TaskSelector) -> Result<Option<Task>>;
+
+    /// Failed or canceled -> queued now, clearing error, worker, lease,
+    /// cancel flag, completed_at, progress and message; attempt back to 0
+    /// only with `reset_attempt`. Else `None`.
+    async fn retry(&self, task: &TaskSelector, reset_attempt: bool) -> Result<Option<Task>>;
+
+    /// Deletes terminal rows; returns their ids.
+    async fn purge(&self, params: &PurgeParams) -> Result<Vec<String>>;
+
+    /// Read-only: is anything due for these queues and names, or has any
+    /// lease expired?
+    async fn claimable(&self, params: &ProbeParams) -> Result<bool>;
+
+    /// One write transaction: recover every expired lease, then run the
+    /// draws (see [`ClaimParams::plan`]); returns the claimed rows.
+    async fn claim(&self, params: &ClaimParams) -> Result<Vec<Task>>;
+
+    /// Extends one lease; the row after the write.
+    async fn heartbeat(&self, params: &HeartbeatParams) -> Result<Task>;
+
+    /// Extends many leases in one statement; the leases still held, in the
+    /// order asked (an absent id lost its lease).
+    async fn heartbeat_batch(&self, params: &HeartbeatBatchParams) -> Result<Vec<HeldLease>>;
+
+    /// Records progress and/or message.
+    async fn progress(&self, params: &ProgressParams) -> Result<Task>;
+
+    /// Running -> succeeded with progress 1.0, ignoring a pending cancel.
+    async fn succeed(&self, params: &SettleParams) -> Result<Task>;
+
+    /// Like succeed, unless a cancel was requested: then -> canceled,
+    /// leaving result and progress as they were.
+    async fn complete(&self, params: &SettleParams) -> Result<Task>;
+
+    /// Cancel requested -> canceled; retryable with attempts left -> queued
+    /// after `delay_ms` (clearing worker, progress, message); else failed.
+    /// The error is recorded on every branch.
+    async fn fail(&self, params: &FailParams) -> Result<Task>;
+
+    /// Sleeps until something relevant to `wake` may have changed, or
+    /// `timeout` passes. Polling stays the source of truth: this only cuts
+    /// sleeps short. The default just sleeps.
+    async fn wait_for_change(&self, wake: &Wake, timeout: Duration) {
+        let _ = wake;
+        tokio::time::sleep(timeout).await;
+    }
+
+    /// Releases the backend's connections and threads. Calls after close
+    /// fail with [`Error::StoreClosed`].
+    async fn close(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// The `LostLease` error for an ownership-checked write that matched nothing.
+pub fn lost_lease(task_id: &str, worker_id: &str) -> Error {
+    Error::LostLease { task_id: task_id.to_string(), worker_id: worker_id.to_string() }
+}
