@@ -1,0 +1,1 @@
+//! The SQLite backend of cairnq (being built: see the SQLite helper's work).

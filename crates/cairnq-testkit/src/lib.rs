@@ -1,0 +1,54 @@
+//! cairnq's conformance suite, public so every backend — ours and third
+//! parties' — is held to the same behaviour by the same code.
+//!
+//! A backend provides a [`BackendFactory`]: a fresh, isolated store per
+//! scenario or test. The scenario runner ([`scenario`]) interprets the
+//! language-neutral JSON scenarios of CONFORMANCE.md; the worker suite
+//! ([`worker_suite`]) runs real worker loops and real processes against it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use cairnq_core::{Result, Store};
+
+pub mod scenario;
+pub mod worker_suite;
+
+/// Where a fresh store lives, so another process can open the same one
+/// (crash tests kill a worker process and recover its leases).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoreLocator {
+    /// A SQLite database file.
+    Sqlite {
+        /// The database file.
+        path: PathBuf,
+    },
+    /// A Postgres database and schema.
+    Postgres {
+        /// Connection string.
+        dsn: String,
+        /// The schema holding the cairnq tables.
+        schema: String,
+    },
+}
+
+/// A store made for one scenario or test.
+pub struct FreshStore {
+    /// The store, empty and migrated.
+    pub store: Arc<dyn Store>,
+    /// How another process opens the same database, when it can.
+    pub locator: Option<StoreLocator>,
+}
+
+/// Makes a fresh, isolated, empty store for each scenario or test: a new
+/// SQLite file in a temp dir, a fresh Postgres schema, or your backend's own.
+#[async_trait]
+pub trait BackendFactory: Send + Sync {
+    /// A short name for messages, e.g. `sqlite`.
+    fn name(&self) -> &str;
+
+    /// A fresh, empty, migrated store.
+    async fn fresh(&self) -> Result<FreshStore>;
+}

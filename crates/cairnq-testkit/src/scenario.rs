@@ -1,0 +1,1 @@
+//! The scenario interpreter (being built by the testkit helper).

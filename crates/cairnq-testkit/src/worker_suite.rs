@@ -1,0 +1,1 @@
+//! Worker-level shared tests (being built by the worker helper).
