@@ -1,0 +1,35 @@
+//! Project chores, in Rust so they run the same everywhere cargo does (the
+//! cargo-xtask convention): `cargo xtask <command>`.
+//!
+//! - `tidy`: the layering and documentation invariants (also a `#[test]`).
+//! - `test`: the whole test suite with everything it needs: a Python venv
+//!   holding the reference peer SDK, and a throwaway Postgres server.
+
+mod test_env;
+mod tidy;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("tidy") => tidy::run(&project_root()),
+        Some("test") => test_env::run_tests(&project_root(), &args[1..]),
+        _ => Err(USAGE.to_string()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+const USAGE: &str = "usage: cargo xtask <tidy | test [cargo test args]>";
+
+/// The workspace root: the parent of this crate's directory.
+pub(crate) fn project_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
+}
