@@ -1,0 +1,159 @@
+"""The Python reference SDK (cairnq==0.15.1 from PyPI) driven as a black box.
+
+Cross-language tests in crates/cairnq-testkit/tests/interop_*.rs run this
+script to make the peer create, read and settle tasks in the same database
+the Rust side uses. Every command prints one JSON document on stdout.
+
+Usage: peer.py <command> <database> [args...]
+  database is a SQLite path, or a Postgres DSN (postgresql://...) optionally
+  followed by ?schema=NAME handled here as the store's schema option.
+"""
+
+import asyncio
+import dataclasses
+import json
+import re
+import sqlite3
+import sys
+
+import cairnq
+
+
+def open_store(database):
+    if database.startswith("postgres"):
+        dsn, _, schema = database.partition("#schema=")
+        kwargs = {"schema": schema} if schema else {}
+        return cairnq.PostgresStore(dsn, **kwargs)
+    return cairnq.SQLiteStore(database)
+
+
+def task_json(task):
+    return None if task is None else dataclasses.asdict(task)
+
+
+def normalize_sql(sql):
+    if sql is None:
+        return None
+    sql = re.sub(r"\s+", " ", sql.lower()).strip()
+    return re.sub(r"\s*([(),])\s*", r"\1", sql)
+
+
+def schema(path):
+    """sqlite_master rows of the cairnq objects, whitespace-normalized, and the ledger."""
+    conn = sqlite3.connect(path)
+    rows = conn.execute(
+        "select type, name, tbl_name, sql from sqlite_master "
+        "where name like 'cairnq%' or name like 'sqlite_autoindex_cairnq%' order by type, name"
+    ).fetchall()
+    ledger = conn.execute("select name, applied_at_ms from cairnq_migrations order by name").fetchall()
+    meta = dict(conn.execute("select key, value from cairnq_meta").fetchall())
+    conn.close()
+    return {
+        "objects": [[t, n, tbl, normalize_sql(sql)] for t, n, tbl, sql in rows],
+        "ledger": [[n, at] for n, at in ledger],
+        "meta": meta,
+    }
+
+
+async def with_store(database, action):
+    store = open_store(database)
+    await store.connect()
+    try:
+        return await action(store)
+    finally:
+        await store.close()
+
+
+async def submit(database, name, payload_json):
+    async def act(store):
+        client = cairnq.CairnQ(store)
+        task = await client.submit(
+            name,
+            json.loads(payload_json),
+            key="py-key-" + name,
+            priority=7,
+            delay_ms=0,
+            metadata={"from": "python", "nested": {"ü": [1, 2.5, None]}},
+        )
+        return task_json(task)
+
+    return await with_store(database, act)
+
+
+async def get(database, task_id):
+    return await with_store(database, lambda s: _get(s, task_id))
+
+
+async def _get(store, task_id):
+    return task_json(await store.get(task_id))
+
+
+async def claim_complete(database, name, result_json):
+    async def act(store):
+        claimed = await store.claim(queues=["default"], worker_id="worker_python", lease_ms=30000, limit=1, names=[name])
+        if not claimed:
+            return {"claimed": None}
+        done = await store.complete(task_id=claimed[0].id, worker_id="worker_python", result=json.loads(result_json))
+        return {"claimed": task_json(claimed[0]), "completed": task_json(done)}
+
+    return await with_store(database, act)
+
+
+async def run_worker(database, name, count, queue="default"):
+    """Runs a Python worker whose handler `name` echoes its payload, until `count` tasks of that name are terminal."""
+    store = open_store(database)
+    await store.connect()
+    worker = cairnq.Worker(store, [queue], concurrency=4, poll_interval_ms=50)
+
+    @worker.task(name)
+    async def echo(ctx, payload):
+        return {"echo": payload, "by": "python"}
+
+    runner = asyncio.create_task(worker.run())
+    client = cairnq.CairnQ(store)
+    for _ in range(600):
+        stats = await client.stats(queue)
+        done = sum(stats.get(queue, {}).get(s, 0) for s in ("succeeded", "failed", "canceled"))
+        if done >= count:
+            break
+        await asyncio.sleep(0.1)
+    await worker.stop()
+    await runner
+    await store.close()
+    return {"terminal": done}
+
+
+async def submit_many(database, name, count):
+    async def act(store):
+        client = cairnq.CairnQ(store)
+        ids = []
+        for i in range(count):
+            ids.append((await client.submit(name, {"n": i, "text": "héllo"})).id)
+        return ids
+
+    return await with_store(database, act)
+
+
+async def main(argv):
+    command, database, *args = argv
+    if command == "create":
+        result = await with_store(database, lambda s: asyncio.sleep(0, result={"ok": True}))
+    elif command == "schema":
+        result = schema(database)
+    elif command == "submit":
+        result = await submit(database, *args)
+    elif command == "get":
+        result = await get(database, *args)
+    elif command == "claim-complete":
+        result = await claim_complete(database, *args)
+    elif command == "worker":
+        result = await run_worker(database, args[0], int(args[1]))
+    elif command == "submit-many":
+        result = await submit_many(database, args[0], int(args[1]))
+    else:
+        raise SystemExit(f"unknown command {command}")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1:]))
