@@ -1,13 +1,29 @@
--- The migration ledger and the meta rows (PROTOCOL.md "Migrations").
+-- Opening a database: the migration ledger, the meta rows, and planner
+-- statistics (PROTOCOL.md "Migrations"). Each migration is checked and
+-- recorded inside the same BEGIN IMMEDIATE transaction that applies it.
 
 -- name: create_migration_ledger
 create table if not exists cairnq_migrations (name text primary key, applied_at_ms integer not null)
 
 -- name: migration_applied
-select 1 from cairnq_migrations where name = :name
+select exists (select 1 from cairnq_migrations where name = :name)
 
 -- name: record_migration
 insert into cairnq_migrations (name, applied_at_ms) values (:name, :now_ms)
 
+-- name: table_exists
+select exists (select 1 from sqlite_master where type = 'table' and name = :table)
+
 -- name: read_meta
 select value from cairnq_meta where key = :key
+
+-- Only valid once `table_exists` confirmed sqlite_stat1: ANALYZE creates it.
+-- name: tasks_analyzed
+select exists (select 1 from sqlite_stat1 where tbl = 'cairnq_tasks')
+
+-- name: analyze_tasks
+analyze cairnq_tasks
+
+-- SQLite decides itself whether any table needs fresh statistics.
+-- name: optimize_planner
+pragma optimize
