@@ -13,12 +13,14 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::HeldLease;
+use crate::backpressure::{Backpressure, BackpressureGate};
 use crate::envelope::ErrorEnvelope;
 use crate::error::{Error, Result};
 use crate::id::new_task_id;
 use crate::json::to_json;
 use crate::keys::Conflict;
 use crate::model::{Stats, Task, TaskRef, TaskStatus, fold_stats};
+use crate::retention::{Retention, SweeperHandle};
 use crate::store::{
     ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ListParams, NewTask, ProgressParams, PurgeParams,
     SettleParams, Store, TaskSelector, Wake,
@@ -473,6 +475,10 @@ impl<'a> IntoFuture for Submit<'a> {
 #[derive(Clone)]
 pub struct CairnQ {
     store: Arc<dyn Store>,
+    /// Every submit passes this gate, when set (see [`CairnQ::with_backpressure`]).
+    gate: Option<Arc<BackpressureGate>>,
+    /// The retention sweeper this client keeps alive, when set.
+    sweeper: Option<Arc<SweeperHandle>>,
 }
 
 impl std::fmt::Debug for CairnQ {
@@ -484,12 +490,51 @@ impl std::fmt::Debug for CairnQ {
 impl CairnQ {
     /// A client over `store`.
     pub fn new(store: impl Store) -> Self {
-        Self { store: Arc::new(store) }
+        Self::from_shared(Arc::new(store))
     }
 
     /// A client over a store already shared with others (e.g. a worker).
     pub fn from_shared(store: Arc<dyn Store>) -> Self {
-        Self { store }
+        Self { store, gate: None, sweeper: None }
+    }
+
+    /// The same client with backpressure: every submit (and every item of
+    /// [`submit_many`](Self::submit_many)) waits while its queue is at its
+    /// depth limit, then fails with [`Error::QueueFull`]. Clones share the gate.
+    ///
+    /// ```no_run
+    /// # fn demo(client: cairnq_core::CairnQ) {
+    /// use cairnq_core::Backpressure;
+    /// let client = client.with_backpressure(Backpressure::new().queue("default", 1000));
+    /// # }
+    /// ```
+    pub fn with_backpressure(mut self, settings: Backpressure) -> Self {
+        self.gate = Some(Arc::new(BackpressureGate::new(settings)));
+        self
+    }
+
+    /// The backpressure gate, when one is set.
+    pub fn backpressure(&self) -> Option<&Arc<BackpressureGate>> {
+        self.gate.as_ref()
+    }
+
+    /// The same client with a retention sweeper running in the background
+    /// while this client (or a clone) is alive and not closed. Sweep errors
+    /// are written to stderr; use [`Retention::sweeper`] to handle them
+    /// yourself. Must be called inside a tokio runtime.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: cairnq_core::CairnQ) -> cairnq_core::Result<()> {
+    /// use std::time::Duration;
+    /// use cairnq_core::Retention;
+    /// let client = client.with_retention(Retention::new().succeeded(Duration::from_secs(86_400)))?;
+    /// # Ok(()) }
+    /// ```
+    pub fn with_retention(mut self, retention: Retention) -> Result<Self> {
+        let sweeper = retention.sweeper(self.store.clone())?;
+        let handle = sweeper.spawn(|e| eprintln!("cairnq retention sweep failed: {e}"));
+        self.sweeper = Some(Arc::new(handle));
+        Ok(self)
     }
 
     /// The store under this client.
@@ -506,7 +551,15 @@ impl CairnQ {
     /// Submits one task described by a [`TaskSpec`].
     pub async fn submit_spec(&self, spec: &TaskSpec) -> Result<Task> {
         let task = spec.to_new_task()?;
+        self.admit(&task).await?;
         self.store.submit(&task).await
+    }
+
+    async fn admit(&self, task: &NewTask) -> Result<()> {
+        match &self.gate {
+            Some(gate) => gate.admit(self.store.as_ref(), &task.queue).await,
+            None => Ok(()),
+        }
     }
 
     /// Submits every spec in one transaction, with the same validation and
@@ -516,6 +569,9 @@ impl CairnQ {
         let tasks = specs.iter().map(TaskSpec::to_new_task).collect::<Result<Vec<_>>>()?;
         if tasks.is_empty() {
             return Ok(Vec::new());
+        }
+        for task in &tasks {
+            self.admit(task).await?;
         }
         self.store.submit_many(&tasks).await
     }
@@ -710,8 +766,11 @@ impl CairnQ {
         self.store.fail(params).await
     }
 
-    /// Closes the store.
+    /// Stops the retention sweeper, if any, and closes the store.
     pub async fn close(&self) -> Result<()> {
+        if let Some(sweeper) = &self.sweeper {
+            sweeper.stop();
+        }
         self.store.close().await
     }
 }

@@ -17,6 +17,7 @@
 //! ```
 
 pub mod backoff;
+pub mod backpressure;
 pub mod client;
 pub mod clock;
 pub mod envelope;
@@ -25,15 +26,18 @@ pub mod id;
 pub mod json;
 pub mod keys;
 pub mod model;
+pub mod retention;
 pub mod store;
 pub mod typed;
 
 pub use backoff::Backoff;
+pub use backpressure::{Backpressure, BackpressureGate};
 pub use client::{CairnQ, ListFilter, PurgeFilter, Submit, SubmitOptions, TaskSpec, WaitOptions, task_outcome};
 pub use clock::{Clock, SystemClock};
 pub use envelope::{ErrorEnvelope, codes};
 pub use error::{BoxError, Error, ErrorKind, Result};
 pub use keys::Conflict;
 pub use model::{HeldLease, QueueCounts, Stats, Task, TaskCount, TaskRef, TaskStatus};
+pub use retention::{Retention, Sweeper, SweeperHandle};
 pub use store::{Capabilities, Store, TaskSelector, Wake};
 pub use typed::TaskDef;
