@@ -5,6 +5,7 @@
 //! scenario or test. The scenario runner ([`scenario`]) interprets the
 //! language-neutral JSON scenarios of CONFORMANCE.md; the worker suite
 //! ([`worker_suite`]) runs real worker loops and real processes against it.
+//! [`sqlite`] holds the factory for our own SQLite backend.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -13,6 +14,8 @@ use async_trait::async_trait;
 use cairnq_core::{Result, Store};
 
 pub mod scenario;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
 pub mod worker_suite;
 
 /// Where a fresh store lives, so another process can open the same one

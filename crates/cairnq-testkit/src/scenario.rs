@@ -1,1 +1,0 @@
-//! The scenario interpreter (being built by the testkit helper).

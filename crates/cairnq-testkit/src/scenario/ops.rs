@@ -1,0 +1,189 @@
+//! The ops of CONFORMANCE.md, each run through [`CairnQ`] so the client's
+//! validation is exercised, with results turned into the JSON shapes the
+//! scenarios assert on (task rows by column name).
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use cairnq_core::id::new_worker_id;
+use cairnq_core::store::{
+    ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ProgressParams, SettleParams,
+};
+use cairnq_core::{CairnQ, Conflict, Error, ListFilter, PurgeFilter, SubmitOptions, TaskSpec, TaskStatus};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::args::{Args, StepError};
+
+const SUBMIT: &[&str] = &[
+    "name",
+    "payload",
+    "key",
+    "queue",
+    "conflict",
+    "max_attempts",
+    "priority",
+    "metadata",
+    "correlation_id",
+    "run_at_delay_ms",
+];
+const LIST: &[&str] = &["status", "queue", "name", "root_id", "correlation_id", "limit", "offset"];
+const PURGE: &[&str] = &["older_than_ms", "queue", "status", "name", "limit"];
+const CLAIM: &[&str] = &["queues", "worker_id", "lease_ms", "limit", "names"];
+const SETTLE: &[&str] = &["id", "worker_id", "result"];
+const FAIL: &[&str] = &["id", "worker_id", "error", "retryable", "delay_ms"];
+const DEFAULT_LEASE_MS: i64 = 30_000;
+
+/// Runs `op` with resolved `args`; the result as scenario JSON.
+pub(crate) async fn run(client: &CairnQ, op: &str, args: Value) -> Result<Value, StepError> {
+    match op {
+        "submit" => submit(client, &Args::new(args, SUBMIT)?).await,
+        "get" => to_json(&client.get(&one(args, "id")?).await?),
+        "get_by_key" => to_json(&client.get_by_key(&one(args, "key")?).await?),
+        "get_status" => to_json(&client.get_status(&one(args, "id")?).await?),
+        "get_status_by_key" => to_json(&client.get_status_by_key(&one(args, "key")?).await?),
+        "list" => list(client, &Args::new(args, LIST)?).await,
+        "cancel" => to_json(&client.cancel(&one(args, "id")?).await?),
+        "cancel_by_key" => to_json(&client.cancel_by_key(&one(args, "key")?).await?),
+        "retry" => retry(client, &Args::new(args, &["id", "reset_attempt"])?, "id").await,
+        "retry_by_key" => retry(client, &Args::new(args, &["key", "reset_attempt"])?, "key").await,
+        "purge" => purge(client, &Args::new(args, PURGE)?).await,
+        "stats" => to_json(&client.stats(Args::new(args, &["queue"])?.string("queue")?.as_deref()).await?),
+        "queue_depth" => queue_depth(client, &Args::new(args, &["queue", "max_depth"])?).await,
+        _ => run_worker_op(client, op, args).await,
+    }
+}
+
+async fn run_worker_op(client: &CairnQ, op: &str, args: Value) -> Result<Value, StepError> {
+    match op {
+        "claim" => claim(client, &Args::new(args, CLAIM)?).await,
+        "heartbeat" => heartbeat(client, &Args::new(args, &["id", "worker_id", "lease_ms"])?).await,
+        "heartbeat_batch" => heartbeat_batch(client, &Args::new(args, &["ids", "worker_id", "lease_ms"])?).await,
+        "progress" => progress(client, &Args::new(args, &["id", "worker_id", "progress", "message"])?).await,
+        "succeed" => to_json(&client.succeed(&settle_params(&Args::new(args, SETTLE)?)?).await?),
+        "complete" => to_json(&client.complete(&settle_params(&Args::new(args, SETTLE)?)?).await?),
+        "fail" => fail(client, &Args::new(args, FAIL)?).await,
+        "sleep" => sleep(&Args::new(args, &["ms"])?).await,
+        other => Err(StepError::Scenario(format!("unknown op `{other}`"))),
+    }
+}
+
+/// The single required string argument of ops like `get {id}`.
+fn one(args: Value, name: &'static str) -> Result<String, StepError> {
+    Args::new(args, &[name])?.required(name, Args::string)
+}
+
+fn to_json<T: Serialize>(value: &T) -> Result<Value, StepError> {
+    serde_json::to_value(value).map_err(|e| StepError::Scenario(format!("result is not JSON: {e}")))
+}
+
+fn parse<T: FromStr<Err = Error>>(value: Option<String>) -> Result<Option<T>, StepError> {
+    Ok(value.map(|s| s.parse()).transpose()?)
+}
+
+async fn submit(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
+    let mut options = SubmitOptions::new()
+        .queue(args.string("queue")?.unwrap_or_else(|| "default".to_string()))
+        .max_attempts(args.int_or("max_attempts", 3)?)
+        .priority(args.int_or("priority", 0)?)
+        .delay_ms(args.int_or("run_at_delay_ms", 0)?)
+        .conflict(parse::<Conflict>(args.string("conflict")?)?.unwrap_or_default());
+    options.key = args.string("key")?;
+    options.metadata = args.value("metadata").cloned();
+    options.correlation_id = args.string("correlation_id")?;
+    let name = args.required("name", Args::string)?;
+    let spec = TaskSpec::new(name, &args.value_or("payload", json!({}))).options(options);
+    to_json(&client.submit_spec(&spec).await?)
+}
+
+async fn list(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
+    let mut filter = ListFilter::new().page(args.int_or("limit", 100)?, args.int_or("offset", 0)?);
+    filter.status = parse::<TaskStatus>(args.string("status")?)?;
+    filter.queue = args.string("queue")?;
+    filter.name = args.string("name")?;
+    filter.root_id = args.string("root_id")?;
+    filter.correlation_id = args.string("correlation_id")?;
+    to_json(&client.list(&filter).await?)
+}
+
+async fn retry(client: &CairnQ, args: &Args, by: &'static str) -> Result<Value, StepError> {
+    let selector = args.required(by, Args::string)?;
+    let reset = args.bool_or("reset_attempt", false)?;
+    let task =
+        if by == "key" { client.retry_by_key(&selector, reset).await } else { client.retry(&selector, reset).await };
+    to_json(&task?)
+}
+
+async fn purge(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
+    let mut filter =
+        PurgeFilter::new().older_than_ms(args.int_or("older_than_ms", 0)?).limit(args.int_or("limit", 1000)?);
+    filter.queue = args.string("queue")?;
+    filter.status = parse::<TaskStatus>(args.string("status")?)?;
+    filter.name = args.string("name")?;
+    to_json(&client.purge(&filter).await?)
+}
+
+async fn queue_depth(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
+    let queue = args.string("queue")?.unwrap_or_else(|| "default".to_string());
+    let max_depth = args.required("max_depth", Args::int)?;
+    to_json(&client.queue_depth(&queue, max_depth).await?)
+}
+
+async fn claim(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
+    let queues = args.strings("queues")?.unwrap_or_else(|| vec!["default".to_string()]);
+    let worker_id = args.string("worker_id")?.unwrap_or_else(new_worker_id);
+    let limit = args.int_or("limit", 1)?;
+    let limit = u32::try_from(limit).map_err(|_| Error::validation("limit", format!("{limit} is not a count")))?;
+    let params = ClaimParams::single(
+        worker_id,
+        args.int_or("lease_ms", DEFAULT_LEASE_MS)?,
+        queues,
+        args.strings("names")?,
+        limit,
+    );
+    to_json(&client.claim(&params).await?)
+}
+
+fn owner(args: &Args) -> Result<(String, String), StepError> {
+    Ok((args.required("id", Args::string)?, args.required("worker_id", Args::string)?))
+}
+
+async fn heartbeat(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
+    let (id, worker_id) = owner(args)?;
+    let params = HeartbeatParams::new(id, worker_id, args.int_or("lease_ms", DEFAULT_LEASE_MS)?);
+    to_json(&client.heartbeat(&params).await?)
+}
+
+async fn heartbeat_batch(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
+    let ids = args.required("ids", Args::strings)?;
+    let worker_id = args.required("worker_id", Args::string)?;
+    let params = HeartbeatBatchParams::new(ids, worker_id, args.int_or("lease_ms", DEFAULT_LEASE_MS)?);
+    let held = client.heartbeat_batch(&params).await?;
+    Ok(held.iter().map(|lease| json!({"id": lease.id, "cancel_requested": lease.cancel_requested()})).collect())
+}
+
+async fn progress(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
+    let (id, worker_id) = owner(args)?;
+    let params = ProgressParams::new(id, worker_id, args.float("progress")?, args.string("message")?);
+    to_json(&client.progress(&params).await?)
+}
+
+fn settle_params(args: &Args) -> Result<SettleParams, StepError> {
+    let (id, worker_id) = owner(args)?;
+    Ok(SettleParams::new(id, worker_id, args.value_or("result", Value::Null)))
+}
+
+async fn fail(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
+    let (id, worker_id) = owner(args)?;
+    let error =
+        args.value("error").cloned().ok_or_else(|| StepError::Scenario("missing required argument `error`".into()))?;
+    let params = FailParams::new(id, worker_id, error, args.bool_or("retryable", true)?, args.int_or("delay_ms", 0)?);
+    to_json(&client.fail(&params).await?)
+}
+
+async fn sleep(args: &Args) -> Result<Value, StepError> {
+    let ms = args.required("ms", Args::int)?;
+    let ms = u64::try_from(ms).map_err(|_| Error::validation("ms", format!("{ms} is negative")))?;
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    Ok(Value::Null)
+}
