@@ -1,0 +1,125 @@
+//! One handler call, from start to settlement: the handler runs under a
+//! panic guard and the `max_run` ceiling, and how it ended decides how every
+//! task it did not settle itself is settled.
+//!
+//! | ending | single task | batch (each unsettled task) |
+//! |---|---|---|
+//! | returned `Ok` | `complete(result)` | `complete(its result or null)` |
+//! | returned `Err(e)` | `fail(e)` | `fail(e)`, each with its own backoff |
+//! | panicked | retryable `fail`, type `Panic` | the same |
+//! | outran `max_run` | retryable `handler_timeout`, lease marked lost | the same |
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cairnq_core::{ErrorEnvelope, codes};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use crate::context::TaskContext;
+use crate::core::{Settlement, WorkerCore};
+use crate::handler::{BatchResult, Handler, SingleResult};
+use crate::state::CallGuard;
+use crate::task_error::TaskError;
+
+/// How a handler call ended.
+enum Ending<T> {
+    Returned(T),
+    Panicked(String),
+    TimedOut(Duration),
+}
+
+/// Runs one call and settles its tasks; `_load` is released at the end.
+pub(crate) async fn run_call(core: Arc<WorkerCore>, handler: Handler, contexts: Vec<TaskContext>, _load: CallGuard) {
+    match handler {
+        Handler::Single(call) => {
+            for ctx in contexts {
+                let ending = guarded(core.options.max_run, call(ctx.clone())).await;
+                settle_single(&core, &ctx, ending).await;
+            }
+        }
+        Handler::Batch(call) => {
+            let ending = guarded(core.options.max_run, call(contexts.clone())).await;
+            settle_batch(&core, &contexts, ending).await;
+        }
+    }
+}
+
+async fn guarded<T>(max_run: Option<Duration>, call: BoxFuture<'static, T>) -> Ending<T> {
+    let caught = AssertUnwindSafe(call).catch_unwind();
+    let outcome = match max_run {
+        Some(limit) => match tokio::time::timeout(limit, caught).await {
+            Ok(outcome) => outcome,
+            Err(_) => return Ending::TimedOut(limit),
+        },
+        None => caught.await,
+    };
+    match outcome {
+        Ok(value) => Ending::Returned(value),
+        Err(panic) => Ending::Panicked(panic_message(panic.as_ref())),
+    }
+}
+
+async fn settle_single(core: &WorkerCore, ctx: &TaskContext, ending: Ending<SingleResult>) {
+    let how = match ending {
+        Ending::Returned(Ok(result)) => Settlement::Complete(result),
+        Ending::Returned(Err(error)) => Settlement::Fail(error),
+        Ending::Panicked(message) => Settlement::Fail(panic_error(&message)),
+        Ending::TimedOut(limit) => return abandon(core, ctx, limit).await,
+    };
+    core.settle_outcome(ctx.task(), ctx.state(), how).await;
+}
+
+async fn settle_batch(core: &WorkerCore, contexts: &[TaskContext], ending: Ending<BatchResult>) {
+    let mut results: HashMap<String, SingleResult> = HashMap::new();
+    let fallback = match ending {
+        Ending::Returned(Ok(returned)) => {
+            results.extend(returned);
+            Settlement::Complete(Value::Null)
+        }
+        Ending::Returned(Err(error)) => Settlement::Fail(error),
+        Ending::Panicked(message) => Settlement::Fail(panic_error(&message)),
+        Ending::TimedOut(limit) => {
+            for ctx in contexts {
+                abandon(core, ctx, limit).await;
+            }
+            return;
+        }
+    };
+    for ctx in contexts {
+        let how = match results.remove(ctx.task_id()) {
+            Some(Ok(result)) => Settlement::Complete(result),
+            Some(Err(error)) => Settlement::Fail(error),
+            None => fallback.clone(),
+        };
+        core.settle_outcome(ctx.task(), ctx.state(), how).await;
+    }
+}
+
+/// The attempt outran `max_run`: record a retryable `handler_timeout`, then
+/// mark the lease lost so whatever the handler still does is discarded.
+async fn abandon(core: &WorkerCore, ctx: &TaskContext, limit: Duration) {
+    let message = format!("the attempt ran longer than max_run ({} ms) and was abandoned", limit.as_millis());
+    let envelope = ErrorEnvelope::new("HandlerTimeout", codes::HANDLER_TIMEOUT, message, true);
+    core.settle_outcome(ctx.task(), ctx.state(), Settlement::Fail(TaskError::from_envelope(envelope))).await;
+    ctx.state().mark_lost();
+}
+
+fn panic_error(message: &str) -> TaskError {
+    let envelope = ErrorEnvelope::new("Panic", codes::HANDLER_ERROR, format!("the handler panicked: {message}"), true);
+    TaskError::from_envelope(envelope)
+}
+
+fn panic_message(panic: &(dyn Any + Send)) -> String {
+    if let Some(text) = panic.downcast_ref::<&str>() {
+        (*text).to_string()
+    } else if let Some(text) = panic.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a non-string panic payload".to_string()
+    }
+}

@@ -1,0 +1,113 @@
+//! What every part of a running worker shares — the client, the options, the
+//! leases the heartbeat renews, the load — and the one place a task is
+//! settled.
+//!
+//! Settling goes through [`WorkerCore::settle`] whoever asks (the handler
+//! early through its context, or the call when the handler returns), so
+//! "exactly once", "never after the lease is lost" and "stop renewing once
+//! settled" hold on every path.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cairnq_core::store::{FailParams, SettleParams, lost_lease};
+use cairnq_core::{CairnQ, Error, Result, Task};
+use serde_json::Value;
+
+use crate::options::{OnError, WorkerIssue, WorkerOptions};
+use crate::state::{Leases, Load, TaskState};
+use crate::task_error::TaskError;
+
+/// Attempts of one settle write when the store reports a transient error.
+const SETTLE_TRIES: u32 = 3;
+const SETTLE_RETRY_PAUSE: Duration = Duration::from_millis(100);
+
+/// How a task ends its attempt.
+#[derive(Debug, Clone)]
+pub(crate) enum Settlement {
+    /// `complete` with this result (cancel wins).
+    Complete(Value),
+    /// `fail` with this error (retryable ones get a backoff delay).
+    Fail(TaskError),
+}
+
+pub(crate) struct WorkerCore {
+    pub(crate) client: CairnQ,
+    pub(crate) options: WorkerOptions,
+    pub(crate) worker_id: String,
+    pub(crate) leases: Leases,
+    pub(crate) load: Arc<Load>,
+    on_error: Option<OnError>,
+}
+
+impl WorkerCore {
+    pub(crate) fn new(client: CairnQ, options: WorkerOptions) -> Self {
+        let worker_id = options.worker_id.clone().unwrap_or_else(cairnq_core::id::new_worker_id);
+        let client = match &options.backpressure {
+            Some(settings) => client.with_backpressure(settings.clone()),
+            None => client,
+        };
+        let on_error = options.on_error.clone();
+        Self { client, options, worker_id, leases: Leases::default(), load: Arc::default(), on_error }
+    }
+
+    /// Hands a survived problem to the hook (stderr by default).
+    pub(crate) fn report(&self, issue: WorkerIssue) {
+        match &self.on_error {
+            Some(hook) => hook(issue),
+            None => eprintln!("cairnq worker {}: {issue}", self.worker_id),
+        }
+    }
+
+    /// Settles `task` once: `Ok(None)` when it was already settled,
+    /// [`Error::LostLease`] when its lease is gone (nothing is written).
+    pub(crate) async fn settle(&self, task: &Task, state: &TaskState, how: Settlement) -> Result<Option<Task>> {
+        if state.is_lost() {
+            return Err(lost_lease(&task.id, &self.worker_id));
+        }
+        if !state.begin_settle() {
+            return Ok(None);
+        }
+        self.leases.remove(&task.id);
+        let written = self.write_settlement(task, &how).await;
+        if matches!(written, Err(Error::LostLease { .. })) {
+            state.mark_lost();
+        }
+        written.map(Some)
+    }
+
+    /// Settles what the call's outcome says, reporting failures the loop
+    /// survives (a lost lease is expected and not reported).
+    pub(crate) async fn settle_outcome(&self, task: &Task, state: &TaskState, how: Settlement) {
+        match self.settle(task, state, how).await {
+            Ok(_) | Err(Error::LostLease { .. }) => {}
+            Err(error) => self.report(WorkerIssue::Store { during: "settle", error }),
+        }
+    }
+
+    async fn write_settlement(&self, task: &Task, how: &Settlement) -> Result<Task> {
+        let mut tries = 1;
+        loop {
+            let written = match how {
+                Settlement::Complete(result) => {
+                    self.client.complete(&SettleParams::new(&task.id, &self.worker_id, result.clone())).await
+                }
+                Settlement::Fail(error) => self.client.fail(&self.fail_params(task, error)).await,
+            };
+            match written {
+                Err(e) if e.is_transient() && tries < SETTLE_TRIES => {
+                    tries += 1;
+                    tokio::time::sleep(SETTLE_RETRY_PAUSE).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn fail_params(&self, task: &Task, error: &TaskError) -> FailParams {
+        let attempt = u32::try_from(task.attempt).unwrap_or(u32::MAX);
+        let delay = if error.is_retryable() { self.options.backoff.delay_ms(attempt) } else { 0 };
+        let delay_ms = i64::try_from(delay).unwrap_or(i64::MAX);
+        FailParams::new(&task.id, &self.worker_id, error.envelope().to_value(), error.is_retryable(), delay_ms)
+    }
+}

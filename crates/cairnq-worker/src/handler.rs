@@ -1,0 +1,167 @@
+//! Handlers with their types erased: a typed `async fn(TaskContext, P) ->
+//! Result<R, E>` becomes one closure from a context to a JSON result or a
+//! [`TaskError`], so the loop handles every handler the same way.
+//!
+//! The payload is decoded and the result encoded here, at the JSON
+//! boundary: a payload that does not decode is a permanent failure, a result
+//! JSON cannot hold (NaN) is a permanent `unserializable_result`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::sync::Arc;
+
+use cairnq_core::{ErrorEnvelope, TaskDef, codes, json};
+use futures::future::BoxFuture;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::context::TaskContext;
+use crate::task_error::TaskError;
+
+/// What a single-task call ends with.
+pub(crate) type SingleResult = Result<Value, TaskError>;
+/// What a batch call ends with: per-task results (each may fail to encode).
+pub(crate) type BatchResult = Result<Vec<(String, SingleResult)>, TaskError>;
+
+type SingleFn = dyn Fn(TaskContext) -> BoxFuture<'static, SingleResult> + Send + Sync;
+type BatchFn = dyn Fn(Vec<TaskContext>) -> BoxFuture<'static, BatchResult> + Send + Sync;
+
+/// A registered handler.
+#[derive(Clone)]
+pub(crate) enum Handler {
+    Single(Arc<SingleFn>),
+    Batch(Arc<BatchFn>),
+}
+
+/// A name to register a handler under: a string, or a [`TaskDef`] (which
+/// then fixes the handler's payload and result types).
+pub trait TaskName<P, R> {
+    /// The handler name.
+    fn task_name(&self) -> &str;
+}
+
+impl<P, R> TaskName<P, R> for &str {
+    fn task_name(&self) -> &str {
+        self
+    }
+}
+
+impl<P, R> TaskName<P, R> for String {
+    fn task_name(&self) -> &str {
+        self
+    }
+}
+
+impl<P, R> TaskName<P, R> for TaskDef<P, R> {
+    fn task_name(&self) -> &str {
+        self.name()
+    }
+}
+
+impl<P, R> TaskName<P, R> for &TaskDef<P, R> {
+    fn task_name(&self) -> &str {
+        self.name()
+    }
+}
+
+/// What a batch handler returns: results by task id (tasks it leaves out
+/// succeed with `null`), or `()` for no results.
+pub trait BatchResults {
+    /// Each task id with its encoded result.
+    fn into_results(self) -> Vec<(String, Result<Value, TaskError>)>;
+}
+
+impl BatchResults for () {
+    fn into_results(self) -> Vec<(String, Result<Value, TaskError>)> {
+        Vec::new()
+    }
+}
+
+impl<R: Serialize> BatchResults for HashMap<String, R> {
+    fn into_results(self) -> Vec<(String, Result<Value, TaskError>)> {
+        self.into_iter().map(|(id, r)| (id, encode_result(&r))).collect()
+    }
+}
+
+impl<R: Serialize> BatchResults for BTreeMap<String, R> {
+    fn into_results(self) -> Vec<(String, Result<Value, TaskError>)> {
+        self.into_iter().map(|(id, r)| (id, encode_result(&r))).collect()
+    }
+}
+
+/// An async single-task handler.
+pub(crate) fn single<F, Fut, P, R, E>(handler: F) -> Handler
+where
+    F: Fn(TaskContext, P) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<R, E>> + Send + 'static,
+    P: DeserializeOwned + Send + 'static,
+    R: Serialize + 'static,
+    E: Into<TaskError> + 'static,
+{
+    let handler = Arc::new(handler);
+    Handler::Single(Arc::new(move |ctx| {
+        let handler = handler.clone();
+        Box::pin(async move {
+            let payload = decode_payload::<P>(&ctx)?;
+            let result = handler(ctx, payload).await.map_err(Into::into)?;
+            encode_result(&result)
+        })
+    }))
+}
+
+/// A synchronous handler, run on tokio's blocking threads so it never stalls
+/// the runtime. A panic is re-raised on the async side, where the call
+/// catches it like any handler's.
+pub(crate) fn blocking<F, P, R, E>(handler: F) -> Handler
+where
+    F: Fn(TaskContext, P) -> Result<R, E> + Send + Sync + 'static,
+    P: DeserializeOwned + Send + 'static,
+    R: Serialize + 'static,
+    E: Into<TaskError> + 'static,
+{
+    let handler = Arc::new(handler);
+    Handler::Single(Arc::new(move |ctx| {
+        let handler = handler.clone();
+        Box::pin(async move {
+            let payload = decode_payload::<P>(&ctx)?;
+            let run = move || handler(ctx, payload).map_err(Into::into).and_then(|r| encode_result(&r));
+            match tokio::task::spawn_blocking(run).await {
+                Ok(outcome) => outcome,
+                Err(joined) => match joined.try_into_panic() {
+                    Ok(panic) => std::panic::resume_unwind(panic),
+                    Err(_) => Err(TaskError::new("the blocking handler was cancelled")),
+                },
+            }
+        })
+    }))
+}
+
+/// An async batch handler.
+pub(crate) fn batch<F, Fut, B, E>(handler: F) -> Handler
+where
+    F: Fn(Vec<TaskContext>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<B, E>> + Send + 'static,
+    B: BatchResults + 'static,
+    E: Into<TaskError> + 'static,
+{
+    let handler = Arc::new(handler);
+    Handler::Batch(Arc::new(move |contexts| {
+        let handler = handler.clone();
+        Box::pin(async move { handler(contexts).await.map(BatchResults::into_results).map_err(Into::into) })
+    }))
+}
+
+fn decode_payload<P: DeserializeOwned>(ctx: &TaskContext) -> Result<P, TaskError> {
+    ctx.payload::<P>().map_err(|e| {
+        let message = format!("the payload does not decode into {}: {e}", std::any::type_name::<P>());
+        TaskError::from_envelope(ErrorEnvelope::new("SerializationError", codes::HANDLER_ERROR, message, false))
+    })
+}
+
+fn encode_result<R: Serialize + ?Sized>(result: &R) -> Result<Value, TaskError> {
+    json::to_json(result).map_err(|e| {
+        let envelope = ErrorEnvelope::new("SerializationError", codes::UNSERIALIZABLE_RESULT, e.to_string(), false);
+        TaskError::from_envelope(envelope)
+    })
+}

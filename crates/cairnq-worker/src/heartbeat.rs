@@ -1,0 +1,65 @@
+//! The heartbeat loop: one per worker, renewing every unsettled lease with
+//! one `heartbeat_batch` per tick.
+//!
+//! The reply lists the leases still held: a task missing from it lost its
+//! lease (another worker may run it now), so only that task's context is
+//! flagged and its outcome will be discarded; a pending cancel flips the
+//! context's `canceled()`. A tick that fires late by more than a third of the
+//! lease means the async runtime is blocked, which is reported, since leases
+//! then expire under running handlers.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cairnq_core::store::HeartbeatBatchParams;
+use tokio::sync::watch;
+use tokio::time::MissedTickBehavior;
+
+use crate::core::WorkerCore;
+use crate::options::WorkerIssue;
+
+/// Renews leases every heartbeat interval until `stop` turns true.
+pub(crate) async fn heartbeat_loop(core: Arc<WorkerCore>, mut stop: watch::Receiver<bool>) {
+    let every = core.options.heartbeat_interval();
+    let tolerance = core.options.lease / 3;
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    loop {
+        let scheduled = tokio::select! {
+            scheduled = ticks.tick() => scheduled,
+            _ = stop.wait_for(|stopped| *stopped) => return,
+        };
+        let late_by = scheduled.elapsed();
+        if late_by > tolerance.max(Duration::from_millis(1)) {
+            core.report(WorkerIssue::BlockedRuntime { late_by });
+        }
+        renew(&core).await;
+    }
+}
+
+async fn renew(core: &WorkerCore) {
+    let held = core.leases.snapshot();
+    if held.is_empty() {
+        return;
+    }
+    let ids = held.iter().map(|(id, _)| id.clone()).collect();
+    let params = HeartbeatBatchParams::new(ids, &core.worker_id, core.options.lease_ms());
+    let kept = match core.client.heartbeat_batch(&params).await {
+        Ok(kept) => kept,
+        Err(error) => return core.report(WorkerIssue::Store { during: "heartbeat", error }),
+    };
+    let kept: HashMap<String, bool> = kept.into_iter().map(|l| (l.id.clone(), l.cancel_requested())).collect();
+    for (id, state) in held {
+        match kept.get(&id) {
+            Some(true) => state.mark_canceled(),
+            Some(false) => {}
+            // Settled between the snapshot and the reply: not a lost lease.
+            None if state.is_settled() => {}
+            None => {
+                state.mark_lost();
+                core.leases.remove(&id);
+            }
+        }
+    }
+}

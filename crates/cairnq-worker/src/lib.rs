@@ -1,0 +1,93 @@
+//! The cairnq worker: claims tasks from any cairnq [`Store`](cairnq_core::Store)
+//! and runs handlers for them, side by side with workers of the other cairnq
+//! SDKs on the same database.
+//!
+//! ```no_run
+//! use cairnq_worker::{TaskContext, TaskError, Worker, WorkerOptions};
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Deserialize)]
+//! struct Resize { width: u32 }
+//! #[derive(Serialize)]
+//! struct Resized { width: u32 }
+//!
+//! async fn resize(ctx: TaskContext, job: Resize) -> Result<Resized, TaskError> {
+//!     ctx.progress(0.5, Some("resizing")).await?;
+//!     Ok(Resized { width: job.width / 2 })
+//! }
+//!
+//! # fn demo(store: impl cairnq_core::Store) -> cairnq_core::Result<()> {
+//! let mut worker = Worker::from_store(store, WorkerOptions::new().queues(["images"]).concurrency(4))?;
+//! worker.task("resize", resize)?;
+//! worker.serve() // until SIGINT / SIGTERM, then drains
+//! # }
+//! ```
+//!
+//! # How the loop works
+//!
+//! - **Claim loop** (one per worker). Each round sizes a claim from what is
+//!   running: free call slots (`concurrency` counts handler calls, a batch call
+//!   once), per-name caps, resource capacities and the payload byte budget.
+//!   It asks the store's read-only `claimable` probe first, so an idle worker
+//!   never takes the write lock, then runs ONE claim transaction: lease
+//!   recovery, then one draw per name with `batch`, its own `concurrency` or
+//!   a resource, and one shared draw for the other names, in an order that
+//!   rotates every round. The store applies the limits as shared budgets,
+//!   each draw sized by what earlier ones took, so blocked work stays queued
+//!   for other workers. Only registered names are claimed. After a claim that
+//!   took rows the loop looks again at once; with every slot busy it waits
+//!   for a call to end; when idle it sleeps in `Store::wait_for_change`
+//!   (a push wakeup may cut the poll short).
+//! - **Heartbeat loop** (one per worker). Every `max(50 ms, lease/3)` it
+//!   renews all unsettled leases with one `heartbeat_batch`. A task missing
+//!   from the reply lost its lease: only that context is flagged
+//!   ([`TaskContext::lost_lease`], [`TaskContext::on_lost_lease`]) and its
+//!   outcome is discarded. A pending cancel flips [`TaskContext::canceled`].
+//!   A tick late by more than a third of the lease reports a blocked runtime.
+//! - **Calls.** Each call runs on its own tokio task under a panic guard and
+//!   the `max_run` ceiling; blocking handlers run on tokio's blocking
+//!   threads. How the call ends settles every task it did not settle itself,
+//!   through `complete` (so a requested cancel wins) or `fail` with an error
+//!   envelope and an attempt-based backoff delay. Settling is exactly once.
+//! - **Stop.** `stop()`, a dropped [`WorkerHandle`] or SIGINT/SIGTERM under
+//!   [`Worker::serve`] stop claiming; running calls get `drain_timeout` to
+//!   finish, then are abandoned and their leases left to expire, so another
+//!   worker retries them.
+//!
+//! # Outcomes
+//!
+//! | handler | task |
+//! |---|---|
+//! | `Ok(r)` | succeeded with `r` (canceled if a cancel was requested) |
+//! | `Err(e)` from any `std::error::Error` | retryable `handler_error`, type = the error's type name |
+//! | `Err(TaskError::new(..).retryable(false))` | failed now |
+//! | panic | retryable `handler_error` of type `Panic`; the worker keeps serving |
+//! | result JSON cannot hold (NaN) | failed, `unserializable_result` |
+//! | ran past `max_run` | retryable `handler_timeout`, lease marked lost |
+//! | claimed name without handler | failed, `no_handler` (only with `claim_unknown_names`) |
+//!
+//! # Known limits
+//!
+//! - A blocking handler abandoned at `max_run` or at the drain timeout keeps
+//!   its thread until it returns (threads cannot be killed); its outcome is
+//!   discarded.
+//! - A batch draw reserves one call slot for the transaction even when it
+//!   then finds nothing; the next round rotates and retries at once.
+
+mod call;
+mod claim_loop;
+mod claim_plan;
+mod context;
+mod core;
+mod handler;
+mod heartbeat;
+mod options;
+mod state;
+mod task_error;
+mod worker;
+
+pub use context::TaskContext;
+pub use handler::{BatchResults, TaskName};
+pub use options::{OnError, TaskOptions, WorkerIssue, WorkerOptions};
+pub use task_error::TaskError;
+pub use worker::{StopHandle, Worker, WorkerHandle};

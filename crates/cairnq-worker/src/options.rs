@@ -1,0 +1,329 @@
+//! Worker and per-name options, with PROTOCOL.md's defaults, and the
+//! [`WorkerIssue`]s a worker survives and reports.
+//!
+//! Options are plain builders checked once in [`WorkerOptions::validate`]
+//! when the worker is made, so a bad value fails before anything runs.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cairnq_core::{Backoff, Backpressure, Error, Result};
+
+/// Something the worker loop survived: reported through
+/// [`WorkerOptions::on_error`] and then carried on.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum WorkerIssue {
+    /// A store call of the loop failed (claim, heartbeat, settle).
+    Store {
+        /// What the loop was doing.
+        during: &'static str,
+        /// The error.
+        error: Error,
+    },
+    /// A heartbeat tick came this much later than scheduled: something is
+    /// blocking the async runtime (a synchronous handler registered with
+    /// `task` instead of `task_blocking`?), and leases are at risk.
+    BlockedRuntime {
+        /// How late the tick was.
+        late_by: Duration,
+    },
+    /// Handlers still running when the drain timeout passed were abandoned;
+    /// their leases will expire and another worker will retry them.
+    Abandoned {
+        /// How many handler calls were abandoned.
+        calls: usize,
+    },
+}
+
+impl fmt::Display for WorkerIssue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Store { during, error } => write!(f, "{during} failed: {error}"),
+            Self::BlockedRuntime { late_by } => {
+                write!(f, "the async runtime was blocked: a heartbeat tick ran {} ms late", late_by.as_millis())
+            }
+            Self::Abandoned { calls } => write!(f, "abandoned {calls} handler call(s) at the drain timeout"),
+        }
+    }
+}
+
+/// The hook that receives [`WorkerIssue`]s.
+pub type OnError = Arc<dyn Fn(WorkerIssue) + Send + Sync>;
+
+/// Options of one worker. `Default` gives PROTOCOL.md's defaults: queue
+/// `default`, concurrency 1, lease 30 s, heartbeat every max(50 ms, lease/3),
+/// poll 500 ms, backoff 1 s .. 30 s.
+///
+/// ```
+/// use std::time::Duration;
+/// use cairnq_worker::WorkerOptions;
+/// let options = WorkerOptions::new()
+///     .queues(["emails", "default"])
+///     .concurrency(8)
+///     .lease(Duration::from_secs(10))
+///     .resource("gpu", 1);
+/// assert_eq!(options.heartbeat_interval(), Duration::from_millis(3333));
+/// ```
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct WorkerOptions {
+    /// Queues served (non-empty).
+    pub queues: Vec<String>,
+    /// Concurrent handler calls (a batch call counts once); >= 1.
+    pub concurrency: usize,
+    /// Lease length; renewed by the heartbeat loop.
+    pub lease: Duration,
+    /// Heartbeat period; `None`: max(50 ms, lease / 3).
+    pub heartbeat: Option<Duration>,
+    /// Idle poll period (a push wakeup may cut it short).
+    pub poll_interval: Duration,
+    /// Delay schedule of retryable failures.
+    pub backoff: Backoff,
+    /// An attempt running longer is abandoned and failed as `handler_timeout`.
+    pub max_run: Option<Duration>,
+    /// Named capacities handlers can join (`{"gpu": 1}`).
+    pub resources: BTreeMap<String, u32>,
+    /// Stop claiming while the payload bytes of running handlers reach this.
+    pub max_in_flight_bytes: Option<u64>,
+    /// At most this many rows per claim transaction.
+    pub claim_batch: Option<u32>,
+    /// Throttles submits made from handlers (children), see [`Backpressure`].
+    pub backpressure: Option<Backpressure>,
+    /// How long a stop waits for running handlers before abandoning them.
+    pub drain_timeout: Duration,
+    /// Claim every name on the queues and fail the unknown ones as
+    /// `no_handler`; off by default (a worker claims only its own names).
+    pub claim_unknown_names: bool,
+    /// The worker id; `None`: `worker_` + a fresh ULID.
+    pub worker_id: Option<String>,
+    /// Receives what the loop survives; `None`: written to stderr.
+    pub on_error: Option<OnError>,
+}
+
+impl Default for WorkerOptions {
+    fn default() -> Self {
+        Self {
+            queues: vec!["default".to_string()],
+            concurrency: 1,
+            lease: Duration::from_secs(30),
+            heartbeat: None,
+            poll_interval: Duration::from_millis(500),
+            backoff: Backoff::default(),
+            max_run: None,
+            resources: BTreeMap::new(),
+            max_in_flight_bytes: None,
+            claim_batch: None,
+            backpressure: None,
+            drain_timeout: Duration::from_secs(30),
+            claim_unknown_names: false,
+            worker_id: None,
+            on_error: None,
+        }
+    }
+}
+
+impl fmt::Debug for WorkerOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorkerOptions")
+            .field("queues", &self.queues)
+            .field("concurrency", &self.concurrency)
+            .field("lease", &self.lease)
+            .field("heartbeat", &self.heartbeat_interval())
+            .field("poll_interval", &self.poll_interval)
+            .field("max_run", &self.max_run)
+            .field("resources", &self.resources)
+            .field("max_in_flight_bytes", &self.max_in_flight_bytes)
+            .field("worker_id", &self.worker_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WorkerOptions {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Serves these queues.
+    pub fn queues<I: IntoIterator<Item = S>, S: Into<String>>(mut self, queues: I) -> Self {
+        self.queues = queues.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Runs up to `n` handler calls at once.
+    pub fn concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n;
+        self
+    }
+
+    /// Claims with this lease length.
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease;
+        self
+    }
+
+    /// Renews leases this often.
+    pub fn heartbeat(mut self, every: Duration) -> Self {
+        self.heartbeat = Some(every);
+        self
+    }
+
+    /// Polls this often when idle.
+    pub fn poll_interval(mut self, every: Duration) -> Self {
+        self.poll_interval = every;
+        self
+    }
+
+    /// Retry backoff base and cap (a zero base retries at once).
+    pub fn backoff(mut self, base: Duration, cap: Duration) -> Self {
+        self.backoff = Backoff::new(base, cap);
+        self
+    }
+
+    /// Abandons an attempt after `limit` and fails it as `handler_timeout`.
+    pub fn max_run(mut self, limit: Duration) -> Self {
+        self.max_run = Some(limit);
+        self
+    }
+
+    /// Declares a resource with `capacity` concurrent tasks.
+    pub fn resource(mut self, name: impl Into<String>, capacity: u32) -> Self {
+        self.resources.insert(name.into(), capacity);
+        self
+    }
+
+    /// Stops claiming while running handlers hold this many payload bytes.
+    pub fn max_in_flight_bytes(mut self, bytes: u64) -> Self {
+        self.max_in_flight_bytes = Some(bytes);
+        self
+    }
+
+    /// Takes at most `rows` per claim transaction.
+    pub fn claim_batch(mut self, rows: u32) -> Self {
+        self.claim_batch = Some(rows);
+        self
+    }
+
+    /// Throttles child submits made from handlers.
+    pub fn backpressure(mut self, settings: Backpressure) -> Self {
+        self.backpressure = Some(settings);
+        self
+    }
+
+    /// Waits this long for running handlers when stopping.
+    pub fn drain_timeout(mut self, timeout: Duration) -> Self {
+        self.drain_timeout = timeout;
+        self
+    }
+
+    /// Claims unknown names too and fails them as `no_handler`.
+    pub fn claim_unknown_names(mut self, on: bool) -> Self {
+        self.claim_unknown_names = on;
+        self
+    }
+
+    /// Names the worker.
+    pub fn worker_id(mut self, id: impl Into<String>) -> Self {
+        self.worker_id = Some(id.into());
+        self
+    }
+
+    /// Sends what the loop survives to `hook` instead of stderr.
+    pub fn on_error(mut self, hook: impl Fn(WorkerIssue) + Send + Sync + 'static) -> Self {
+        self.on_error = Some(Arc::new(hook));
+        self
+    }
+
+    /// The heartbeat period in effect.
+    pub fn heartbeat_interval(&self) -> Duration {
+        self.heartbeat.unwrap_or_else(|| (self.lease / 3).max(Duration::from_millis(50)))
+    }
+
+    /// The lease in whole milliseconds.
+    pub(crate) fn lease_ms(&self) -> i64 {
+        i64::try_from(self.lease.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    /// Refuses values the loop cannot run with.
+    pub fn validate(&self) -> Result<()> {
+        if self.queues.is_empty() || self.queues.iter().any(String::is_empty) {
+            return Err(Error::validation("queues", "at least one queue, and no empty names"));
+        }
+        if self.concurrency == 0 {
+            return Err(Error::validation("concurrency", "must be at least 1"));
+        }
+        if self.lease < Duration::from_millis(1) {
+            return Err(Error::validation("lease", "must be at least 1 ms"));
+        }
+        if self.heartbeat_interval().is_zero() || self.poll_interval.is_zero() {
+            return Err(Error::validation("heartbeat", "heartbeat and poll intervals must be above zero"));
+        }
+        if self.claim_batch == Some(0) || self.max_in_flight_bytes == Some(0) {
+            return Err(Error::validation("claim_batch", "claim_batch and max_in_flight_bytes must be above zero"));
+        }
+        Ok(())
+    }
+}
+
+/// Options of one handler name.
+///
+/// ```
+/// use cairnq_worker::TaskOptions;
+/// let gpu = TaskOptions::new().resource("gpu").concurrency(2);
+/// let embed = TaskOptions::new().batch(64);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TaskOptions {
+    /// Up to this many tasks per call (batch handlers only).
+    pub batch: Option<usize>,
+    /// At most this many calls of this name at once.
+    pub concurrency: Option<usize>,
+    /// The declared resource each task of this name holds while it runs.
+    pub resource: Option<String>,
+}
+
+impl TaskOptions {
+    /// No per-name options.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Delivers up to `n` tasks per call.
+    pub fn batch(mut self, n: usize) -> Self {
+        self.batch = Some(n);
+        self
+    }
+
+    /// Caps this name's concurrent calls.
+    pub fn concurrency(mut self, n: usize) -> Self {
+        self.concurrency = Some(n);
+        self
+    }
+
+    /// Joins a resource declared on the worker.
+    pub fn resource(mut self, name: impl Into<String>) -> Self {
+        self.resource = Some(name.into());
+        self
+    }
+
+    /// Whether this name needs a draw of its own in the claim transaction.
+    pub(crate) fn has_own_draw(&self) -> bool {
+        self.batch.is_some() || self.concurrency.is_some() || self.resource.is_some()
+    }
+
+    pub(crate) fn validate(&self, options: &WorkerOptions) -> Result<()> {
+        if self.batch == Some(0) || self.concurrency == Some(0) {
+            return Err(Error::validation("batch", "batch and concurrency must be at least 1"));
+        }
+        match &self.resource {
+            Some(r) if !options.resources.contains_key(r) => {
+                Err(Error::validation("resource", format!("{r:?} is not declared on the worker")))
+            }
+            _ => Ok(()),
+        }
+    }
+}

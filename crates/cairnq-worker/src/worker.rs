@@ -1,0 +1,322 @@
+//! [`Worker`]: handler registration and the worker's lifecycle — `run` as a
+//! future, `serve` as a blocking process entry point with SIGINT/SIGTERM
+//! handled, `stop`, and a background [`WorkerHandle`].
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use cairnq_core::{CairnQ, Error, Result, Store};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::sync::watch;
+
+use crate::claim_loop::{ClaimLoop, Registered};
+use crate::claim_plan::NameTable;
+use crate::context::TaskContext;
+use crate::core::WorkerCore;
+use crate::handler::{self, BatchResults, Handler, TaskName};
+use crate::options::{TaskOptions, WorkerOptions};
+use crate::task_error::TaskError;
+
+/// Runs handlers for the tasks it claims from a store.
+///
+/// ```no_run
+/// # async fn demo(store: impl cairnq_core::Store) -> cairnq_core::Result<()> {
+/// use cairnq_worker::{TaskContext, TaskError, TaskOptions, Worker, WorkerOptions};
+///
+/// let mut worker = Worker::from_store(store, WorkerOptions::new().concurrency(4))?;
+/// worker.task("add", |_ctx: TaskContext, (a, b): (i64, i64)| async move { Ok::<_, TaskError>(a + b) })?;
+/// worker.task_blocking("hash", TaskOptions::new(), |_ctx, text: String| {
+///     Ok::<_, TaskError>(text.len())
+/// })?;
+/// let handle = worker.spawn();
+/// // ... later
+/// handle.stop_and_join().await?;
+/// # Ok(()) }
+/// ```
+pub struct Worker {
+    client: CairnQ,
+    options: WorkerOptions,
+    handlers: HashMap<String, Registered>,
+    stop: Arc<watch::Sender<bool>>,
+    running: AtomicBool,
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut names: Vec<_> = self.handlers.keys().collect();
+        names.sort();
+        f.debug_struct("Worker").field("options", &self.options).field("handlers", &names).finish()
+    }
+}
+
+impl Worker {
+    /// A worker over `client`'s store. Fails with a validation error when an
+    /// option is out of range.
+    pub fn new(client: CairnQ, mut options: WorkerOptions) -> Result<Self> {
+        options.validate()?;
+        options.worker_id.get_or_insert_with(cairnq_core::id::new_worker_id);
+        let stop = Arc::new(watch::Sender::new(false));
+        Ok(Self { client, options, handlers: HashMap::new(), stop, running: AtomicBool::new(false) })
+    }
+
+    /// A worker over `store`.
+    pub fn from_store(store: impl Store, options: WorkerOptions) -> Result<Self> {
+        Self::new(CairnQ::new(store), options)
+    }
+
+    /// A worker over a SQLite file (created and migrated if needed).
+    #[cfg(feature = "sqlite")]
+    pub async fn sqlite(path: impl AsRef<std::path::Path>, options: WorkerOptions) -> Result<Self> {
+        let store = cairnq_sqlite::SqliteStore::open(path.as_ref()).await?;
+        Self::from_store(store, options)
+    }
+
+    /// This worker's id.
+    pub fn worker_id(&self) -> &str {
+        self.options.worker_id.as_deref().unwrap_or_default()
+    }
+
+    /// The client the worker uses (submit from it to feed the worker).
+    pub fn client(&self) -> &CairnQ {
+        &self.client
+    }
+
+    /// Registers an async handler for `name` (a string or a
+    /// [`TaskDef`](cairnq_core::TaskDef)).
+    pub fn task<N, F, Fut, P, R, E>(&mut self, name: N, handler: F) -> Result<&mut Self>
+    where
+        N: TaskName<P, R>,
+        F: Fn(TaskContext, P) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = std::result::Result<R, E>> + Send + 'static,
+        P: DeserializeOwned + Send + 'static,
+        R: Serialize + 'static,
+        E: Into<TaskError> + 'static,
+    {
+        self.task_with(name, TaskOptions::new(), handler)
+    }
+
+    /// Registers an async handler with per-name options (`concurrency`,
+    /// `resource`; batches use [`batch_task`](Self::batch_task)).
+    pub fn task_with<N, F, Fut, P, R, E>(&mut self, name: N, options: TaskOptions, handler: F) -> Result<&mut Self>
+    where
+        N: TaskName<P, R>,
+        F: Fn(TaskContext, P) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = std::result::Result<R, E>> + Send + 'static,
+        P: DeserializeOwned + Send + 'static,
+        R: Serialize + 'static,
+        E: Into<TaskError> + 'static,
+    {
+        refuse_batch_option(&options)?;
+        self.register(name.task_name(), options, handler::single(handler))
+    }
+
+    /// Registers a synchronous handler; it runs on tokio's blocking threads,
+    /// never on the runtime's workers, so CPU-heavy or blocking code is safe.
+    pub fn task_blocking<N, F, P, R, E>(&mut self, name: N, options: TaskOptions, handler: F) -> Result<&mut Self>
+    where
+        N: TaskName<P, R>,
+        F: Fn(TaskContext, P) -> std::result::Result<R, E> + Send + Sync + 'static,
+        P: DeserializeOwned + Send + 'static,
+        R: Serialize + 'static,
+        E: Into<TaskError> + 'static,
+    {
+        refuse_batch_option(&options)?;
+        self.register(name.task_name(), options, handler::blocking(handler))
+    }
+
+    /// Registers a batch handler: each call gets up to `options.batch`
+    /// contexts (required). Tasks the call does not settle itself are settled
+    /// by how it ends: `Ok(results)` -> succeeded (with the result under its
+    /// task id, else `null`); `Err` -> failed, each with its own backoff.
+    ///
+    /// ```no_run
+    /// # fn demo(worker: &mut cairnq_worker::Worker) -> cairnq_core::Result<()> {
+    /// use std::collections::HashMap;
+    /// use cairnq_worker::{TaskContext, TaskError, TaskOptions};
+    /// worker.batch_task("embed", TaskOptions::new().batch(64), |batch: Vec<TaskContext>| async move {
+    ///     let out: HashMap<String, usize> =
+    ///         batch.iter().map(|ctx| (ctx.task_id().to_string(), ctx.payload_json().to_string().len())).collect();
+    ///     Ok::<_, TaskError>(out)
+    /// })?;
+    /// # Ok(()) }
+    /// ```
+    pub fn batch_task<F, Fut, B, E>(&mut self, name: &str, options: TaskOptions, handler: F) -> Result<&mut Self>
+    where
+        F: Fn(Vec<TaskContext>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = std::result::Result<B, E>> + Send + 'static,
+        B: BatchResults + 'static,
+        E: Into<TaskError> + 'static,
+    {
+        if options.batch.is_none() {
+            return Err(Error::validation("batch", "a batch handler needs TaskOptions::batch(n)"));
+        }
+        self.register(name, options, handler::batch(handler))
+    }
+
+    fn register(&mut self, name: &str, options: TaskOptions, handler: Handler) -> Result<&mut Self> {
+        if name.is_empty() {
+            return Err(Error::validation("name", "must not be empty"));
+        }
+        if self.handlers.contains_key(name) {
+            return Err(Error::validation("name", format!("a handler for {name:?} is already registered")));
+        }
+        options.validate(&self.options)?;
+        self.handlers.insert(name.to_string(), Registered { handler, options });
+        Ok(self)
+    }
+
+    /// Runs the worker until [`stop`](Self::stop) (or a [`StopHandle`]),
+    /// then drains. Fails at once when no handler is registered or the worker
+    /// is already running.
+    pub async fn run(&self) -> Result<()> {
+        let names = self.name_table()?;
+        if self.running.swap(true, Ordering::AcqRel) {
+            return Err(Error::validation("worker", "this worker is already running"));
+        }
+        let core = Arc::new(WorkerCore::new(self.client.clone(), self.options.clone()));
+        ClaimLoop::new(core, self.handlers.clone(), names, self.stop.subscribe()).run().await;
+        self.running.store(false, Ordering::Release);
+        Ok(())
+    }
+
+    fn name_table(&self) -> Result<NameTable> {
+        if self.handlers.is_empty() {
+            return Err(Error::validation("handlers", "register at least one handler before running"));
+        }
+        let mut own: Vec<_> = self
+            .handlers
+            .iter()
+            .filter(|(_, r)| r.options.has_own_draw())
+            .map(|(n, r)| (n.clone(), r.options.clone()))
+            .collect();
+        own.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut shared: Vec<_> =
+            self.handlers.iter().filter(|(_, r)| !r.options.has_own_draw()).map(|(n, _)| n.clone()).collect();
+        shared.sort();
+        if !self.options.claim_unknown_names {
+            return Ok(NameTable { own, shared: Some(shared) });
+        }
+        if !own.is_empty() {
+            let message = "claim_unknown_names cannot be combined with per-name batch, concurrency or resources";
+            return Err(Error::validation("claim_unknown_names", message));
+        }
+        Ok(NameTable { own, shared: None })
+    }
+
+    /// Asks the running worker to stop claiming and drain.
+    pub fn stop(&self) {
+        self.stop.send_replace(true);
+    }
+
+    /// A handle that stops this worker from elsewhere.
+    pub fn stop_handle(&self) -> StopHandle {
+        StopHandle { stop: self.stop.clone() }
+    }
+
+    /// Runs until SIGINT or SIGTERM (Ctrl-C elsewhere), then drains.
+    pub async fn run_until_signal(&self) -> Result<()> {
+        let run = self.run();
+        tokio::pin!(run);
+        tokio::select! {
+            done = &mut run => return done,
+            _ = shutdown_signal() => self.stop(),
+        }
+        run.await
+    }
+
+    /// The blocking entry point of a worker process: builds a tokio runtime
+    /// and runs until SIGINT or SIGTERM, then drains. Do not call it from
+    /// inside a runtime (use [`run_until_signal`](Self::run_until_signal)).
+    ///
+    /// ```no_run
+    /// # fn demo(worker: cairnq_worker::Worker) -> cairnq_core::Result<()> {
+    /// worker.serve()
+    /// # }
+    /// ```
+    pub fn serve(self) -> Result<()> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Error::storage("cannot start the tokio runtime", e))?;
+        runtime.block_on(self.run_until_signal())
+    }
+
+    /// Runs the worker in the background; the handle stops it when asked
+    /// or dropped. Must be called inside a tokio runtime.
+    pub fn spawn(self) -> WorkerHandle {
+        let stop = self.stop_handle();
+        let task = tokio::spawn(async move { self.run().await });
+        WorkerHandle { stop, task: Some(task) }
+    }
+}
+
+fn refuse_batch_option(options: &TaskOptions) -> Result<()> {
+    match options.batch {
+        Some(_) => Err(Error::validation("batch", "batch handlers are registered with Worker::batch_task")),
+        None => Ok(()),
+    }
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+            tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
+            return;
+        }
+    }
+    if tokio::signal::ctrl_c().await.is_err() {
+        // No way to hear a signal: never report one.
+        std::future::pending::<()>().await;
+    }
+}
+
+/// Stops a worker from anywhere (cloneable).
+#[derive(Debug, Clone)]
+pub struct StopHandle {
+    stop: Arc<watch::Sender<bool>>,
+}
+
+impl StopHandle {
+    /// Asks the worker to stop claiming and drain.
+    pub fn stop(&self) {
+        self.stop.send_replace(true);
+    }
+}
+
+/// A worker running in the background ([`Worker::spawn`]). Dropping the
+/// handle stops the worker (it still drains in the background).
+#[derive(Debug)]
+pub struct WorkerHandle {
+    stop: StopHandle,
+    task: Option<tokio::task::JoinHandle<Result<()>>>,
+}
+
+impl WorkerHandle {
+    /// Asks the worker to stop claiming and drain.
+    pub fn stop(&self) {
+        self.stop.stop();
+    }
+
+    /// Waits for the worker to finish (after a stop).
+    pub async fn join(mut self) -> Result<()> {
+        let Some(task) = self.task.take() else { return Ok(()) };
+        task.await.map_err(|e| Error::storage("the worker task ended abnormally", e))?
+    }
+
+    /// Stops the worker and waits for its drain to finish.
+    pub async fn stop_and_join(self) -> Result<()> {
+        self.stop();
+        self.join().await
+    }
+}
+
+impl Drop for WorkerHandle {
+    fn drop(&mut self) {
+        self.stop.stop();
+    }
+}
