@@ -1,1 +1,87 @@
-//! The SQLite backend of cairnq (being built: see the SQLite helper's work).
+//! The SQLite backend of cairnq: one database file, no server, shared with
+//! every other cairnq SDK (Python, TypeScript) that opens the same file.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> cairnq_core::Result<()> {
+//! let dir = tempfile::tempdir().expect("temp dir");
+//! let client = cairnq_core::CairnQ::new(cairnq_sqlite::SqliteStore::open(dir.path().join("q.db")).await?);
+//! let task = client.submit("resize", &serde_json::json!({"w": 640})).await?;
+//! assert!(client.get(&task.id).await?.is_some());
+//! # Ok(()) }
+//! ```
+//!
+//! # Threads, never the async runtime
+//!
+//! SQLite calls block, so none runs on the async runtime. A
+//! [`SqliteStore`] owns one **writer thread** with the only connection that
+//! writes (claims are writes too) and a few **reader threads** (2 by
+//! default) with their own connections for get, list, stats, counts and the
+//! claim probe. In WAL mode readers see the last commit while the writer
+//! works, so reads never queue behind writes. Callers hand work to a thread
+//! over a channel and await a oneshot reply.
+//!
+//! # Group commit
+//!
+//! The writer blocks for the first write job, then drains every job already
+//! waiting (up to [`SqliteOptions::max_batch`]) and runs them all in one
+//! `BEGIN IMMEDIATE` transaction, each inside its own savepoint: a failing
+//! job rolls back only its savepoint and fails only its caller. Callers hear
+//! their outcome only after the COMMIT that made their write durable; a
+//! failed COMMIT fails every job of the batch. A lone job is its own
+//! transaction. Under concurrency one fsync covers many writes
+//! ([`SqliteStore::write_stats`] counts commits and jobs).
+//!
+//! # Durability
+//!
+//! `synchronous = FULL` by default: an acknowledged write survives a process
+//! crash and a power loss. [`Synchronous::Normal`] is an explicit trade-off
+//! (faster; a power loss may drop the last acknowledged commits).
+//!
+//! # Other processes
+//!
+//! Several processes may open one file. Cross-process write contention is
+//! waited out on the writer thread for [`SqliteOptions::busy_timeout`]
+//! (5 s by default); past that a write fails with a transient
+//! [`Error::Storage`](cairnq_core::Error::Storage). Opening applies missing
+//! migrations, one `BEGIN IMMEDIATE` transaction each, so processes cold
+//! starting together never apply one twice.
+//!
+//! # SQL
+//!
+//! Every statement comes from `cairnq_protocol::sqlite` (the `.sql` sources
+//! of cairnq-protocol), specialized by its `-- when:` flags to the filters
+//! and claim form at hand and cached per combination. Connection settings
+//! (journal mode, foreign keys, synchronous, busy timeout, `query_only` on
+//! readers) and transaction control go through rusqlite's typed API.
+//!
+//! # Known deficiencies
+//!
+//! - Push wakeups ([`Store::wait_for_change`](cairnq_core::Store::wait_for_change))
+//!   reach sleepers in this process only; another process's commits are
+//!   seen at the next poll.
+//! - One writer thread per store: a store's writes are serialized (batched,
+//!   not parallel), and two stores on one file contend for SQLite's single
+//!   write lock.
+//! - `PRAGMA optimize` runs on the writer connection only (at most once a
+//!   minute); reader connections are `query_only` and never write statistics.
+//! - Network file systems are not supported (SQLite's WAL needs shared memory
+//!   on one host).
+//! - A task's `now` comes from this host's clock; processes on hosts with
+//!   skewed clocks sharing one file (over a network share) would disagree.
+
+mod error;
+mod open;
+mod options;
+mod read;
+mod reader;
+mod row;
+mod sql;
+mod store;
+mod wake;
+mod write;
+mod writer;
+
+pub use options::{SqliteOptions, Synchronous};
+pub use store::SqliteStore;
+pub use writer::WriteStats;

@@ -1,0 +1,157 @@
+//! Opening a database: connection settings, the protocol check, WAL,
+//! migrations and planner statistics (PROTOCOL.md "Migrations").
+//!
+//! Order matters: the protocol version of an existing database is checked
+//! before anything is written (not even the WAL switch, which rewrites the
+//! file header), so a foreign database is refused untouched.
+
+use std::path::Path;
+use std::time::Duration;
+
+use cairnq_core::{Clock, Error, Result};
+use cairnq_protocol::{Migration, PROTOCOL_VERSION, sqlite};
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+
+use crate::error::{at_path, is_busy, sqlite_error};
+use crate::options::SqliteOptions;
+use crate::sql::{Args, query_int, query_opt, render};
+
+/// Statements (x flag combinations) a connection keeps prepared.
+const STATEMENT_CACHE: usize = 96;
+
+/// How often a busy WAL switch is retried, and how long apart.
+const WAL_RETRIES: u32 = 100;
+const WAL_RETRY_PAUSE: Duration = Duration::from_millis(20);
+
+/// The writer's connection: checked, migrated and analyzed.
+pub(crate) fn open_writer(path: &Path, options: &SqliteOptions) -> Result<Connection> {
+    let prepare = || {
+        let mut conn = connect(path, options)?;
+        refuse_other_protocol(&conn)?;
+        enable_wal(&conn)?;
+        migrate(&mut conn, options.clock.as_ref())?;
+        require_protocol(&conn)?;
+        analyze_once(&conn)?;
+        Ok(conn)
+    };
+    prepare().map_err(|e| at_path(path, e))
+}
+
+/// A reader's connection; `query_only` makes sure it never writes.
+pub(crate) fn open_reader(path: &Path, options: &SqliteOptions) -> Result<Connection> {
+    let prepare = || {
+        let conn = connect(path, options)?;
+        conn.pragma_update(None, "query_only", true).map_err(|e| sqlite_error("query_only", e))?;
+        Ok(conn)
+    };
+    prepare().map_err(|e| at_path(path, e))
+}
+
+fn connect(path: &Path, options: &SqliteOptions) -> Result<Connection> {
+    if path.is_dir() {
+        return Err(Error::Storage {
+            message: "is a directory, not a database file".into(),
+            source: None,
+            transient: false,
+        });
+    }
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| sqlite_error("open", e))?;
+    conn.busy_timeout(options.busy_timeout).map_err(|e| sqlite_error("busy_timeout", e))?;
+    conn.pragma_update(None, "foreign_keys", true).map_err(|e| sqlite_error("foreign_keys", e))?;
+    conn.pragma_update(None, "synchronous", options.synchronous.pragma_value())
+        .map_err(|e| sqlite_error("synchronous", e))?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    Ok(conn)
+}
+
+/// `protocol_version` of an installed database, `None` before the first
+/// migration created `cairnq_meta` (or when the row is missing).
+fn protocol_version(conn: &Connection) -> Result<Option<String>> {
+    let args = Args::new().text("table", "cairnq_meta");
+    if query_int(conn, render(&sqlite::TABLE_EXISTS, &[]), &args)? == 0 {
+        return Ok(None);
+    }
+    let args = Args::new().text("key", "protocol_version");
+    query_opt(conn, render(&sqlite::READ_META, &[]), &args, |row| crate::row::text(row, 0))
+}
+
+fn mismatch(found: Option<String>) -> Error {
+    Error::ProtocolVersionMismatch { found: found.unwrap_or_else(|| "missing".into()), expected: PROTOCOL_VERSION }
+}
+
+fn refuse_other_protocol(conn: &Connection) -> Result<()> {
+    match protocol_version(conn)? {
+        Some(found) if found != PROTOCOL_VERSION.to_string() => Err(mismatch(Some(found))),
+        _ => Ok(()),
+    }
+}
+
+fn require_protocol(conn: &Connection) -> Result<()> {
+    match protocol_version(conn)? {
+        Some(found) if found == PROTOCOL_VERSION.to_string() => Ok(()),
+        other => Err(mismatch(other)),
+    }
+}
+
+/// The first opener switches the file to WAL; a switch that collides with
+/// another process's transaction is retried briefly.
+fn enable_wal(conn: &Connection) -> Result<()> {
+    let mut attempt = 0;
+    loop {
+        match conn.pragma_update_and_check(None, "journal_mode", "wal", |row| row.get::<_, String>(0)) {
+            Ok(mode) if mode.eq_ignore_ascii_case("wal") => return Ok(()),
+            Ok(mode) => {
+                return Err(Error::Storage {
+                    message: format!("cannot switch to WAL journal mode (it stays {mode})"),
+                    source: None,
+                    transient: false,
+                });
+            }
+            Err(e) if is_busy(&e) && attempt < WAL_RETRIES => attempt += 1,
+            Err(e) => return Err(sqlite_error("journal_mode = wal", e)),
+        }
+        std::thread::sleep(WAL_RETRY_PAUSE);
+    }
+}
+
+/// Creates the ledger, then applies each missing migration in its own
+/// `BEGIN IMMEDIATE` transaction that re-checks the ledger first, so
+/// processes starting together never apply one twice.
+fn migrate(conn: &mut Connection, clock: &dyn Clock) -> Result<()> {
+    query_int(conn, render(&sqlite::CREATE_MIGRATION_LEDGER, &[]), &Args::new())?;
+    for migration in sqlite::MIGRATIONS {
+        // Fast path: a migrated database takes no write lock at all.
+        if !is_applied(conn, migration)? {
+            apply_once(conn, migration, clock)?;
+        }
+    }
+    Ok(())
+}
+
+fn is_applied(conn: &Connection, migration: &Migration) -> Result<bool> {
+    let args = Args::new().text("name", migration.file_name);
+    Ok(query_int(conn, render(&sqlite::MIGRATION_APPLIED, &[]), &args)? != 0)
+}
+
+fn apply_once(conn: &mut Connection, migration: &Migration, clock: &dyn Clock) -> Result<()> {
+    let context = |what: &'static str| move |e| sqlite_error(&format!("{what} {}", migration.file_name), e);
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(context("begin"))?;
+    if !is_applied(&tx, migration)? {
+        tx.execute_batch(migration.sql).map_err(context("apply"))?;
+        let args = Args::new().text("name", migration.file_name).set("now_ms", clock.now_ms());
+        query_int(&tx, render(&sqlite::RECORD_MIGRATION, &[]), &args)?;
+    }
+    tx.commit().map_err(context("commit"))
+}
+
+/// A table never analyzed gets `ANALYZE cairnq_tasks` once.
+fn analyze_once(conn: &Connection) -> Result<()> {
+    let args = Args::new().text("table", "sqlite_stat1");
+    let has_stats = query_int(conn, render(&sqlite::TABLE_EXISTS, &[]), &args)? != 0
+        && query_int(conn, render(&sqlite::TASKS_ANALYZED, &[]), &Args::new())? != 0;
+    if !has_stats {
+        query_int(conn, render(&sqlite::ANALYZE_TASKS, &[]), &Args::new())?;
+    }
+    Ok(())
+}

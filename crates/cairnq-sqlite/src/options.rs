@@ -1,0 +1,118 @@
+//! How a [`SqliteStore`](crate::SqliteStore) opens and runs its database.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cairnq_core::{Clock, SystemClock};
+
+/// How hard SQLite works to make a commit survive a power loss.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Synchronous {
+    /// `synchronous = FULL` (the default): a commit is on disk before any
+    /// caller hears it succeeded, even across a power loss.
+    #[default]
+    Full,
+    /// `synchronous = NORMAL`: faster commits in WAL mode. A crash of the
+    /// process loses nothing, but a power loss or OS crash may roll back the
+    /// last commits that callers already heard succeed. An explicit
+    /// trade-off: pick it only when losing recent submits is acceptable.
+    Normal,
+}
+
+impl Synchronous {
+    pub(crate) fn pragma_value(self) -> &'static str {
+        match self {
+            Self::Full => "FULL",
+            Self::Normal => "NORMAL",
+        }
+    }
+}
+
+/// Options of [`SqliteStore::open_with`](crate::SqliteStore::open_with).
+/// `Default`: the system clock, a 5 s busy timeout, 2 reader threads,
+/// `synchronous = FULL`, group commits of at most 256 writes.
+///
+/// ```
+/// use std::time::Duration;
+/// use cairnq_sqlite::{SqliteOptions, Synchronous};
+/// let options = SqliteOptions::new().busy_timeout(Duration::from_secs(10)).readers(4);
+/// assert_eq!(options.synchronous, Synchronous::Full);
+/// ```
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct SqliteOptions {
+    /// Where "now" comes from (SQLite statements take it from the SDK).
+    pub clock: Arc<dyn Clock>,
+    /// How long a write waits for another process's write lock before it
+    /// fails with a transient storage error. Waited out on the writer
+    /// thread; reads and the async runtime carry on meanwhile.
+    pub busy_timeout: Duration,
+    /// Reader threads, each with its own connection (at least 1).
+    pub readers: usize,
+    /// The durability level, see [`Synchronous`].
+    pub synchronous: Synchronous,
+    /// The most writes one group commit takes (at least 1).
+    pub max_batch: usize,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        Self {
+            clock: Arc::new(SystemClock),
+            busy_timeout: Duration::from_secs(5),
+            readers: 2,
+            synchronous: Synchronous::Full,
+            max_batch: 256,
+        }
+    }
+}
+
+impl fmt::Debug for SqliteOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqliteOptions")
+            .field("busy_timeout", &self.busy_timeout)
+            .field("readers", &self.readers)
+            .field("synchronous", &self.synchronous)
+            .field("max_batch", &self.max_batch)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SqliteOptions {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// With another clock (tests pin time with one).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// With another busy timeout.
+    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
+        self.busy_timeout = timeout;
+        self
+    }
+
+    /// With this many reader threads (at least 1).
+    pub fn readers(mut self, readers: usize) -> Self {
+        self.readers = readers.max(1);
+        self
+    }
+
+    /// With another durability level.
+    pub fn synchronous(mut self, synchronous: Synchronous) -> Self {
+        self.synchronous = synchronous;
+        self
+    }
+
+    /// With another group-commit cap (at least 1).
+    pub fn max_batch(mut self, max_batch: usize) -> Self {
+        self.max_batch = max_batch.max(1);
+        self
+    }
+}

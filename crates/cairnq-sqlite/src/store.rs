@@ -1,0 +1,326 @@
+//! [`SqliteStore`]: the [`Store`] seam over the writer and reader threads.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use cairnq_core::store::{
+    ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ListParams, NewTask, ProbeParams, ProgressParams,
+    PurgeParams, SettleParams, TaskSelector,
+};
+use cairnq_core::{Capabilities, Clock, Error, HeldLease, Result, Store, Task, TaskCount, TaskRef, Wake};
+use parking_lot::Mutex;
+use rusqlite::Connection;
+use tokio::sync::oneshot;
+
+use crate::open::{open_reader, open_writer};
+use crate::options::SqliteOptions;
+use crate::reader::{ReadJob, run_reader};
+use crate::wake::WakeBoard;
+use crate::writer::{Counters, Job, WriteCtx, WriteStats, WriterEnv, job, run_writer};
+use crate::{read, write};
+
+/// A cairnq store in one SQLite file, shared with every other process and
+/// SDK that opens the same file.
+///
+/// Writes go through one writer thread with group commit; reads run on
+/// their own reader threads. Nothing here blocks the async runtime.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> cairnq_core::Result<()> {
+/// use cairnq_core::CairnQ;
+/// use cairnq_sqlite::SqliteStore;
+///
+/// let dir = tempfile::tempdir().expect("temp dir");
+/// let store = SqliteStore::open(dir.path().join("queue.db")).await?;
+/// let client = CairnQ::new(store);
+/// let task = client.submit("send_email", &serde_json::json!({"to": "a@example.com"})).await?;
+/// let read = client.get(&task.id).await?.expect("the task exists");
+/// assert_eq!(read.status, cairnq_core::TaskStatus::Queued);
+/// client.close().await?;
+/// # Ok(()) }
+/// ```
+pub struct SqliteStore {
+    path: PathBuf,
+    clock: Arc<dyn Clock>,
+    writer: Mutex<Option<mpsc::Sender<Box<dyn Job>>>>,
+    readers: Mutex<Option<mpsc::Sender<ReadJob>>>,
+    /// One receiver per thread, answered when the thread has ended.
+    exits: Mutex<Vec<oneshot::Receiver<()>>>,
+    wakes: Arc<WakeBoard>,
+    counters: Arc<Counters>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database at `path` with default
+    /// options, migrating it to the newest schema.
+    ///
+    /// Fails with [`Error::ProtocolVersionMismatch`] (writing nothing) when
+    /// the file belongs to another protocol version, and with
+    /// [`Error::Storage`] naming the path when it is a directory or not a
+    /// SQLite database.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with(path, SqliteOptions::default()).await
+    }
+
+    /// [`open`](Self::open) with options.
+    pub async fn open_with(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        let wakes = Arc::new(WakeBoard::default());
+        let counters = Arc::new(Counters::default());
+        let mut exits = Vec::new();
+        let writer = spawn_writer(&path, &options, &wakes, &counters, &mut exits).await?;
+        let readers = spawn_readers(&path, &options, &mut exits).await?;
+        Ok(Self {
+            path,
+            clock: options.clock,
+            writer: Mutex::new(Some(writer)),
+            readers: Mutex::new(Some(readers)),
+            exits: Mutex::new(exits),
+            wakes,
+            counters,
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// How many transactions the writer committed for how many writes.
+    /// With concurrent writers `commits` stays well below `jobs`: that is
+    /// group commit at work.
+    pub fn write_stats(&self) -> WriteStats {
+        self.counters.snapshot()
+    }
+
+    async fn write<T, F>(&self, work: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(WriteCtx<'_>) -> Result<T> + Send + 'static,
+    {
+        let (job, reply) = job(work);
+        let sent = self.writer.lock().as_ref().map(|w| w.send(job).is_ok());
+        if sent != Some(true) {
+            return Err(Error::StoreClosed);
+        }
+        reply.await.map_err(|_| Error::StoreClosed)?
+    }
+
+    async fn read<T, F>(&self, work: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection, i64) -> Result<T> + Send + 'static,
+    {
+        let (reply, receiver) = oneshot::channel();
+        let clock = Arc::clone(&self.clock);
+        let job: ReadJob = Box::new(move |conn| {
+            let _ = reply.send(work(conn, clock.now_ms()));
+        });
+        let sent = self.readers.lock().as_ref().map(|r| r.send(job).is_ok());
+        if sent != Some(true) {
+            return Err(Error::StoreClosed);
+        }
+        receiver.await.map_err(|_| Error::StoreClosed)?
+    }
+}
+
+/// Starts a named thread that reports on `exits` when it ends.
+fn spawn_thread(
+    name: String,
+    exits: &mut Vec<oneshot::Receiver<()>>,
+    body: impl FnOnce() + Send + 'static,
+) -> Result<()> {
+    let (exited, on_exit) = oneshot::channel();
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(move || {
+            body();
+            let _ = exited.send(());
+        })
+        .map_err(|e| Error::storage("cannot start a SQLite thread", e))?;
+    exits.push(on_exit);
+    Ok(())
+}
+
+/// Opens and migrates the writer connection on its own thread, then keeps
+/// that thread serving writes.
+async fn spawn_writer(
+    path: &Path,
+    options: &SqliteOptions,
+    wakes: &Arc<WakeBoard>,
+    counters: &Arc<Counters>,
+    exits: &mut Vec<oneshot::Receiver<()>>,
+) -> Result<mpsc::Sender<Box<dyn Job>>> {
+    let (sender, jobs) = mpsc::channel();
+    let (ready, opened) = oneshot::channel();
+    let (path, options) = (path.to_path_buf(), options.clone());
+    let env = WriterEnv {
+        clock: Arc::clone(&options.clock),
+        wakes: Arc::clone(wakes),
+        counters: Arc::clone(counters),
+        max_batch: options.max_batch,
+    };
+    spawn_thread("cairnq-sqlite-writer".into(), exits, move || match open_writer(&path, &options) {
+        Ok(conn) => {
+            let _ = ready.send(Ok(()));
+            run_writer(conn, jobs, env);
+        }
+        Err(e) => {
+            let _ = ready.send(Err(e));
+        }
+    })?;
+    opened.await.map_err(|_| Error::StoreClosed)??;
+    Ok(sender)
+}
+
+/// Opens every reader connection (after the writer migrated the file).
+async fn spawn_readers(
+    path: &Path,
+    options: &SqliteOptions,
+    exits: &mut Vec<oneshot::Receiver<()>>,
+) -> Result<mpsc::Sender<ReadJob>> {
+    let (sender, jobs) = mpsc::channel();
+    let jobs = Arc::new(Mutex::new(jobs));
+    for index in 0..options.readers.max(1) {
+        let (ready, opened) = oneshot::channel();
+        let (path, options, jobs) = (path.to_path_buf(), options.clone(), Arc::clone(&jobs));
+        spawn_thread(format!("cairnq-sqlite-reader-{index}"), exits, move || match open_reader(&path, &options) {
+            Ok(conn) => {
+                let _ = ready.send(Ok(()));
+                run_reader(conn, jobs);
+            }
+            Err(e) => {
+                let _ = ready.send(Err(e));
+            }
+        })?;
+        opened.await.map_err(|_| Error::StoreClosed)??;
+    }
+    Ok(sender)
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    fn backend(&self) -> &'static str {
+        "sqlite"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::none().with_push_wakeups(true)
+    }
+
+    async fn submit(&self, task: &NewTask) -> Result<Task> {
+        let task = task.clone();
+        self.write(move |mut ctx| write::submit(&mut ctx, &task)).await
+    }
+
+    async fn submit_many(&self, tasks: &[NewTask]) -> Result<Vec<Task>> {
+        let tasks = tasks.to_vec();
+        self.write(move |mut ctx| tasks.iter().map(|t| write::submit(&mut ctx, t)).collect()).await
+    }
+
+    async fn get(&self, task: &TaskSelector) -> Result<Option<Task>> {
+        let task = task.clone();
+        self.read(move |conn, _| read::get(conn, &task)).await
+    }
+
+    async fn get_status(&self, task: &TaskSelector) -> Result<Option<TaskRef>> {
+        let task = task.clone();
+        self.read(move |conn, _| read::get_status(conn, &task)).await
+    }
+
+    async fn list(&self, params: &ListParams) -> Result<Vec<Task>> {
+        let params = params.clone();
+        self.read(move |conn, _| read::list(conn, &params)).await
+    }
+
+    async fn stats(&self, queue: Option<&str>) -> Result<Vec<TaskCount>> {
+        let queue = queue.map(str::to_string);
+        self.read(move |conn, _| read::stats(conn, queue.as_deref())).await
+    }
+
+    async fn count_queued(&self, queue: &str, at_most: u64) -> Result<u64> {
+        let queue = queue.to_string();
+        self.read(move |conn, _| read::count_queued(conn, &queue, at_most)).await
+    }
+
+    async fn cancel(&self, task: &TaskSelector) -> Result<Option<Task>> {
+        let task = task.clone();
+        self.write(move |mut ctx| write::cancel(&mut ctx, &task)).await
+    }
+
+    async fn retry(&self, task: &TaskSelector, reset_attempt: bool) -> Result<Option<Task>> {
+        let task = task.clone();
+        self.write(move |mut ctx| write::retry(&mut ctx, &task, reset_attempt)).await
+    }
+
+    async fn purge(&self, params: &PurgeParams) -> Result<Vec<String>> {
+        let params = params.clone();
+        self.write(move |mut ctx| write::purge(&mut ctx, &params)).await
+    }
+
+    async fn claimable(&self, params: &ProbeParams) -> Result<bool> {
+        let params = params.clone();
+        self.read(move |conn, now_ms| read::claimable(conn, now_ms, &params)).await
+    }
+
+    async fn claim(&self, params: &ClaimParams) -> Result<Vec<Task>> {
+        let params = params.clone();
+        self.write(move |mut ctx| write::claim(&mut ctx, &params)).await
+    }
+
+    async fn heartbeat(&self, params: &HeartbeatParams) -> Result<Task> {
+        let params = params.clone();
+        self.write(move |mut ctx| write::heartbeat(&mut ctx, &params)).await
+    }
+
+    async fn heartbeat_batch(&self, params: &HeartbeatBatchParams) -> Result<Vec<HeldLease>> {
+        let params = params.clone();
+        self.write(move |mut ctx| write::heartbeat_batch(&mut ctx, &params)).await
+    }
+
+    async fn progress(&self, params: &ProgressParams) -> Result<Task> {
+        let params = params.clone();
+        self.write(move |mut ctx| write::progress(&mut ctx, &params)).await
+    }
+
+    async fn succeed(&self, params: &SettleParams) -> Result<Task> {
+        let params = params.clone();
+        self.write(move |mut ctx| write::succeed(&mut ctx, &params)).await
+    }
+
+    async fn complete(&self, params: &SettleParams) -> Result<Task> {
+        let params = params.clone();
+        self.write(move |mut ctx| write::complete(&mut ctx, &params)).await
+    }
+
+    async fn fail(&self, params: &FailParams) -> Result<Task> {
+        let params = params.clone();
+        self.write(move |mut ctx| write::fail(&mut ctx, &params)).await
+    }
+
+    async fn wait_for_change(&self, wake: &Wake, timeout: Duration) {
+        self.wakes.wait(wake, timeout).await;
+    }
+
+    /// Stops taking new work, lets the threads finish what is queued, and
+    /// waits until every connection is closed.
+    async fn close(&self) -> Result<()> {
+        self.writer.lock().take();
+        self.readers.lock().take();
+        let exits = std::mem::take(&mut *self.exits.lock());
+        for exit in exits {
+            let _ = exit.await;
+        }
+        Ok(())
+    }
+}

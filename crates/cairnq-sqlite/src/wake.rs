@@ -1,0 +1,111 @@
+//! In-process push wakeups: a commit that queued tasks or finished them
+//! wakes the sleepers of this process that wait for exactly that, so
+//! `wait`/`call` and idle workers react without waiting out a poll.
+//! Polling stays the source of truth; other processes are not woken.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Weak};
+
+use cairnq_core::{Task, TaskStatus, Wake};
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+/// What one committed write changed, as far as sleepers care.
+#[derive(Debug, Default)]
+pub(crate) struct Changes {
+    queued: Vec<String>,
+    done: Vec<String>,
+}
+
+impl Changes {
+    /// Records a row a statement returned after writing it.
+    pub(crate) fn saw(&mut self, task: &Task) {
+        match task.status {
+            TaskStatus::Queued => self.queued_on(&task.queue),
+            TaskStatus::Running => {}
+            _ => self.done.push(task.id.clone()),
+        }
+    }
+
+    pub(crate) fn queued_on(&mut self, queue: &str) {
+        if !self.queued.iter().any(|q| q == queue) {
+            self.queued.push(queue.to_string());
+        }
+    }
+
+    pub(crate) fn finished(&mut self, task_id: String) {
+        self.done.push(task_id);
+    }
+
+    pub(crate) fn merge(&mut self, other: Changes) {
+        other.queued.iter().for_each(|q| self.queued_on(q));
+        self.done.extend(other.done);
+    }
+}
+
+/// Sleepers by key (a queue name or a task id).
+#[derive(Debug, Default)]
+struct Channel(Mutex<HashMap<String, Vec<Weak<Notify>>>>);
+
+impl Channel {
+    fn subscribe(&self, keys: &[String], notify: &Arc<Notify>) {
+        let mut map = self.0.lock();
+        for key in keys {
+            let sleepers = map.entry(key.clone()).or_default();
+            sleepers.retain(|w| w.strong_count() > 0);
+            sleepers.push(Arc::downgrade(notify));
+        }
+    }
+
+    fn publish(&self, keys: &[String]) {
+        let mut map = self.0.lock();
+        for key in keys {
+            if let Some(sleepers) = map.remove(key) {
+                // notify_one stores a permit, so a sleeper that subscribed
+                // but is not yet awaiting still wakes.
+                sleepers.iter().filter_map(Weak::upgrade).for_each(|n| n.notify_one());
+            }
+        }
+    }
+
+    fn prune(&self, keys: &[String]) {
+        let mut map = self.0.lock();
+        for key in keys {
+            if let Some(sleepers) = map.get_mut(key) {
+                sleepers.retain(|w| w.strong_count() > 0);
+                if sleepers.is_empty() {
+                    map.remove(key);
+                }
+            }
+        }
+    }
+}
+
+/// Every sleeper of one store.
+#[derive(Debug, Default)]
+pub(crate) struct WakeBoard {
+    queues: Channel,
+    tasks: Channel,
+}
+
+impl WakeBoard {
+    /// Wakes the sleepers `changes` concern (called after the commit).
+    pub(crate) fn publish(&self, changes: &Changes) {
+        self.queues.publish(&changes.queued);
+        self.tasks.publish(&changes.done);
+    }
+
+    /// Waits until `wake` may have happened or `timeout` passes.
+    pub(crate) async fn wait(&self, wake: &Wake, timeout: std::time::Duration) {
+        let notify = Arc::new(Notify::new());
+        let (channel, keys) = match wake {
+            Wake::Queued(queues) => (&self.queues, queues.clone()),
+            Wake::TaskDone(id) => (&self.tasks, vec![id.clone()]),
+            _ => (&self.tasks, Vec::new()),
+        };
+        channel.subscribe(&keys, &notify);
+        let _ = tokio::time::timeout(timeout, notify.notified()).await;
+        drop(notify);
+        channel.prune(&keys);
+    }
+}
