@@ -1,0 +1,86 @@
+//! Contention: several stores on one file, and group commit in one store.
+
+use std::sync::Arc;
+
+use cairnq_core::{CairnQ, Store, SubmitOptions};
+
+use crate::common::{count, fresh_path, open_store};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_producers_with_keyed_reuse_leave_one_live_task_per_key() {
+    let fresh = fresh_path();
+    let mut producers = Vec::new();
+    for producer in 0..4 {
+        // Separate stores: four writer connections contend for the file.
+        let client = CairnQ::new(open_store(&fresh.path).await);
+        producers.push(tokio::spawn(async move {
+            for n in 0..1_000 {
+                let key = format!("key-{}", (n * 7 + producer) % 100);
+                client.submit("keyed", &serde_json::json!({ "n": n })).key(&key).await.expect("keyed submit");
+            }
+            client.close().await.expect("close");
+        }));
+    }
+    for p in producers {
+        p.await.expect("producer");
+    }
+    assert_eq!(count(&fresh.path, "select count(*) from cairnq_tasks where status in ('queued', 'running')"), 100);
+    assert_eq!(count(&fresh.path, "select count(*) from cairnq_tasks"), 100, "reuse never inserts twice");
+    assert_eq!(count(&fresh.path, "select count(distinct task_id) from cairnq_task_keys"), 100);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixty_four_concurrent_writers_share_commits() {
+    let fresh = fresh_path();
+    let store = Arc::new(open_store(&fresh.path).await);
+    let client = CairnQ::from_shared(Arc::clone(&store) as Arc<dyn Store>);
+    let writers: Vec<_> = (0..64)
+        .map(|w| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                for n in 0..20 {
+                    client.submit("gc", &serde_json::json!({ "w": w, "n": n })).await.expect("submit");
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.await.expect("writer");
+    }
+    let stats = store.write_stats();
+    let writes = 64 * 20;
+    assert_eq!(stats.jobs, writes);
+    assert!(stats.commits < writes / 2, "group commit did not batch: {stats:?}");
+    assert_eq!(count(&fresh.path, "select count(*) from cairnq_tasks"), writes as i64);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_write_in_a_group_commit_fails_only_its_caller() {
+    let fresh = fresh_path();
+    let store = Arc::new(open_store(&fresh.path).await);
+    let client = CairnQ::from_shared(Arc::clone(&store) as Arc<dyn Store>);
+    client.submit("seed", &serde_json::json!({})).key("taken").await.expect("seed");
+    let submits: Vec<_> = (0..32)
+        .map(|n| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                let options =
+                    SubmitOptions::new().key(if n % 2 == 0 { "taken".to_string() } else { format!("free-{n}") });
+                let options = options.conflict(cairnq_core::Conflict::Reject);
+                client.submit("gc", &serde_json::json!({ "n": n })).options(options).await
+            })
+        })
+        .collect();
+    let mut rejected = 0;
+    for s in submits {
+        match s.await.expect("join") {
+            Ok(_) => {}
+            Err(e) => {
+                assert_eq!(e.kind(), cairnq_core::ErrorKind::AlreadyExists, "{e}");
+                rejected += 1;
+            }
+        }
+    }
+    assert_eq!(rejected, 16);
+    assert_eq!(count(&fresh.path, "select count(*) from cairnq_tasks"), 17, "every other write committed");
+}

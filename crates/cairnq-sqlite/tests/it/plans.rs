@@ -1,0 +1,128 @@
+//! EXPLAIN QUERY PLAN of every specialized statement: each filter reaches
+//! its index, no statement scans the task table where an index exists, and
+//! one-queue claims read a claim index in order (no temp b-tree sort).
+
+use std::path::Path;
+
+use cairnq_core::store::{ClaimParams, SettleParams};
+use cairnq_core::{CairnQ, SubmitOptions, TaskSpec};
+use cairnq_protocol::{Statement, sqlite};
+
+use crate::common::{fresh_path, open_client, raw};
+
+/// The plan lines of `statement` rendered with `flags`.
+fn plan(path: &Path, statement: &Statement, flags: &[&str]) -> Vec<String> {
+    let (sql, _) = statement.render(|f| flags.contains(&f));
+    let conn = raw(path);
+    let mut stmt = conn.prepare(&format!("explain query plan {sql}")).expect("explain");
+    // Parameters stay unbound (null): the plan depends on the shape only.
+    let mut rows = stmt.raw_query();
+    let mut lines = Vec::new();
+    while let Some(row) = rows.next().expect("plan row") {
+        lines.push(row.get::<_, String>(3).expect("plan detail"));
+    }
+    lines
+}
+
+/// Whether a plan line reads through exactly `index`.
+fn uses(line: &str, index: &str) -> bool {
+    line.split(' ').collect::<Vec<_>>().windows(2).any(|w| w[0] == "INDEX" && w[1] == index)
+}
+
+/// Asserts the plan reads the task table through one of `indexes` and never
+/// scans it row by row.
+fn check(path: &Path, statement: &Statement, flags: &[&str], indexes: &[&str]) -> Vec<String> {
+    let lines = plan(path, statement, flags);
+    let shown = format!("{} {flags:?}:\n  {}", statement.name, lines.join("\n  "));
+    let reached = lines.iter().any(|l| indexes.iter().any(|index| uses(l, index)));
+    assert!(reached, "expected one of {indexes:?}; {shown}");
+    assert!(!lines.iter().any(|l| l == "SCAN cairnq_tasks"), "full table scan; {shown}");
+    lines
+}
+
+/// Either claim index serves a claim or probe; with many names the planner
+/// may read the queue prefix and filter names.
+const CLAIM_INDEXES: &[&str] = &["cairnq_tasks_claim_idx", "cairnq_tasks_claim_name_idx"];
+
+fn assert_no_sort(lines: &[String], what: &str) {
+    assert!(!lines.iter().any(|l| l.contains("TEMP B-TREE")), "{what} sorts: {lines:?}");
+}
+
+/// A database with a spread of queues, names, chains and states.
+async fn populated() -> (crate::common::Fresh, CairnQ) {
+    let fresh = fresh_path();
+    let client = open_client(&fresh.path).await;
+    let specs: Vec<TaskSpec> = (0..300)
+        .map(|n| {
+            let options = SubmitOptions::new()
+                .queue(format!("q{}", n % 3))
+                .correlation_id(format!("c{}", n % 50))
+                .priority(n % 4);
+            TaskSpec::new(format!("job{}", n % 5), &serde_json::json!({ "n": n })).options(options)
+        })
+        .collect();
+    client.submit_many(&specs).await.expect("submit");
+    let claim = ClaimParams::single("w", 60_000, vec!["q0".into()], None, 50);
+    for task in client.claim(&claim).await.expect("claim") {
+        client.complete(&SettleParams::new(&task.id, "w", serde_json::json!(1))).await.expect("complete");
+    }
+    (fresh, client)
+}
+
+#[tokio::test]
+async fn list_tasks_reaches_the_index_of_each_single_filter() {
+    let (fresh, _client) = populated().await;
+    let cases = [
+        ("status", "cairnq_tasks_status_completed_idx"),
+        ("queue", "cairnq_tasks_claim_idx"),
+        ("name", "cairnq_tasks_name_idx"),
+        ("root_id", "cairnq_tasks_root_idx"),
+        ("correlation_id", "cairnq_tasks_correlation_idx"),
+    ];
+    for (flag, index) in cases {
+        check(&fresh.path, &sqlite::LIST_TASKS, &[flag], &[index]);
+    }
+}
+
+#[tokio::test]
+async fn purge_tasks_reaches_the_completion_indexes() {
+    let (fresh, _client) = populated().await;
+    check(&fresh.path, &sqlite::PURGE_TASKS, &["status"], &["cairnq_tasks_status_completed_idx"]);
+    check(&fresh.path, &sqlite::PURGE_TASKS, &["any_status", "queue"], &["cairnq_tasks_queue_completed_idx"]);
+    check(&fresh.path, &sqlite::PURGE_TASKS, &["any_status"], &["cairnq_tasks_completed_idx"]);
+}
+
+#[tokio::test]
+async fn counts_read_the_claim_index() {
+    let (fresh, _client) = populated().await;
+    check(&fresh.path, &sqlite::COUNT_TASKS_BY_QUEUE_STATUS, &["queue"], &["cairnq_tasks_claim_idx"]);
+    check(&fresh.path, &sqlite::COUNT_TASKS_BY_QUEUE_STATUS, &[], &["cairnq_tasks_claim_idx"]);
+    check(&fresh.path, &sqlite::COUNT_QUEUED, &[], CLAIM_INDEXES);
+}
+
+#[tokio::test]
+async fn claim_forms_read_the_claim_indexes_and_one_queue_needs_no_sort() {
+    let (fresh, _client) = populated().await;
+    let one = check(&fresh.path, &sqlite::CLAIM_DUE_TASKS, &["one_queue"], &["cairnq_tasks_claim_idx"]);
+    assert_no_sort(&one, "one queue, any name");
+    let one_name =
+        check(&fresh.path, &sqlite::CLAIM_DUE_TASKS, &["one_queue", "one_name"], &["cairnq_tasks_claim_name_idx"]);
+    assert_no_sort(&one_name, "one queue, one name");
+    check(&fresh.path, &sqlite::CLAIM_DUE_TASKS, &["many_queues"], &["cairnq_tasks_claim_idx"]);
+    check(&fresh.path, &sqlite::CLAIM_DUE_TASKS, &["one_queue", "many_names"], CLAIM_INDEXES);
+    check(&fresh.path, &sqlite::CLAIM_DUE_TASKS, &["many_queues", "one_name"], CLAIM_INDEXES);
+    check(&fresh.path, &sqlite::CLAIM_DUE_TASKS, &["many_queues", "many_names"], CLAIM_INDEXES);
+}
+
+#[tokio::test]
+async fn probe_and_lease_recovery_read_indexes() {
+    let (fresh, _client) = populated().await;
+    for flags in [&["one_queue"][..], &["one_queue", "one_name"], &["many_queues", "many_names"]] {
+        let lines = check(&fresh.path, &sqlite::PROBE_CLAIMABLE, flags, CLAIM_INDEXES);
+        assert!(lines.iter().any(|l| uses(l, "cairnq_tasks_lease_idx")), "{lines:?}");
+    }
+    for recover in [&sqlite::RECOVER_CANCELED_LEASES, &sqlite::RECOVER_REQUEUED_LEASES, &sqlite::RECOVER_FAILED_LEASES]
+    {
+        check(&fresh.path, recover, &[], &["cairnq_tasks_lease_idx"]);
+    }
+}
