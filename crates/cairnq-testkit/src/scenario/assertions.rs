@@ -10,16 +10,23 @@ use std::cmp::Ordering;
 use serde::Deserialize;
 use serde_json::{Map, Number, Value};
 
+use super::file::present;
 use super::refs::path;
 
-/// The assertions of one step, already resolved.
+/// The assertions of one step, already resolved. A present key is an
+/// assertion even when its value is `null` (`"equalsRef": null` asserts the
+/// target is null); only absence skips it.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct Assertions {
     equals: Option<Map<String, Value>>,
+    #[serde(default, deserialize_with = "present")]
     equals_ref: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
     not_equals_ref: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
     greater_than_ref: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
     length: Option<Value>,
     not_null: Option<Vec<String>>,
     is_null: Option<Vec<String>>,
@@ -166,6 +173,13 @@ mod tests {
         assert_eq!(check(json!({"notNull": []}), json!("task_1")), Ok(()));
         assert!(check(json!({"notNull": []}), Value::Null).is_err());
         assert_eq!(check(json!({"isNull": []}), Value::Null), Ok(()));
+    }
+
+    #[test]
+    fn a_null_reference_is_still_an_assertion() {
+        assert_eq!(check(json!({"equalsRef": null}), Value::Null), Ok(()));
+        assert!(check(json!({"equalsRef": null}), json!({"id": "t"})).is_err());
+        assert!(check(json!({"notEqualsRef": null}), Value::Null).is_err());
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
 /// One scenario: a name, a sentence saying what it pins, and its steps.
@@ -38,8 +38,9 @@ pub struct Step {
     /// The error kind the step must fail with.
     #[serde(default, rename = "expectError")]
     pub expect_error: Option<String>,
-    /// What an `expect` step checks (references allowed).
-    #[serde(default)]
+    /// What an `expect` step checks (references allowed; `null` is a
+    /// target too).
+    #[serde(default, deserialize_with = "present")]
     pub target: Option<Value>,
     /// Every other key: the assertions of an `expect` step, or a mistake.
     #[serde(flatten)]
@@ -48,6 +49,11 @@ pub struct Step {
 
 /// Step keys that only annotate and are never checked.
 const ANNOTATIONS: &[&str] = &["description", "comment"];
+
+/// Deserializes a present key as `Some`, even when its value is `null`.
+pub(crate) fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
+}
 
 impl Scenario {
     /// Parses a scenario from JSON text.

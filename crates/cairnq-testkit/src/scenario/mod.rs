@@ -105,6 +105,15 @@ pub async fn assert_conformance(factory: &dyn BackendFactory) {
     run_all(factory).await.assert_all_passed();
 }
 
+/// Runs scenarios built in code (or parsed with [`Scenario::parse`]).
+pub async fn run_scenarios(factory: &dyn BackendFactory, scenarios: &[Scenario]) -> Report {
+    let sources: Vec<Source> = scenarios
+        .iter()
+        .map(|scenario| Source { label: scenario.name.clone(), scenario: Ok(scenario.clone()) })
+        .collect();
+    run_sources(factory, &sources).await
+}
+
 /// Runs one scenario file.
 pub async fn run_file(factory: &dyn BackendFactory, path: impl AsRef<Path>) -> Report {
     run_sources(factory, &[Source::from_file(path.as_ref())]).await
