@@ -1,1 +1,41 @@
-//! Worker-level shared tests (being built by the worker helper).
+//! The worker suite: real worker loops (and real worker processes) against
+//! any backend, so SQLite, Postgres and third-party stores run the worker
+//! through the same tests.
+//!
+//! Every test is a `pub async fn(&dyn BackendFactory)` that panics on a
+//! failed assertion. Call them from a backend's or the worker's test crate
+//! on a multi-thread runtime (except
+//! [`blocking_handlers_do_not_block_the_runtime`], which means most on a
+//! current-thread one):
+//!
+//! ```no_run
+//! # async fn demo(factory: &dyn cairnq_testkit::BackendFactory) {
+//! cairnq_testkit::worker_suite::cancel_wins_on_every_path(factory).await;
+//! # }
+//! ```
+//!
+//! The crash and graceful-stop tests start the `cairnq-test-worker` binary
+//! ([`child`]); they need a store another process can open (a
+//! [`StoreLocator`](crate::StoreLocator)) and skip with a message otherwise.
+
+pub mod child;
+mod lifecycle;
+mod limits;
+mod outcomes;
+mod queue_ops;
+mod support;
+
+pub use lifecycle::{
+    a_killed_worker_is_recovered_after_its_lease, cancel_wins_on_every_path, sigterm_drains_then_abandons,
+};
+pub use limits::{
+    a_batch_call_settles_what_it_left_open, a_failed_batch_call_fails_what_it_left_open,
+    a_resource_is_never_overcommitted, per_name_concurrency_caps_calls, the_byte_budget_bounds_payloads_in_flight,
+};
+pub use outcomes::{
+    a_context_reports_progress_and_submits_children, a_panic_fails_the_attempt_and_the_worker_keeps_serving,
+    an_unknown_name_fails_as_no_handler, an_unserializable_result_fails_permanently,
+    blocking_handlers_do_not_block_the_runtime, exhausted_attempts_fail_with_the_envelope,
+    max_run_abandons_a_hung_handler, only_registered_names_are_claimed, retries_follow_the_backoff_windows,
+};
+pub use queue_ops::{backpressure_refuses_submits_to_a_full_queue, retention_sweeps_by_rule};

@@ -72,7 +72,9 @@ pub(crate) fn plan_claim(
     for unit in rotated_units(names, rotation) {
         let draw = match unit {
             Some((name, opts)) => own_draw(options, name, opts, load, &mut calls_left),
-            None => Some(ClaimDraw::new(options.queues.clone(), names.shared.clone(), u32::MAX)),
+            None => {
+                Some(ClaimDraw::new(options.queues.clone(), names.shared.clone(), u32::MAX).spending(vec![SLOTS, ROWS]))
+            }
         };
         match draw {
             Some(d) => draws.push(d),

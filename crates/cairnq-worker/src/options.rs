@@ -65,7 +65,7 @@ pub type OnError = Arc<dyn Fn(WorkerIssue) + Send + Sync>;
 ///     .concurrency(8)
 ///     .lease(Duration::from_secs(10))
 ///     .resource("gpu", 1);
-/// assert_eq!(options.heartbeat_interval(), Duration::from_millis(3333));
+/// assert_eq!(options.heartbeat_interval(), Duration::from_secs(10) / 3);
 /// ```
 #[derive(Clone)]
 #[non_exhaustive]

@@ -1,0 +1,153 @@
+//! Leases across crashes and stops, with real processes: a worker killed
+//! with SIGKILL mid-task, a worker drained by SIGTERM, and cancellation
+//! winning on every path a running task can end by.
+
+use std::io::{BufRead, BufReader};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use cairnq_core::{CairnQ, TaskSpec, TaskStatus};
+use cairnq_worker::{TaskContext, TaskError};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+use super::child::{ChildArgs, ChildMode, spawn_child, terminate};
+use super::support::{count, eventually, finished, fresh, now_ms, quick_options, start};
+use crate::BackendFactory;
+
+/// A worker process killed with SIGKILL mid-task: after its lease expires a
+/// second worker runs the task again — attempt 2, succeeded, result written
+/// once. Skipped (with a message) when the factory gives no locator.
+pub async fn a_killed_worker_is_recovered_after_its_lease(factory: &dyn BackendFactory) {
+    let (client, fresh) = fresh(factory).await;
+    let Some(locator) = fresh.locator.clone() else {
+        return eprintln!("skipped: {} stores cannot be opened by another process", factory.name());
+    };
+    let task = client.submit("crash", &json!({})).await.expect("submit");
+    let mut args = ChildArgs::new(locator, ChildMode::Hang);
+    args.lease_ms = 500;
+    let mut child = spawn_child(&args).expect("start the child worker");
+    let started = first_line(&mut child).await;
+    assert_eq!(started, format!("started {}", task.id));
+    child.kill().expect("SIGKILL the child");
+    child.wait().expect("reap the child");
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = runs.clone();
+    let _worker = start(&client, quick_options(), move |w| {
+        w.task("crash", move |ctx: TaskContext, _: Value| {
+            r.fetch_add(1, Ordering::SeqCst);
+            async move { Ok::<_, TaskError>(json!({"attempt": ctx.attempt()})) }
+        })
+        .expect("register");
+    });
+    let done = finished(&client, &task.id).await;
+    assert_eq!((done.status, done.attempt), (TaskStatus::Succeeded, 2));
+    assert_eq!(done.result, Some(json!({"attempt": 2})));
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the second worker ran it exactly once");
+}
+
+/// The child's first stdout line, read off the runtime's threads.
+async fn first_line(child: &mut std::process::Child) -> String {
+    let stdout = child.stdout.take().expect("piped stdout");
+    let read = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).map(|_| line.trim_end().to_string())
+    });
+    tokio::time::timeout(Duration::from_secs(60), read)
+        .await
+        .expect("the child started the task in time")
+        .expect("the reader thread")
+        .expect("read the child's stdout")
+}
+
+/// SIGTERM while 50 tasks run in a child worker: it stops claiming, lets
+/// the short ones finish within the drain timeout, abandons the long ones
+/// and exits 0; once a lease length has passed, no task is running with a
+/// live lease, and the finished ones are succeeded.
+pub async fn sigterm_drains_then_abandons(factory: &dyn BackendFactory) {
+    let (client, fresh) = fresh(factory).await;
+    let Some(locator) = fresh.locator.clone() else {
+        return eprintln!("skipped: {} stores cannot be opened by another process", factory.name());
+    };
+    let specs: Vec<_> =
+        (0..50).map(|i| TaskSpec::new("sleep", &json!({"ms": if i % 2 == 0 { 500 } else { 60_000 }}))).collect();
+    client.submit_many(&specs).await.expect("submit_many");
+    let mut args = ChildArgs::new(locator, ChildMode::Sleep);
+    (args.concurrency, args.lease_ms, args.drain_ms) = (50, 1_000, 1_500);
+    let mut child = spawn_child(&args).expect("start the child worker");
+    eventually("all 50 tasks run", || async { count(&client, TaskStatus::Running).await == 50 }).await;
+    terminate(&child).expect("SIGTERM the child");
+    let status = tokio::task::spawn_blocking(move || child.wait()).await.expect("waiter").expect("the child exits");
+    assert!(status.success(), "the child exited with {status}");
+    assert_eq!(count(&client, TaskStatus::Succeeded).await, 25, "the short tasks finished during the drain");
+    tokio::time::sleep(Duration::from_millis(args.lease_ms + 50)).await;
+    let running = client.list(&cairnq_core::ListFilter::new().status(TaskStatus::Running)).await.expect("list");
+    assert_eq!(running.len(), 25, "the abandoned tasks still read running until a claim recovers them");
+    let now = now_ms();
+    assert!(running.iter().all(|t| t.lease_until_ms.is_some_and(|l| l <= now)), "a lease outlived its worker");
+}
+
+/// A cancel wins on every path: queued (never runs), running then returned,
+/// running then failed retryably, running then lease expired.
+pub async fn cancel_wins_on_every_path(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    let queued = client.submit("never", &json!({})).delay_ms(60_000).await.expect("submit");
+    client.cancel(&queued.id).await.expect("cancel");
+    let started = Arc::new(Notify::new());
+    let s = started.clone();
+    let _worker = start(&client, quick_options().concurrency(4), move |w| {
+        let s = s.clone();
+        w.task("wait_cancel", move |ctx: TaskContext, fail: bool| {
+            let s = s.clone();
+            async move {
+                s.notify_one();
+                ctx.on_cancel().await;
+                if fail { Err(TaskError::new("stopping")) } else { Ok("finished anyway") }
+            }
+        })
+        .expect("register");
+    });
+    for fail in [false, true] {
+        let task = client.submit("wait_cancel", &fail).await.expect("submit");
+        started.notified().await;
+        client.cancel(&task.id).await.expect("cancel");
+        let done = finished(&client, &task.id).await;
+        assert_eq!((done.status, done.attempt, done.result.clone()), (TaskStatus::Canceled, 1, None), "fail={fail}");
+    }
+    assert_eq!(
+        client.get(&queued.id).await.expect("get").map(|t| (t.status, t.attempt)),
+        Some((TaskStatus::Canceled, 0))
+    );
+    cancel_wins_over_lease_expiry(&client).await;
+}
+
+/// A worker whose heartbeat never comes in time: the lease expires while
+/// the handler runs, the cancel wins at recovery, and the handler's late
+/// result is discarded.
+async fn cancel_wins_over_lease_expiry(client: &CairnQ) {
+    let started = Arc::new(Notify::new());
+    let s = started.clone();
+    let options = quick_options().lease(Duration::from_millis(300)).heartbeat(Duration::from_secs(3_600));
+    let _worker = start(client, options, move |w| {
+        let s = s.clone();
+        w.task("slow", move |_ctx: TaskContext, _: Value| {
+            let s = s.clone();
+            async move {
+                s.notify_one();
+                tokio::time::sleep(Duration::from_millis(1_500)).await;
+                Ok::<_, TaskError>("too late")
+            }
+        })
+        .expect("register");
+    });
+    let task = client.submit("slow", &json!({})).await.expect("submit");
+    started.notified().await;
+    client.cancel(&task.id).await.expect("cancel");
+    let began = Instant::now();
+    let done = finished(client, &task.id).await;
+    assert_eq!((done.status, done.result.clone()), (TaskStatus::Canceled, None));
+    tokio::time::sleep(Duration::from_millis(1_600).saturating_sub(began.elapsed())).await;
+    let after = client.get(&task.id).await.expect("get").expect("exists");
+    assert_eq!((after.status, after.result), (TaskStatus::Canceled, None), "the late result was discarded");
+}

@@ -1,0 +1,91 @@
+//! The client-side gates the worker shares: backpressure (from the API and
+//! from inside handlers) and the retention sweeper.
+
+use std::time::Duration;
+
+use cairnq_core::store::{ClaimParams, FailParams, SettleParams};
+use cairnq_core::{Backpressure, CairnQ, Error, ErrorEnvelope, ErrorKind, Retention, TaskStatus};
+use cairnq_worker::{TaskContext, TaskError};
+use serde_json::{Value, json};
+
+use super::support::{count, eventually, finished, fresh, quick_options, start};
+use crate::BackendFactory;
+
+/// A full queue refuses a submit with QueueFull after the max wait, writing
+/// nothing; a submit from inside a handler is gated the same way, and its
+/// children are wired to their parent.
+pub async fn backpressure_refuses_submits_to_a_full_queue(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    let gate = Backpressure::new().queue("bp", 3).max_wait(Duration::from_millis(200));
+    let gated = client.clone().with_backpressure(gate.clone());
+    for i in 0..3 {
+        gated.submit("job", &i).queue("bp").await.expect("room for three");
+    }
+    match gated.submit("job", &3).queue("bp").await {
+        Err(Error::QueueFull { queue, waited_ms }) => assert!(queue == "bp" && waited_ms >= 200, "{waited_ms}"),
+        other => panic!("expected QueueFull, got {other:?}"),
+    }
+    assert_eq!(count(&client, TaskStatus::Queued).await, 3, "the refused submit wrote nothing");
+    gated.submit("job", &4).queue("other").await.expect("other queues are not gated");
+    let _worker = start(&client, quick_options().backpressure(gate), |w| {
+        w.task("parent", |ctx: TaskContext, _: Value| async move {
+            let refused = ctx.submit("job", &5).queue("bp").await.err().map(|e| e.kind());
+            Ok::<_, TaskError>(refused.map(ErrorKind::as_str))
+        })
+        .expect("register");
+    });
+    let parent = client.submit("parent", &json!({})).await.expect("submit");
+    assert_eq!(finished(&client, &parent.id).await.result, Some(json!("QueueFull")));
+}
+
+/// Retention purges what its rules match once they are old enough, in
+/// batches, and leaves everything else; the background sweeper does the
+/// same on its interval.
+pub async fn retention_sweeps_by_rule(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    settle_some(&client).await;
+    let keep_failed = Retention::new()
+        .succeeded(Duration::ZERO)
+        .failed(Duration::from_secs(3_600))
+        .rule(cairnq_core::PurgeFilter::new().status(TaskStatus::Canceled).queue("scratch").limit(2));
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let sweeper = keep_failed.sweeper(client.store().clone()).expect("valid rules");
+    assert_eq!(sweeper.sweep_once().await.expect("sweep"), 9, "6 succeeded and 3 canceled on scratch");
+    assert_eq!(count(&client, TaskStatus::Succeeded).await, 0);
+    assert_eq!(count(&client, TaskStatus::Failed).await, 2, "failed ones are kept for an hour");
+    assert_eq!(count(&client, TaskStatus::Queued).await, 1, "live tasks are never purged");
+    let all = Retention::new().failed(Duration::ZERO).interval(Duration::from_millis(20));
+    let _swept = client.clone().with_retention(all).expect("valid rules");
+    eventually("the background sweeper purges failed tasks", || async {
+        count(&client, TaskStatus::Failed).await == 0
+    })
+    .await;
+    let bad = Retention::new().rule(cairnq_core::PurgeFilter::new().status(TaskStatus::Queued));
+    assert!(matches!(bad.sweeper(client.store().clone()), Err(Error::Validation { field: "status", .. })));
+}
+
+/// 6 succeeded, 2 failed, 3 canceled on `scratch`, 1 queued.
+async fn settle_some(client: &CairnQ) {
+    let ids: Vec<String> = submit_rows(client, 8, "default").await;
+    let claim = ClaimParams::single("w", 60_000, vec!["default".into()], None, 8);
+    assert_eq!(client.claim(&claim).await.expect("claim").len(), 8);
+    for id in &ids[..6] {
+        client.succeed(&SettleParams::new(id, "w", json!(1))).await.expect("succeed");
+    }
+    let envelope = ErrorEnvelope::new("E", "handler_error", "no", false).to_value();
+    for id in &ids[6..] {
+        client.fail(&FailParams::new(id, "w", envelope.clone(), false, 0)).await.expect("fail");
+    }
+    for id in submit_rows(client, 3, "scratch").await {
+        client.cancel(&id).await.expect("cancel");
+    }
+    client.submit("live", &json!({})).await.expect("submit");
+}
+
+async fn submit_rows(client: &CairnQ, n: usize, queue: &str) -> Vec<String> {
+    let mut ids = Vec::new();
+    for i in 0..n {
+        ids.push(client.submit("row", &i).queue(queue).await.expect("submit").id);
+    }
+    ids
+}
