@@ -95,25 +95,29 @@ pub async fn cancel_wins_on_every_path(factory: &dyn BackendFactory) {
     let queued = client.submit("never", &json!({})).delay_ms(60_000).await.expect("submit");
     client.cancel(&queued.id).await.expect("cancel");
     let started = Arc::new(Notify::new());
-    let s = started.clone();
+    let returned = Arc::new(AtomicUsize::new(0));
+    let (s, r) = (started.clone(), returned.clone());
     let _worker = start(&client, quick_options().concurrency(4), move |w| {
-        let s = s.clone();
         w.task("wait_cancel", move |ctx: TaskContext, fail: bool| {
-            let s = s.clone();
+            let (s, r) = (s.clone(), r.clone());
             async move {
                 s.notify_one();
                 ctx.on_cancel().await;
+                r.fetch_add(1, Ordering::SeqCst);
                 if fail { Err(TaskError::new("stopping")) } else { Ok("finished anyway") }
             }
         })
         .expect("register");
     });
-    for fail in [false, true] {
+    for (fail, returns) in [(false, 1), (true, 2)] {
         let task = client.submit("wait_cancel", &fail).await.expect("submit");
         started.notified().await;
         client.cancel(&task.id).await.expect("cancel");
         let done = finished(&client, &task.id).await;
         assert_eq!((done.status, done.attempt, done.result.clone()), (TaskStatus::Canceled, 1, None), "fail={fail}");
+        assert_eq!(returned.load(Ordering::SeqCst), returns, "the handler saw the cancel and returned");
+        let recorded = done.error_envelope().map(|e| e.message);
+        assert_eq!(recorded, fail.then(|| "stopping".to_string()), "a cancel-won fail still records its error");
     }
     assert_eq!(
         client.get(&queued.id).await.expect("get").map(|t| (t.status, t.attempt)),

@@ -156,7 +156,7 @@ pub async fn the_byte_budget_bounds_payloads_in_flight(factory: &dyn BackendFact
             async move {
                 let size = u64::try_from(body.len()).unwrap_or(u64::MAX);
                 b.add(size);
-                tokio::time::sleep(Duration::from_millis(5)).await;
+                tokio::time::sleep(Duration::from_millis(40)).await;
                 b.sub(size);
                 Ok::<_, TaskError>(())
             }
