@@ -1,0 +1,123 @@
+//! Cross-language tests on one SQLite file: the Python reference SDK
+//! (cairnq==0.15.1 from PyPI, run as a black box through `interop/peer.py`)
+//! and this workspace open, migrate, read and settle each other's tasks.
+//!
+//! Needs the peer: `cargo xtask test` provisions it and sets CAIRNQ_PYTHON.
+
+mod interop_support;
+
+use cairnq_core::{CairnQ, SubmitOptions, TaskStatus};
+use cairnq_sqlite::SqliteStore;
+use interop_support::{peer, python_task_matches};
+use serde_json::{Value, json};
+
+async fn rust_client(path: &std::path::Path) -> CairnQ {
+    CairnQ::new(SqliteStore::open(path).await.expect("open sqlite"))
+}
+
+#[tokio::test]
+async fn a_database_either_side_created_is_opened_by_the_other_without_migrating() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let by_rust = dir.path().join("rust.db");
+    let by_python = dir.path().join("python.db");
+
+    rust_client(&by_rust).await.close().await.expect("close");
+    let rust_schema = peer(&["schema", by_rust.to_str().expect("utf-8 path")]);
+    peer(&["create", by_rust.to_str().expect("utf-8 path")]);
+    let after_python_opened = peer(&["schema", by_rust.to_str().expect("utf-8 path")]);
+    assert_eq!(rust_schema["ledger"], after_python_opened["ledger"], "Python applied a migration to a Rust-made file");
+
+    peer(&["create", by_python.to_str().expect("utf-8 path")]);
+    let python_schema = peer(&["schema", by_python.to_str().expect("utf-8 path")]);
+    rust_client(&by_python).await.close().await.expect("close");
+    let after_rust_opened = peer(&["schema", by_python.to_str().expect("utf-8 path")]);
+    assert_eq!(python_schema["ledger"], after_rust_opened["ledger"], "Rust applied a migration to a Python-made file");
+
+    assert_eq!(rust_schema["objects"], python_schema["objects"], "sqlite_master differs by creator");
+    assert_eq!(rust_schema["meta"], json!({"protocol_version": "1", "schema_version": "10"}));
+    let ledger_names: Vec<&str> =
+        rust_schema["ledger"].as_array().expect("ledger").iter().filter_map(|row| row[0].as_str()).collect();
+    let ours: Vec<&str> = cairnq_protocol_names();
+    assert_eq!(ledger_names, ours);
+}
+
+fn cairnq_protocol_names() -> Vec<&'static str> {
+    vec![
+        "0001_init.sql",
+        "0002_purge_index.sql",
+        "0004_lease_index.sql",
+        "0005_clear_terminal_lease.sql",
+        "0006_claim_name_index.sql",
+        "0007_purge_status_index.sql",
+        "0008_claim_due_index.sql",
+        "0009_purge_queue_index.sql",
+        "0010_drop_status_index.sql",
+    ]
+}
+
+#[tokio::test]
+async fn a_python_task_is_read_cancelled_and_retried_by_rust() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("shared.db");
+    let db = path.to_str().expect("utf-8 path");
+    let submitted = peer(&["submit", db, "py_job", r#"{"list":[1,2.5,"ü"],"deep":{"x":null}}"#]);
+    let id = submitted["id"].as_str().expect("id");
+
+    let client = rust_client(&path).await;
+    let read = client.get(id).await.expect("get").expect("task exists");
+    python_task_matches(&read, &submitted);
+    let by_key = client.get_by_key("py-key-py_job").await.expect("get_by_key").expect("key resolves");
+    assert_eq!(by_key.id, id);
+
+    let canceled = client.cancel(id).await.expect("cancel").expect("queued task cancels");
+    assert_eq!(canceled.status, TaskStatus::Canceled);
+    let retried = client.retry(id, true).await.expect("retry").expect("canceled task retries");
+    assert_eq!(retried.status, TaskStatus::Queued);
+    client.close().await.expect("close");
+
+    let seen_by_python = peer(&["get", db, id]);
+    python_task_matches(&retried, &seen_by_python);
+    assert_eq!(seen_by_python["status"], "queued");
+    assert_eq!(seen_by_python["completed_at_ms"], Value::Null);
+}
+
+#[tokio::test]
+async fn a_rust_task_is_claimed_and_completed_by_python_with_every_column_round_tripping() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("shared.db");
+    let db = path.to_str().expect("utf-8 path");
+    let client = rust_client(&path).await;
+    let payload = json!({"text": "héllo ✓", "nested": {"n": [1, 2.5, -3], "empty": {}}, "flag": true});
+    let submitted = client
+        .submit("rs_job", &payload)
+        .options(
+            SubmitOptions::new()
+                .key("rs-key")
+                .priority(9)
+                .delay_ms(1)
+                .max_attempts(5)
+                .metadata(json!({"tenant": "ü", "tags": ["a", "b"]}))
+                .correlation_id("corr-1"),
+        )
+        .await
+        .expect("submit");
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+
+    let seen_by_python = peer(&["get", db, &submitted.id]);
+    python_task_matches(&submitted, &seen_by_python);
+
+    let result = json!({"ok": true, "score": 0.25, "name": "ü"});
+    let settled = peer(&["claim-complete", db, "rs_job", &result.to_string()]);
+    assert_eq!(settled["claimed"]["id"], submitted.id.as_str());
+    assert_eq!(settled["claimed"]["attempt"], 1);
+
+    let done = client.get(&submitted.id).await.expect("get").expect("exists");
+    python_task_matches(&done, &settled["completed"]);
+    assert_eq!(done.status, TaskStatus::Succeeded);
+    assert_eq!(done.result, Some(result));
+    assert_eq!(done.progress, Some(1.0));
+    assert_eq!(done.worker_id.as_deref(), Some("worker_python"));
+    assert_eq!(done.lease_until_ms, None);
+    assert_eq!(done.payload, payload);
+    client.close().await.expect("close");
+}

@@ -1,0 +1,57 @@
+//! Shared plumbing of the cross-language tests: running the Python peer and
+//! comparing its view of a task with ours, column by column.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use cairnq_core::Task;
+use serde_json::Value;
+
+/// The interpreter that has the peer SDK: CAIRNQ_PYTHON (set by `cargo xtask
+/// test`), else the workspace's `.venv`.
+fn python() -> PathBuf {
+    if let Ok(python) = std::env::var("CAIRNQ_PYTHON") {
+        return PathBuf::from(python);
+    }
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
+    assert!(
+        venv.exists(),
+        "the Python peer SDK is not provisioned: run `cargo xtask test`, or set CAIRNQ_PYTHON to a python with cairnq==0.15.1"
+    );
+    venv
+}
+
+/// Runs `interop/peer.py` with `args` and returns the JSON it printed.
+pub(crate) fn peer(args: &[&str]) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("interop/peer.py");
+    let output = Command::new(python()).arg(&script).args(args).output().expect("run the Python peer");
+    assert!(
+        output.status.success(),
+        "peer {args:?} failed: {}\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        String::from_utf8_lossy(&output.stdout)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let last = stdout.lines().last().unwrap_or("null");
+    serde_json::from_str(last).unwrap_or_else(|e| panic!("peer printed no JSON ({e}): {stdout}"))
+}
+
+/// Asserts that every column of `ours` equals the Python peer's view of the
+/// same row (numbers compare by value: SQLite may hand back 1 for 1.0).
+pub(crate) fn python_task_matches(ours: &Task, theirs: &Value) {
+    let ours = serde_json::to_value(ours).expect("task serializes");
+    let (Value::Object(ours), Value::Object(theirs)) = (&ours, theirs) else {
+        panic!("expected two task objects, got {ours} and {theirs}");
+    };
+    let mut columns: Vec<&String> = ours.keys().chain(theirs.keys()).collect();
+    columns.sort();
+    columns.dedup();
+    for column in columns {
+        let (a, b) = (&ours.get(column), &theirs.get(column));
+        let same = match (a, b) {
+            (Some(Value::Number(x)), Some(Value::Number(y))) => x.as_f64() == y.as_f64(),
+            _ => a == b,
+        };
+        assert!(same, "column {column}: rust {a:?} vs python {b:?}");
+    }
+}
