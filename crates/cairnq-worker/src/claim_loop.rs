@@ -105,8 +105,11 @@ impl ClaimLoop {
         let stopped = stop.wait_for(|s| *s);
         match idle {
             None => tokio::select! { _ = core.load.freed.notified() => {}, _ = stopped => {} },
+            // A call ending may unblock a resource or a per-name cap that
+            // left due work queued, so it ends an idle wait too.
             Some(timeout) => tokio::select! {
                 _ = core.client.store().wait_for_change(&wake, timeout) => {},
+                _ = core.load.freed.notified() => {},
                 _ = stopped => {},
             },
         }

@@ -53,7 +53,7 @@ impl NameTable {
 }
 
 /// Plans the next claim, or `None` when the worker has no room at all
-/// (every slot busy, or the byte budget reached).
+/// (every slot busy, the byte budget reached, or every draw capped).
 pub(crate) fn plan_claim(
     options: &WorkerOptions,
     worker_id: &str,
@@ -87,7 +87,11 @@ pub(crate) fn plan_claim(
     let mut budgets = vec![clamp(calls_left), rows];
     budgets.extend(resources);
     let params = ClaimParams::with_draws(worker_id, options.lease_ms(), draws, budgets);
-    Some(ClaimPlan { params, left_out_draws: left_out })
+    // Every draw capped at zero (a busy resource): no transaction can take
+    // anything until a call ends.
+    let draw_plan = params.plan();
+    let any_room = (0..params.draws.len()).any(|i| draw_plan.limit(i) > 0);
+    any_room.then(|| ClaimPlan { params: params.clone(), left_out_draws: left_out })
 }
 
 /// The draw units in this poll's order: own-draw names, and `None` for the

@@ -121,10 +121,9 @@ where
     E: Into<TaskError> + 'static,
 {
     let handler = Arc::new(handler);
-    Handler::Single(Arc::new(move |ctx| {
+    single(move |ctx: TaskContext, payload: P| {
         let handler = handler.clone();
-        Box::pin(async move {
-            let payload = decode_payload::<P>(&ctx)?;
+        async move {
             let run = move || handler(ctx, payload).map_err(Into::into).and_then(|r| encode_result(&r));
             match tokio::task::spawn_blocking(run).await {
                 Ok(outcome) => outcome,
@@ -133,8 +132,8 @@ where
                     Err(_) => Err(TaskError::new("the blocking handler was cancelled")),
                 },
             }
-        })
-    }))
+        }
+    })
 }
 
 /// An async batch handler.
