@@ -33,9 +33,10 @@ pub use limits::{
     a_resource_is_never_overcommitted, per_name_concurrency_caps_calls, the_byte_budget_bounds_payloads_in_flight,
 };
 pub use outcomes::{
-    a_context_reports_progress_and_submits_children, a_panic_fails_the_attempt_and_the_worker_keeps_serving,
-    an_unknown_name_fails_as_no_handler, an_unserializable_result_fails_permanently,
-    blocking_handlers_do_not_block_the_runtime, exhausted_attempts_fail_with_the_envelope,
-    max_run_abandons_a_hung_handler, only_registered_names_are_claimed, retries_follow_the_backoff_windows,
+    a_blocked_runtime_is_reported, a_context_reports_progress_and_submits_children,
+    a_panic_fails_the_attempt_and_the_worker_keeps_serving, an_unknown_name_fails_as_no_handler,
+    an_unserializable_result_fails_permanently, blocking_handlers_do_not_block_the_runtime,
+    exhausted_attempts_fail_with_the_envelope, max_run_abandons_a_hung_handler, only_registered_names_are_claimed,
+    retries_follow_the_backoff_windows,
 };
 pub use queue_ops::{backpressure_refuses_submits_to_a_full_queue, retention_sweeps_by_rule};

@@ -170,7 +170,8 @@ impl Worker {
 
     /// Runs the worker until [`stop`](Self::stop) (or a [`StopHandle`]),
     /// then drains. Fails at once when no handler is registered or the worker
-    /// is already running.
+    /// is already running. A stopped worker stays stopped: a later `run`
+    /// drains and returns at once.
     pub async fn run(&self) -> Result<()> {
         let names = self.name_table()?;
         if self.running.swap(true, Ordering::AcqRel) {
@@ -241,7 +242,11 @@ impl Worker {
             .enable_all()
             .build()
             .map_err(|e| Error::storage("cannot start the tokio runtime", e))?;
-        runtime.block_on(self.run_until_signal())
+        let result = runtime.block_on(self.run_until_signal());
+        // Blocking handlers abandoned at the drain timeout may still hold
+        // threads; a runtime dropped normally would wait for them.
+        runtime.shutdown_background();
+        result
     }
 
     /// Runs the worker in the background; the handle stops it when asked

@@ -31,6 +31,7 @@ on_sqlite!(
     "multi_thread": an_unserializable_result_fails_permanently,
     "multi_thread": max_run_abandons_a_hung_handler,
     "current_thread": blocking_handlers_do_not_block_the_runtime,
+    "current_thread": a_blocked_runtime_is_reported,
     "multi_thread": a_context_reports_progress_and_submits_children,
     "multi_thread": a_batch_call_settles_what_it_left_open,
     "multi_thread": a_failed_batch_call_fails_what_it_left_open,

@@ -21,7 +21,10 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run_child(&args)) {
+    let result = runtime.block_on(run_child(&args));
+    // Do not wait for handlers abandoned at the drain timeout.
+    runtime.shutdown_background();
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("cairnq-test-worker: {e}");

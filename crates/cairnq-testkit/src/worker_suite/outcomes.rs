@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cairnq_core::{Backoff, Error, TaskStatus, codes};
-use cairnq_worker::{TaskContext, TaskError, TaskOptions, WorkerIssue};
+use cairnq_worker::{TaskContext, TaskError, TaskOptions, WorkerIssue, WorkerOptions};
 use serde_json::{Value, json};
 use std::sync::Mutex;
 
-use super::support::{count, finished, fresh, now_ms, quick_options, start};
+use super::support::{count, eventually, finished, fresh, now_ms, quick_options, start};
 use crate::BackendFactory;
 
 /// A handler failing twice then succeeding ends succeeded on attempt 3, and
@@ -177,14 +177,8 @@ pub async fn max_run_abandons_a_hung_handler(factory: &dyn BackendFactory) {
 /// from a current-thread test to make it meaningful.)
 pub async fn blocking_handlers_do_not_block_the_runtime(factory: &dyn BackendFactory) {
     let (client, _fresh) = fresh(factory).await;
-    let issues: Arc<Mutex<Vec<String>>> = Arc::default();
-    let sink = issues.clone();
-    let options = quick_options().concurrency(2).lease(Duration::from_millis(300)).on_error(move |issue| {
-        if matches!(issue, WorkerIssue::BlockedRuntime { .. }) {
-            sink.lock().expect("lock").push(issue.to_string());
-        }
-    });
-    let _worker = start(&client, options, |w| {
+    let (issues, options) = watching_for_blocked_runtime();
+    let _worker = start(&client, options.concurrency(2), |w| {
         w.task_blocking("cpu", TaskOptions::new(), |ctx: TaskContext, ms: u64| {
             std::thread::sleep(Duration::from_millis(ms));
             Ok::<_, TaskError>(ctx.lost_lease())
@@ -196,7 +190,38 @@ pub async fn blocking_handlers_do_not_block_the_runtime(factory: &dyn BackendFac
         let done = finished(&client, &task.id).await;
         assert_eq!((done.status, done.attempt, done.result), (TaskStatus::Succeeded, 1, Some(json!(false))));
     }
-    assert!(issues.lock().expect("lock").is_empty(), "blocked runtime reported: {:?}", issues.lock().expect("lock"));
+    let reported = issues.lock().expect("lock").clone();
+    assert!(reported.is_empty(), "blocked runtime reported: {reported:?}");
+}
+
+/// The counterpart: synchronous sleep inside an async handler on a
+/// current-thread runtime stalls the heartbeat, and the worker reports a
+/// blocked runtime. (Call it from a current-thread test.)
+pub async fn a_blocked_runtime_is_reported(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    let (issues, options) = watching_for_blocked_runtime();
+    let _worker = start(&client, options, |w| {
+        w.task("stall", |_ctx: TaskContext, ms: u64| async move {
+            std::thread::sleep(Duration::from_millis(ms));
+            Ok::<_, TaskError>(())
+        })
+        .expect("register");
+    });
+    client.submit("stall", &700).await.expect("submit");
+    eventually("a blocked runtime is reported", || async { !issues.lock().expect("lock").is_empty() }).await;
+}
+
+/// Options with a 300 ms lease whose `on_error` collects blocked-runtime
+/// reports.
+fn watching_for_blocked_runtime() -> (Arc<Mutex<Vec<String>>>, WorkerOptions) {
+    let issues: Arc<Mutex<Vec<String>>> = Arc::default();
+    let sink = issues.clone();
+    let options = quick_options().lease(Duration::from_millis(300)).on_error(move |issue| {
+        if matches!(issue, WorkerIssue::BlockedRuntime { .. }) {
+            sink.lock().expect("lock").push(issue.to_string());
+        }
+    });
+    (issues, options)
 }
 
 /// Progress is recorded, children are submitted with parent, root and
