@@ -145,7 +145,9 @@ fn apply_once(conn: &mut Connection, migration: &Migration, clock: &dyn Clock) -
     tx.commit().map_err(context("commit"))
 }
 
-/// A table never analyzed gets `ANALYZE cairnq_tasks` once.
+/// A table never analyzed gets `ANALYZE cairnq_tasks` once. ANALYZE of an
+/// empty table records nothing, so an empty database is analyzed again at
+/// the next open (cheap: there is nothing to read).
 fn analyze_once(conn: &Connection) -> Result<()> {
     let args = Args::new().text("table", "sqlite_stat1");
     let has_stats = query_int(conn, render(&sqlite::TABLE_EXISTS, &[]), &args)? != 0

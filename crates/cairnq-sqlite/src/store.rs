@@ -134,22 +134,33 @@ impl SqliteStore {
     }
 }
 
-/// Starts a named thread that reports on `exits` when it ends.
-fn spawn_thread(
+/// Starts a named thread that opens a connection, reports whether that
+/// worked, then serves with it; `exits` hears when the thread has ended.
+async fn spawn_connection(
     name: String,
     exits: &mut Vec<oneshot::Receiver<()>>,
-    body: impl FnOnce() + Send + 'static,
+    open: impl FnOnce() -> Result<Connection> + Send + 'static,
+    serve: impl FnOnce(Connection) + Send + 'static,
 ) -> Result<()> {
+    let (ready, opened) = oneshot::channel();
     let (exited, on_exit) = oneshot::channel();
     std::thread::Builder::new()
         .name(name)
         .spawn(move || {
-            body();
+            match open() {
+                Ok(conn) => {
+                    let _ = ready.send(Ok(()));
+                    serve(conn);
+                }
+                Err(e) => {
+                    let _ = ready.send(Err(e));
+                }
+            }
             let _ = exited.send(());
         })
         .map_err(|e| Error::storage("cannot start a SQLite thread", e))?;
     exits.push(on_exit);
-    Ok(())
+    opened.await.map_err(|_| Error::StoreClosed)?
 }
 
 /// Opens and migrates the writer connection on its own thread, then keeps
@@ -162,7 +173,6 @@ async fn spawn_writer(
     exits: &mut Vec<oneshot::Receiver<()>>,
 ) -> Result<mpsc::Sender<Box<dyn Job>>> {
     let (sender, jobs) = mpsc::channel();
-    let (ready, opened) = oneshot::channel();
     let (path, options) = (path.to_path_buf(), options.clone());
     let env = WriterEnv {
         clock: Arc::clone(&options.clock),
@@ -170,16 +180,8 @@ async fn spawn_writer(
         counters: Arc::clone(counters),
         max_batch: options.max_batch,
     };
-    spawn_thread("cairnq-sqlite-writer".into(), exits, move || match open_writer(&path, &options) {
-        Ok(conn) => {
-            let _ = ready.send(Ok(()));
-            run_writer(conn, jobs, env);
-        }
-        Err(e) => {
-            let _ = ready.send(Err(e));
-        }
-    })?;
-    opened.await.map_err(|_| Error::StoreClosed)??;
+    let open = move || open_writer(&path, &options);
+    spawn_connection("cairnq-sqlite-writer".into(), exits, open, move |conn| run_writer(conn, jobs, env)).await?;
     Ok(sender)
 }
 
@@ -192,18 +194,10 @@ async fn spawn_readers(
     let (sender, jobs) = mpsc::channel();
     let jobs = Arc::new(Mutex::new(jobs));
     for index in 0..options.readers.max(1) {
-        let (ready, opened) = oneshot::channel();
         let (path, options, jobs) = (path.to_path_buf(), options.clone(), Arc::clone(&jobs));
-        spawn_thread(format!("cairnq-sqlite-reader-{index}"), exits, move || match open_reader(&path, &options) {
-            Ok(conn) => {
-                let _ = ready.send(Ok(()));
-                run_reader(conn, jobs);
-            }
-            Err(e) => {
-                let _ = ready.send(Err(e));
-            }
-        })?;
-        opened.await.map_err(|_| Error::StoreClosed)??;
+        let open = move || open_reader(&path, &options);
+        spawn_connection(format!("cairnq-sqlite-reader-{index}"), exits, open, move |conn| run_reader(conn, jobs))
+            .await?;
     }
     Ok(sender)
 }

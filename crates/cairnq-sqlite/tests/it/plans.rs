@@ -66,6 +66,9 @@ async fn populated() -> (crate::common::Fresh, CairnQ) {
     for task in client.claim(&claim).await.expect("claim") {
         client.complete(&SettleParams::new(&task.id, "w", serde_json::json!(1))).await.expect("complete");
     }
+    // Plans must hold with planner statistics, as a long-lived store has
+    // them once PRAGMA optimize ran over a populated table.
+    rusqlite::Connection::open(&fresh.path).and_then(|c| c.execute_batch("analyze")).expect("analyze");
     (fresh, client)
 }
 
@@ -89,7 +92,9 @@ async fn purge_tasks_reaches_the_completion_indexes() {
     let (fresh, _client) = populated().await;
     check(&fresh.path, &sqlite::PURGE_TASKS, &["status"], &["cairnq_tasks_status_completed_idx"]);
     check(&fresh.path, &sqlite::PURGE_TASKS, &["any_status", "queue"], &["cairnq_tasks_queue_completed_idx"]);
-    check(&fresh.path, &sqlite::PURGE_TASKS, &["any_status"], &["cairnq_tasks_completed_idx"]);
+    // Without filters either completion index bounds the read by the cutoff.
+    let any = &["cairnq_tasks_completed_idx", "cairnq_tasks_status_completed_idx"];
+    check(&fresh.path, &sqlite::PURGE_TASKS, &["any_status"], any);
 }
 
 #[tokio::test]
