@@ -115,3 +115,29 @@ pub(crate) fn query_int(conn: &Connection, rendered: &Rendered, args: &Args) -> 
     let value = query_opt(conn, rendered, args, |row| crate::row::int(row, 0))?;
     Ok(value.unwrap_or_default())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renderings_are_cached_per_flag_combination_and_name_only_used_params() {
+        let status = render(&cairnq_protocol::sqlite::LIST_TASKS, &["status"]);
+        assert!(std::ptr::eq(status, render(&cairnq_protocol::sqlite::LIST_TASKS, &["status"])));
+        let both = render(&cairnq_protocol::sqlite::LIST_TASKS, &["queue", "status"]);
+        assert!(std::ptr::eq(both, render(&cairnq_protocol::sqlite::LIST_TASKS, &["status", "queue"])));
+        assert!(!std::ptr::eq(status, both));
+        let names: Vec<_> = status.params.iter().map(|(name, _)| *name).collect();
+        assert_eq!(names, ["status", "limit", "offset"]);
+        assert!(!status.sql.contains(":queue"));
+    }
+
+    #[test]
+    fn a_missing_argument_is_an_error_not_a_panic() {
+        let conn = Connection::open_in_memory().expect("in-memory database");
+        let rendered = render(&cairnq_protocol::sqlite::TABLE_EXISTS, &[]);
+        let err = query_int(&conn, rendered, &Args::new()).expect_err("no :table given");
+        assert!(err.to_string().contains(":table"), "{err}");
+        assert_eq!(query_int(&conn, rendered, &Args::new().text("table", "nope")).expect("bound"), 0);
+    }
+}

@@ -84,3 +84,48 @@ async fn a_failing_write_in_a_group_commit_fails_only_its_caller() {
     assert_eq!(rejected, 16);
     assert_eq!(count(&fresh.path, "select count(*) from cairnq_tasks"), 17, "every other write committed");
 }
+
+/// Another process holding SQLite's write lock (a raw connection here).
+fn hold_write_lock(path: &std::path::Path) -> rusqlite::Connection {
+    let conn = rusqlite::Connection::open(path).expect("raw connection");
+    conn.execute_batch("begin immediate").expect("take the write lock");
+    conn
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_carry_on_while_a_write_waits_for_another_process_lock() {
+    let fresh = fresh_path();
+    let client = CairnQ::new(open_store(&fresh.path).await);
+    let existing = client.submit("seed", &serde_json::json!({})).await.expect("seed");
+    let other = hold_write_lock(&fresh.path);
+
+    let pending = {
+        let client = client.clone();
+        tokio::spawn(async move { client.submit("waits", &serde_json::json!({})).await })
+    };
+    // Give the write time to reach the writer thread and wait on the lock.
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let read = client.get(&existing.id).await.expect("read while the write waits");
+    assert_eq!(read.map(|t| t.id), Some(existing.id));
+    assert!(!pending.is_finished(), "the write cannot commit while another process holds the lock");
+
+    other.execute_batch("commit").expect("release the lock");
+    pending.await.expect("join").expect("the write commits once the lock is free");
+    assert_eq!(count(&fresh.path, "select count(*) from cairnq_tasks"), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_past_the_busy_timeout_fails_transient_and_writes_nothing() {
+    let fresh = fresh_path();
+    let options = cairnq_sqlite::SqliteOptions::new().busy_timeout(std::time::Duration::from_millis(200));
+    let client = CairnQ::new(cairnq_sqlite::SqliteStore::open_with(&fresh.path, options).await.expect("open"));
+    let other = hold_write_lock(&fresh.path);
+
+    let err = client.submit("blocked", &serde_json::json!({})).await.expect_err("the lock is never released");
+
+    assert_eq!(err.kind(), cairnq_core::ErrorKind::StorageError, "{err}");
+    assert!(err.is_transient(), "lock contention is transient: {err}");
+    other.execute_batch("rollback").expect("release");
+    assert_eq!(count(&fresh.path, "select count(*) from cairnq_tasks"), 0);
+    client.submit("later", &serde_json::json!({})).await.expect("the store still works");
+}
