@@ -30,3 +30,10 @@ pub(crate) fn at_path(path: &std::path::Path, error: Error) -> Error {
         other => other,
     }
 }
+
+/// Runs one caller's work, turning a panic into that caller's error so a
+/// connection thread (and every later caller) survives it.
+pub(crate) fn guarded<T>(work: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+        .unwrap_or_else(|_| Err(Error::corrupt_row("a store operation panicked; its changes were rolled back")))
+}

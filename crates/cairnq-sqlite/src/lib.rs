@@ -30,7 +30,8 @@
 //! their outcome only after the COMMIT that made their write durable; a
 //! failed COMMIT fails every job of the batch. A lone job is its own
 //! transaction. Under concurrency one fsync covers many writes
-//! ([`SqliteStore::write_stats`] counts commits and jobs).
+//! ([`SqliteStore::write_stats`] counts commits and jobs). A caller that
+//! stops awaiting a write does not withdraw it: once sent, it runs.
 //!
 //! # Durability
 //!

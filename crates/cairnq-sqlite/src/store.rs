@@ -15,6 +15,7 @@ use parking_lot::Mutex;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
+use crate::error::guarded;
 use crate::open::{open_reader, open_writer};
 use crate::options::SqliteOptions;
 use crate::reader::{ReadJob, run_reader};
@@ -124,7 +125,7 @@ impl SqliteStore {
         let (reply, receiver) = oneshot::channel();
         let clock = Arc::clone(&self.clock);
         let job: ReadJob = Box::new(move |conn| {
-            let _ = reply.send(work(conn, clock.now_ms()));
+            let _ = reply.send(guarded(|| work(conn, clock.now_ms())));
         });
         let sent = self.readers.lock().as_ref().map(|r| r.send(job).is_ok());
         if sent != Some(true) {

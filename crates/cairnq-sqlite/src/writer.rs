@@ -9,7 +9,6 @@
 //! One fsync thus covers every write that arrived while the last one was
 //! being made durable.
 
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -20,7 +19,7 @@ use cairnq_protocol::sqlite;
 use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::oneshot;
 
-use crate::error::{replicate, sqlite_error};
+use crate::error::{guarded, replicate, sqlite_error};
 use crate::sql::{Args, query, render};
 use crate::wake::{Changes, WakeBoard};
 
@@ -75,10 +74,7 @@ where
 {
     fn run(&mut self, ctx: WriteCtx<'_>) -> bool {
         let Some(work) = self.work.take() else { return false };
-        // A panicking write must not take the writer thread (and every
-        // later caller) down with it: it becomes this caller's error.
-        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| work(ctx)))
-            .unwrap_or_else(|_| Err(Error::corrupt_row("a write panicked; its changes were rolled back")));
+        let outcome = guarded(|| work(ctx));
         let ok = outcome.is_ok();
         self.outcome = Some(outcome);
         ok
