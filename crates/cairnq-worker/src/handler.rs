@@ -90,8 +90,72 @@ impl<R: Serialize> BatchResults for BTreeMap<String, R> {
     }
 }
 
+/// A handler ready for the worker, its types erased. Built only by the
+/// handler traits below; opaque to callers.
+pub struct ErasedHandler(pub(crate) Handler);
+
+/// An async handler: any `Fn(TaskContext, P) -> impl Future<Output =
+/// Result<R, E>>` (an `async fn` or a closure with annotated arguments),
+/// where `P` decodes from the payload, `R` serializes into the result and
+/// `E` converts into a [`TaskError`].
+pub trait AsyncHandler<P, R, E>: Send + Sync + 'static {
+    /// Erases the handler's types.
+    fn erase(self) -> ErasedHandler;
+}
+
+impl<F, Fut, P, R, E> AsyncHandler<P, R, E> for F
+where
+    F: Fn(TaskContext, P) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<R, E>> + Send + 'static,
+    P: DeserializeOwned + Send + 'static,
+    R: Serialize + 'static,
+    E: Into<TaskError> + 'static,
+{
+    fn erase(self) -> ErasedHandler {
+        ErasedHandler(single(self))
+    }
+}
+
+/// A synchronous handler: any `Fn(TaskContext, P) -> Result<R, E>`; it runs
+/// on tokio's blocking threads.
+pub trait BlockingHandler<P, R, E>: Send + Sync + 'static {
+    /// Erases the handler's types.
+    fn erase(self) -> ErasedHandler;
+}
+
+impl<F, P, R, E> BlockingHandler<P, R, E> for F
+where
+    F: Fn(TaskContext, P) -> Result<R, E> + Send + Sync + 'static,
+    P: DeserializeOwned + Send + 'static,
+    R: Serialize + 'static,
+    E: Into<TaskError> + 'static,
+{
+    fn erase(self) -> ErasedHandler {
+        ErasedHandler(blocking(self))
+    }
+}
+
+/// A batch handler: any `Fn(Vec<TaskContext>) -> impl Future<Output =
+/// Result<B, E>>` where `B` is [`BatchResults`].
+pub trait BatchHandler<B, E>: Send + Sync + 'static {
+    /// Erases the handler's types.
+    fn erase(self) -> ErasedHandler;
+}
+
+impl<F, Fut, B, E> BatchHandler<B, E> for F
+where
+    F: Fn(Vec<TaskContext>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<B, E>> + Send + 'static,
+    B: BatchResults + 'static,
+    E: Into<TaskError> + 'static,
+{
+    fn erase(self) -> ErasedHandler {
+        ErasedHandler(batch(self))
+    }
+}
+
 /// An async single-task handler.
-pub(crate) fn single<F, Fut, P, R, E>(handler: F) -> Handler
+fn single<F, Fut, P, R, E>(handler: F) -> Handler
 where
     F: Fn(TaskContext, P) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<R, E>> + Send + 'static,
@@ -113,7 +177,7 @@ where
 /// A synchronous handler, run on tokio's blocking threads so it never stalls
 /// the runtime. A panic is re-raised on the async side, where the call
 /// catches it like any handler's.
-pub(crate) fn blocking<F, P, R, E>(handler: F) -> Handler
+fn blocking<F, P, R, E>(handler: F) -> Handler
 where
     F: Fn(TaskContext, P) -> Result<R, E> + Send + Sync + 'static,
     P: DeserializeOwned + Send + 'static,
@@ -137,7 +201,7 @@ where
 }
 
 /// An async batch handler.
-pub(crate) fn batch<F, Fut, B, E>(handler: F) -> Handler
+fn batch<F, Fut, B, E>(handler: F) -> Handler
 where
     F: Fn(Vec<TaskContext>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<B, E>> + Send + 'static,

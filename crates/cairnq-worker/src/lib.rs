@@ -87,7 +87,7 @@ mod task_error;
 mod worker;
 
 pub use context::TaskContext;
-pub use handler::{BatchResults, TaskName};
+pub use handler::{AsyncHandler, BatchHandler, BatchResults, BlockingHandler, ErasedHandler, TaskName};
 pub use options::{OnError, TaskOptions, WorkerIssue, WorkerOptions};
 pub use task_error::TaskError;
 pub use worker::{StopHandle, Worker, WorkerHandle};

@@ -3,22 +3,17 @@
 //! handled, `stop`, and a background [`WorkerHandle`].
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use cairnq_core::{CairnQ, Error, Result, Store};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
 use crate::claim_loop::{ClaimLoop, Registered};
 use crate::claim_plan::NameTable;
-use crate::context::TaskContext;
 use crate::core::WorkerCore;
-use crate::handler::{self, BatchResults, Handler, TaskName};
+use crate::handler::{AsyncHandler, BatchHandler, BlockingHandler, ErasedHandler, TaskName};
 use crate::options::{TaskOptions, WorkerOptions};
-use crate::task_error::TaskError;
 
 /// Runs handlers for the tasks it claims from a store.
 ///
@@ -28,7 +23,7 @@ use crate::task_error::TaskError;
 ///
 /// let mut worker = Worker::from_store(store, WorkerOptions::new().concurrency(4))?;
 /// worker.task("add", |_ctx: TaskContext, (a, b): (i64, i64)| async move { Ok::<_, TaskError>(a + b) })?;
-/// worker.task_blocking("hash", TaskOptions::new(), |_ctx, text: String| {
+/// worker.task_blocking("hash", TaskOptions::new(), |_ctx: TaskContext, text: String| {
 ///     Ok::<_, TaskError>(text.len())
 /// })?;
 /// let handle = worker.spawn();
@@ -85,46 +80,45 @@ impl Worker {
     }
 
     /// Registers an async handler for `name` (a string or a
-    /// [`TaskDef`](cairnq_core::TaskDef)).
-    pub fn task<N, F, Fut, P, R, E>(&mut self, name: N, handler: F) -> Result<&mut Self>
+    /// [`TaskDef`](cairnq_core::TaskDef)). A `TaskDef` fixes the payload and
+    /// result types, so a handler of other types does not compile:
+    ///
+    /// ```compile_fail
+    /// # fn demo(worker: &mut cairnq_worker::Worker) -> cairnq_core::Result<()> {
+    /// use cairnq_core::TaskDef;
+    /// use cairnq_worker::{TaskContext, TaskError};
+    /// const DOUBLE: TaskDef<i64, i64> = TaskDef::new("double");
+    /// worker.task(DOUBLE, |_ctx: TaskContext, text: String| async move { Ok::<_, TaskError>(text) })?;
+    /// # Ok(()) }
+    /// ```
+    pub fn task<N, H, P, R, E>(&mut self, name: N, handler: H) -> Result<&mut Self>
     where
         N: TaskName<P, R>,
-        F: Fn(TaskContext, P) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = std::result::Result<R, E>> + Send + 'static,
-        P: DeserializeOwned + Send + 'static,
-        R: Serialize + 'static,
-        E: Into<TaskError> + 'static,
+        H: AsyncHandler<P, R, E>,
     {
         self.task_with(name, TaskOptions::new(), handler)
     }
 
     /// Registers an async handler with per-name options (`concurrency`,
     /// `resource`; batches use [`batch_task`](Self::batch_task)).
-    pub fn task_with<N, F, Fut, P, R, E>(&mut self, name: N, options: TaskOptions, handler: F) -> Result<&mut Self>
+    pub fn task_with<N, H, P, R, E>(&mut self, name: N, options: TaskOptions, handler: H) -> Result<&mut Self>
     where
         N: TaskName<P, R>,
-        F: Fn(TaskContext, P) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = std::result::Result<R, E>> + Send + 'static,
-        P: DeserializeOwned + Send + 'static,
-        R: Serialize + 'static,
-        E: Into<TaskError> + 'static,
+        H: AsyncHandler<P, R, E>,
     {
         refuse_batch_option(&options)?;
-        self.register(name.task_name(), options, handler::single(handler))
+        self.register(name.task_name(), options, handler.erase())
     }
 
     /// Registers a synchronous handler; it runs on tokio's blocking threads,
     /// never on the runtime's workers, so CPU-heavy or blocking code is safe.
-    pub fn task_blocking<N, F, P, R, E>(&mut self, name: N, options: TaskOptions, handler: F) -> Result<&mut Self>
+    pub fn task_blocking<N, H, P, R, E>(&mut self, name: N, options: TaskOptions, handler: H) -> Result<&mut Self>
     where
         N: TaskName<P, R>,
-        F: Fn(TaskContext, P) -> std::result::Result<R, E> + Send + Sync + 'static,
-        P: DeserializeOwned + Send + 'static,
-        R: Serialize + 'static,
-        E: Into<TaskError> + 'static,
+        H: BlockingHandler<P, R, E>,
     {
         refuse_batch_option(&options)?;
-        self.register(name.task_name(), options, handler::blocking(handler))
+        self.register(name.task_name(), options, handler.erase())
     }
 
     /// Registers a batch handler: each call gets up to `options.batch`
@@ -143,20 +137,17 @@ impl Worker {
     /// })?;
     /// # Ok(()) }
     /// ```
-    pub fn batch_task<F, Fut, B, E>(&mut self, name: &str, options: TaskOptions, handler: F) -> Result<&mut Self>
+    pub fn batch_task<H, B, E>(&mut self, name: &str, options: TaskOptions, handler: H) -> Result<&mut Self>
     where
-        F: Fn(Vec<TaskContext>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = std::result::Result<B, E>> + Send + 'static,
-        B: BatchResults + 'static,
-        E: Into<TaskError> + 'static,
+        H: BatchHandler<B, E>,
     {
         if options.batch.is_none() {
             return Err(Error::validation("batch", "a batch handler needs TaskOptions::batch(n)"));
         }
-        self.register(name, options, handler::batch(handler))
+        self.register(name, options, handler.erase())
     }
 
-    fn register(&mut self, name: &str, options: TaskOptions, handler: Handler) -> Result<&mut Self> {
+    fn register(&mut self, name: &str, options: TaskOptions, handler: ErasedHandler) -> Result<&mut Self> {
         if name.is_empty() {
             return Err(Error::validation("name", "must not be empty"));
         }
@@ -164,7 +155,7 @@ impl Worker {
             return Err(Error::validation("name", format!("a handler for {name:?} is already registered")));
         }
         options.validate(&self.options)?;
-        self.handlers.insert(name.to_string(), Registered { handler, options });
+        self.handlers.insert(name.to_string(), Registered { handler: handler.0, options });
         Ok(self)
     }
 
