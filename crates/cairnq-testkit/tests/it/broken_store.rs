@@ -1,6 +1,6 @@
 //! The suite must catch a backend that breaks the protocol: a store that
-//! delegates everything to SQLite but finalizes `complete` with the raw
-//! `succeed`, so a pending cancel no longer wins.
+//! delegates everything to SQLite but carries one deliberate bug, and the
+//! report must name the scenario and the step that caught it.
 
 use std::sync::Arc;
 
@@ -11,102 +11,137 @@ use cairnq_core::store::{
     ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ListParams, NewTask, ProbeParams, ProgressParams,
     PurgeParams, SettleParams, Store, TaskSelector,
 };
+use cairnq_testkit::scenario::{self, Report};
 use cairnq_testkit::sqlite::SqliteFactory;
-use cairnq_testkit::{BackendFactory, FreshStore, scenario};
+use cairnq_testkit::{BackendFactory, FreshStore};
 
-/// SQLite with one bug: `complete` ignores a pending cancel.
-struct CancelBlindStore(Arc<dyn Store>);
+/// The deliberate bug.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Bug {
+    /// `complete` finalizes with the raw `succeed`: a pending cancel no longer wins.
+    CompleteIgnoresCancel,
+    /// `claim` drops its names filter.
+    ClaimIgnoresNames,
+}
+
+/// SQLite with one bug.
+struct BrokenStore {
+    inner: Arc<dyn Store>,
+    bug: Bug,
+}
 
 #[async_trait]
-impl Store for CancelBlindStore {
+impl Store for BrokenStore {
     fn backend(&self) -> &'static str {
-        "cancel-blind"
+        "broken"
     }
     async fn submit(&self, task: &NewTask) -> Result<Task> {
-        self.0.submit(task).await
+        self.inner.submit(task).await
     }
     async fn submit_many(&self, tasks: &[NewTask]) -> Result<Vec<Task>> {
-        self.0.submit_many(tasks).await
+        self.inner.submit_many(tasks).await
     }
     async fn get(&self, task: &TaskSelector) -> Result<Option<Task>> {
-        self.0.get(task).await
+        self.inner.get(task).await
     }
     async fn get_status(&self, task: &TaskSelector) -> Result<Option<TaskRef>> {
-        self.0.get_status(task).await
+        self.inner.get_status(task).await
     }
     async fn list(&self, params: &ListParams) -> Result<Vec<Task>> {
-        self.0.list(params).await
+        self.inner.list(params).await
     }
     async fn stats(&self, queue: Option<&str>) -> Result<Vec<TaskCount>> {
-        self.0.stats(queue).await
+        self.inner.stats(queue).await
     }
     async fn count_queued(&self, queue: &str, at_most: u64) -> Result<u64> {
-        self.0.count_queued(queue, at_most).await
+        self.inner.count_queued(queue, at_most).await
     }
     async fn cancel(&self, task: &TaskSelector) -> Result<Option<Task>> {
-        self.0.cancel(task).await
+        self.inner.cancel(task).await
     }
     async fn retry(&self, task: &TaskSelector, reset_attempt: bool) -> Result<Option<Task>> {
-        self.0.retry(task, reset_attempt).await
+        self.inner.retry(task, reset_attempt).await
     }
     async fn purge(&self, params: &PurgeParams) -> Result<Vec<String>> {
-        self.0.purge(params).await
+        self.inner.purge(params).await
     }
     async fn claimable(&self, params: &ProbeParams) -> Result<bool> {
-        self.0.claimable(params).await
+        self.inner.claimable(params).await
     }
     async fn claim(&self, params: &ClaimParams) -> Result<Vec<Task>> {
-        self.0.claim(params).await
+        let mut params = params.clone();
+        if self.bug == Bug::ClaimIgnoresNames {
+            params.draws.iter_mut().for_each(|draw| draw.names = None);
+        }
+        self.inner.claim(&params).await
     }
     async fn heartbeat(&self, params: &HeartbeatParams) -> Result<Task> {
-        self.0.heartbeat(params).await
+        self.inner.heartbeat(params).await
     }
     async fn heartbeat_batch(&self, params: &HeartbeatBatchParams) -> Result<Vec<HeldLease>> {
-        self.0.heartbeat_batch(params).await
+        self.inner.heartbeat_batch(params).await
     }
     async fn progress(&self, params: &ProgressParams) -> Result<Task> {
-        self.0.progress(params).await
+        self.inner.progress(params).await
     }
     async fn succeed(&self, params: &SettleParams) -> Result<Task> {
-        self.0.succeed(params).await
+        self.inner.succeed(params).await
     }
     async fn complete(&self, params: &SettleParams) -> Result<Task> {
-        // The bug under test: the raw primitive, blind to a pending cancel.
-        self.0.succeed(params).await
+        match self.bug {
+            Bug::CompleteIgnoresCancel => self.inner.succeed(params).await,
+            Bug::ClaimIgnoresNames => self.inner.complete(params).await,
+        }
     }
     async fn fail(&self, params: &FailParams) -> Result<Task> {
-        self.0.fail(params).await
+        self.inner.fail(params).await
     }
     async fn close(&self) -> Result<()> {
-        self.0.close().await
+        self.inner.close().await
     }
 }
 
 /// Fresh SQLite stores wrapped in the bug.
-struct CancelBlindFactory(SqliteFactory);
+struct BrokenFactory {
+    sqlite: SqliteFactory,
+    bug: Bug,
+}
 
 #[async_trait]
-impl BackendFactory for CancelBlindFactory {
+impl BackendFactory for BrokenFactory {
     fn name(&self) -> &str {
-        "cancel-blind"
+        "broken"
     }
     async fn fresh(&self) -> Result<FreshStore> {
-        let fresh = self.0.fresh().await?;
-        Ok(FreshStore { store: Arc::new(CancelBlindStore(fresh.store)), locator: fresh.locator })
+        let fresh = self.sqlite.fresh().await?;
+        let store = BrokenStore { inner: fresh.store, bug: self.bug };
+        Ok(FreshStore { store: Arc::new(store), locator: fresh.locator })
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_suite_names_the_scenario_and_step_a_broken_store_fails() {
-    let factory = CancelBlindFactory(SqliteFactory::new().expect("temp dir"));
+/// Runs the built-in suite with `bug`; the report and the failure of `name`.
+async fn caught_by(bug: Bug, name: &str) -> (Report, String) {
+    let factory = BrokenFactory { sqlite: SqliteFactory::new().expect("temp dir"), bug };
     let report = scenario::run_all(&factory).await;
-    let caught =
-        report.failures().find(|o| o.name == "cancel_wins_on_complete").expect("cancel_wins_on_complete fails");
-    let why = caught.failure.as_deref().unwrap_or_default();
+    let caught = report.failures().find(|o| o.name == name).unwrap_or_else(|| panic!("{name} did not fail"));
+    let why = caught.failure.clone().unwrap_or_default();
+    assert!(report.passed() > report.failed(), "only a few scenarios should fail: {}", report.summary());
+    (report, why)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_complete_that_ignores_cancel_is_caught() {
+    let (report, why) = caught_by(Bug::CompleteIgnoresCancel, "cancel_wins_on_complete").await;
     // Fields are checked in name order, so `progress` (kept by a cancel-won
     // complete, set to 1 by succeed) is the first to differ.
     assert!(why.starts_with("steps[4] (complete): equals.progress: expected 0.4, actual 1.0"), "{why}");
     assert!(why.contains(r#""status":"succeeded""#), "the message shows the whole row: {why}");
     assert!(report.failures().any(|o| o.name == "key_replace_vs_running"), "{}", report.summary());
-    assert!(report.passed() > report.failed(), "only the cancel paths should fail: {}", report.summary());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_that_ignores_names_is_caught() {
+    let (report, why) = caught_by(Bug::ClaimIgnoresNames, "claim_names_empty_takes_nothing").await;
+    assert!(why.starts_with("steps[1] (claim): length: expected 0, actual 1"), "{why}");
+    assert!(report.failures().any(|o| o.name == "claim_names_filter"), "{}", report.summary());
 }
