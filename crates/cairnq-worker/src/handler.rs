@@ -112,12 +112,20 @@ where
     E: Into<TaskError> + 'static,
 {
     fn erase(self) -> ErasedHandler {
-        ErasedHandler(single(self))
+        let handler = Arc::new(self);
+        ErasedHandler(Handler::Single(Arc::new(move |ctx| {
+            let handler = handler.clone();
+            Box::pin(async move {
+                let payload = decode_payload::<P>(&ctx)?;
+                let result = handler(ctx, payload).await.map_err(Into::into)?;
+                encode_result(&result)
+            })
+        })))
     }
 }
 
 /// A synchronous handler: any `Fn(TaskContext, P) -> Result<R, E>`; it runs
-/// on tokio's blocking threads.
+/// on tokio's blocking threads so it never stalls the runtime.
 pub trait BlockingHandler<P, R, E>: Send + Sync + 'static {
     /// Erases the handler's types.
     fn erase(self) -> ErasedHandler;
@@ -130,8 +138,25 @@ where
     R: Serialize + 'static,
     E: Into<TaskError> + 'static,
 {
+    /// Wrapped as an async handler awaiting `spawn_blocking`; a panic is
+    /// re-raised on the async side, where the call catches it like any
+    /// handler's.
     fn erase(self) -> ErasedHandler {
-        ErasedHandler(blocking(self))
+        let handler = Arc::new(self);
+        let on_blocking_thread = move |ctx: TaskContext, payload: P| {
+            let handler = handler.clone();
+            async move {
+                let run = move || handler(ctx, payload).map_err(Into::into).and_then(|r| encode_result(&r));
+                match tokio::task::spawn_blocking(run).await {
+                    Ok(outcome) => outcome,
+                    Err(joined) => match joined.try_into_panic() {
+                        Ok(panic) => std::panic::resume_unwind(panic),
+                        Err(_) => Err(TaskError::new("the blocking handler was cancelled")),
+                    },
+                }
+            }
+        };
+        AsyncHandler::erase(on_blocking_thread)
     }
 }
 
@@ -150,69 +175,12 @@ where
     E: Into<TaskError> + 'static,
 {
     fn erase(self) -> ErasedHandler {
-        ErasedHandler(batch(self))
+        let handler = Arc::new(self);
+        ErasedHandler(Handler::Batch(Arc::new(move |contexts| {
+            let handler = handler.clone();
+            Box::pin(async move { handler(contexts).await.map(BatchResults::into_results).map_err(Into::into) })
+        })))
     }
-}
-
-/// An async single-task handler.
-fn single<F, Fut, P, R, E>(handler: F) -> Handler
-where
-    F: Fn(TaskContext, P) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<R, E>> + Send + 'static,
-    P: DeserializeOwned + Send + 'static,
-    R: Serialize + 'static,
-    E: Into<TaskError> + 'static,
-{
-    let handler = Arc::new(handler);
-    Handler::Single(Arc::new(move |ctx| {
-        let handler = handler.clone();
-        Box::pin(async move {
-            let payload = decode_payload::<P>(&ctx)?;
-            let result = handler(ctx, payload).await.map_err(Into::into)?;
-            encode_result(&result)
-        })
-    }))
-}
-
-/// A synchronous handler, run on tokio's blocking threads so it never stalls
-/// the runtime. A panic is re-raised on the async side, where the call
-/// catches it like any handler's.
-fn blocking<F, P, R, E>(handler: F) -> Handler
-where
-    F: Fn(TaskContext, P) -> Result<R, E> + Send + Sync + 'static,
-    P: DeserializeOwned + Send + 'static,
-    R: Serialize + 'static,
-    E: Into<TaskError> + 'static,
-{
-    let handler = Arc::new(handler);
-    single(move |ctx: TaskContext, payload: P| {
-        let handler = handler.clone();
-        async move {
-            let run = move || handler(ctx, payload).map_err(Into::into).and_then(|r| encode_result(&r));
-            match tokio::task::spawn_blocking(run).await {
-                Ok(outcome) => outcome,
-                Err(joined) => match joined.try_into_panic() {
-                    Ok(panic) => std::panic::resume_unwind(panic),
-                    Err(_) => Err(TaskError::new("the blocking handler was cancelled")),
-                },
-            }
-        }
-    })
-}
-
-/// An async batch handler.
-fn batch<F, Fut, B, E>(handler: F) -> Handler
-where
-    F: Fn(Vec<TaskContext>) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<B, E>> + Send + 'static,
-    B: BatchResults + 'static,
-    E: Into<TaskError> + 'static,
-{
-    let handler = Arc::new(handler);
-    Handler::Batch(Arc::new(move |contexts| {
-        let handler = handler.clone();
-        Box::pin(async move { handler(contexts).await.map(BatchResults::into_results).map_err(Into::into) })
-    }))
 }
 
 fn decode_payload<P: DeserializeOwned>(ctx: &TaskContext) -> Result<P, TaskError> {
