@@ -207,16 +207,16 @@ pub async fn a_blocked_runtime_is_reported(factory: &dyn BackendFactory) {
         })
         .expect("register");
     });
-    client.submit("stall", &700).await.expect("submit");
+    client.submit("stall", &900).await.expect("submit");
     eventually("a blocked runtime is reported", || async { !issues.lock().expect("lock").is_empty() }).await;
 }
 
-/// Options with a 300 ms lease whose `on_error` collects blocked-runtime
-/// reports.
+/// Options (a 600 ms lease: a tick 200 ms late is a blocked runtime) whose
+/// `on_error` collects blocked-runtime reports.
 fn watching_for_blocked_runtime() -> (Arc<Mutex<Vec<String>>>, WorkerOptions) {
     let issues: Arc<Mutex<Vec<String>>> = Arc::default();
     let sink = issues.clone();
-    let options = quick_options().lease(Duration::from_millis(300)).on_error(move |issue| {
+    let options = quick_options().lease(Duration::from_millis(600)).on_error(move |issue| {
         if matches!(issue, WorkerIssue::BlockedRuntime { .. }) {
             sink.lock().expect("lock").push(issue.to_string());
         }
