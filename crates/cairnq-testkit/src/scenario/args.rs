@@ -64,6 +64,11 @@ impl Args {
         get(self, name)?.ok_or_else(|| StepError::Scenario(format!("missing required argument `{name}`")))
     }
 
+    /// An optional argument of any JSON type.
+    pub(crate) fn json(&self, name: &'static str) -> Result<Option<Value>, StepError> {
+        Ok(self.value(name).cloned())
+    }
+
     /// An optional string argument.
     pub(crate) fn string(&self, name: &'static str) -> Result<Option<String>, StepError> {
         self.typed(name, "a string", |v| v.as_str().map(str::to_string))

@@ -99,7 +99,13 @@ impl Step {
             return Err(format!("`expect` must be an object, found {expect}"));
         }
         if self.op == "expect" {
-            return Ok(());
+            return match self.args {
+                Some(_) => Err("an expect step takes a `target`, not `args`".to_string()),
+                None => Ok(()),
+            };
+        }
+        if self.target.is_some() {
+            return Err("`target` belongs to expect steps; other ops take `args`".to_string());
         }
         match self.rest.keys().find(|key| !ANNOTATIONS.contains(&key.as_str())) {
             Some(key) => Err(format!("unknown step key `{key}` (assertions go in `expect`)")),

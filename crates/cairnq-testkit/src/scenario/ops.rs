@@ -33,6 +33,7 @@ const CLAIM: &[&str] = &["queues", "worker_id", "lease_ms", "limit", "names"];
 const SETTLE: &[&str] = &["id", "worker_id", "result"];
 const FAIL: &[&str] = &["id", "worker_id", "error", "retryable", "delay_ms"];
 const DEFAULT_LEASE_MS: i64 = 30_000;
+const DEFAULT_QUEUE: &str = "default";
 
 /// Runs `op` with resolved `args`; the result as scenario JSON.
 pub(crate) async fn run(client: &CairnQ, op: &str, args: Value) -> Result<Value, StepError> {
@@ -83,7 +84,7 @@ fn parse<T: FromStr<Err = Error>>(value: Option<String>) -> Result<Option<T>, St
 
 async fn submit(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
     let mut options = SubmitOptions::new()
-        .queue(args.string("queue")?.unwrap_or_else(|| "default".to_string()))
+        .queue(args.string("queue")?.unwrap_or_else(|| DEFAULT_QUEUE.to_string()))
         .max_attempts(args.int_or("max_attempts", 3)?)
         .priority(args.int_or("priority", 0)?)
         .delay_ms(args.int_or("run_at_delay_ms", 0)?)
@@ -124,13 +125,13 @@ async fn purge(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
 }
 
 async fn queue_depth(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
-    let queue = args.string("queue")?.unwrap_or_else(|| "default".to_string());
+    let queue = args.string("queue")?.unwrap_or_else(|| DEFAULT_QUEUE.to_string());
     let max_depth = args.required("max_depth", Args::int)?;
     to_json(&client.queue_depth(&queue, max_depth).await?)
 }
 
 async fn claim(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
-    let queues = args.strings("queues")?.unwrap_or_else(|| vec!["default".to_string()]);
+    let queues = args.strings("queues")?.unwrap_or_else(|| vec![DEFAULT_QUEUE.to_string()]);
     let worker_id = args.string("worker_id")?.unwrap_or_else(new_worker_id);
     let limit = args.int_or("limit", 1)?;
     let limit = u32::try_from(limit).map_err(|_| Error::validation("limit", format!("{limit} is not a count")))?;
@@ -175,8 +176,7 @@ fn settle_params(args: &Args) -> Result<SettleParams, StepError> {
 
 async fn fail(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
     let (id, worker_id) = owner(args)?;
-    let error =
-        args.value("error").cloned().ok_or_else(|| StepError::Scenario("missing required argument `error`".into()))?;
+    let error = args.required("error", Args::json)?;
     let params = FailParams::new(id, worker_id, error, args.bool_or("retryable", true)?, args.int_or("delay_ms", 0)?);
     to_json(&client.fail(&params).await?)
 }

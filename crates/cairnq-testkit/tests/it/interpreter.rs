@@ -100,6 +100,11 @@ fn misspelled_step_keys_are_refused_when_parsing() {
         .expect_err("`expected` is not a step key");
     assert!(err.contains("unknown step key `expected`"), "{err}");
     assert!(Scenario::parse(r#"{"name": "n", "steps": [], "extra": 1}"#).is_err());
+    let err = Scenario::parse(r#"{"name": "n", "steps": [{"op": "get", "target": "$t"}]}"#).expect_err("target on get");
+    assert!(err.contains("`target` belongs to expect steps"), "{err}");
+    let err = Scenario::parse(r#"{"name": "n", "steps": [{"op": "expect", "args": {}, "target": 1}]}"#)
+        .expect_err("args on expect");
+    assert!(err.contains("takes a `target`, not `args`"), "{err}");
 }
 
 #[test]
