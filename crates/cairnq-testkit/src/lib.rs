@@ -5,7 +5,8 @@
 //! scenario or test. The scenario runner ([`scenario`]) interprets the
 //! language-neutral JSON scenarios of CONFORMANCE.md; the worker suite
 //! ([`worker_suite`]) runs real worker loops and real processes against it.
-//! [`sqlite`] holds the factory for our own SQLite backend.
+//! `sqlite` (the default `sqlite` feature) holds the factory for our own
+//! SQLite backend.
 
 use std::path::PathBuf;
 use std::sync::Arc;
