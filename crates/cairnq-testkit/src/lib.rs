@@ -14,6 +14,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use cairnq_core::{Result, Store};
 
+#[cfg(feature = "bench")]
+pub mod bench;
 pub mod scenario;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;

@@ -1,0 +1,47 @@
+//! Criterion micro-benchmarks of the hot statements, measured through the
+//! storage seam (`CairnQ` over a `Store`), so every backend is measured by the
+//! same code. SQLite always; Postgres too when CAIRNQ_TEST_PG_DSN is set and
+//! the `postgres` feature is on.
+
+use std::sync::Arc;
+
+use cairnq_core::store::{ClaimParams, SettleParams};
+use cairnq_core::{CairnQ, Store};
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::json;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Runtime::new().expect("tokio runtime")
+}
+
+async fn sqlite_store(dir: &std::path::Path) -> Arc<dyn Store> {
+    Arc::new(cairnq_sqlite::SqliteStore::open(dir.join("bench.db")).await.expect("open sqlite"))
+}
+
+fn hot_statements(c: &mut Criterion) {
+    let rt = runtime();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let client = CairnQ::from_shared(rt.block_on(sqlite_store(dir.path())));
+    let seed = rt.block_on(client.submit("noop", &json!({"seed": true}))).expect("seed");
+    let mut group = c.benchmark_group("sqlite");
+    group.bench_function("submit", |b| {
+        b.to_async(&rt).iter(|| async { client.submit("noop", &json!({"n": 1})).await.expect("submit") })
+    });
+    group.bench_function("get", |b| b.to_async(&rt).iter(|| async { client.get(&seed.id).await.expect("get") }));
+    group.bench_function("get_status", |b| {
+        b.to_async(&rt).iter(|| async { client.get_status(&seed.id).await.expect("get_status") })
+    });
+    let claim = ClaimParams::single("bench", 30_000, vec!["default".into()], Some(vec!["noop".into()]), 1);
+    group.bench_function("submit_claim_complete", |b| {
+        b.to_async(&rt).iter(|| async {
+            client.submit("noop", &json!({})).await.expect("submit");
+            for task in client.claim(&claim).await.expect("claim") {
+                client.complete(&SettleParams::new(&task.id, "bench", json!(null))).await.expect("complete");
+            }
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, hot_statements);
+criterion_main!(benches);
