@@ -22,7 +22,7 @@ fn hot_statements(c: &mut Criterion) {
     let rt = runtime();
     let dir = tempfile::tempdir().expect("temp dir");
     let client = CairnQ::from_shared(rt.block_on(sqlite_store(dir.path())));
-    let seed = rt.block_on(client.submit("noop", &json!({"seed": true}))).expect("seed");
+    let seed = rt.block_on(async { client.submit("noop", &json!({"seed": true})).await }).expect("seed");
     let mut group = c.benchmark_group("sqlite");
     group.bench_function("submit", |b| {
         b.to_async(&rt).iter(|| async { client.submit("noop", &json!({"n": 1})).await.expect("submit") })
