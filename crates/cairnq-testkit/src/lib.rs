@@ -16,6 +16,8 @@ use cairnq_core::{Result, Store};
 
 #[cfg(feature = "bench")]
 pub mod bench;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod scenario;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;

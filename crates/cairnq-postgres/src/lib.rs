@@ -1,0 +1,86 @@
+//! The Postgres backend of cairnq.
+//!
+//! [`PostgresStore`] implements [`cairnq_core::Store`] on a tokio-postgres
+//! connection pool, speaking the same tables as the other cairnq SDKs
+//! (PROTOCOL.md), so a Python producer and a Rust worker can share one
+//! database in either direction.
+//!
+//! ```no_run
+//! # async fn demo() -> cairnq_core::Result<()> {
+//! use cairnq_core::{CairnQ, WaitOptions};
+//! use cairnq_postgres::PostgresStore;
+//! let store = PostgresStore::connect("postgres://app:secret@127.0.0.1:5432/app").await?;
+//! let client = CairnQ::new(store);
+//! let task = client.submit("resize", &serde_json::json!({"w": 640})).queue("images").await?;
+//! let done = client.wait(&task.id, &WaitOptions::default()).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # What it does
+//!
+//! - **Database clock.** Every statement reads `clock_timestamp()` once, in
+//!   milliseconds: hosts do not share a clock, the database does.
+//! - **Claims** run lease recovery first, then each draw with
+//!   `for update skip locked`, in one transaction.
+//! - **Keyed submits** take `pg_advisory_xact_lock(hashtextextended(key, 0))`
+//!   before reading the key, so concurrent producers of one key agree.
+//! - **Migrations** apply on connect, each in a transaction holding
+//!   `lock table cairnq_migrations in exclusive mode`; the ledger records
+//!   file names (including the Postgres-only `0003_notify.sql`, the trigger
+//!   behind push wakeups). A database of another `protocol_version` is
+//!   refused before anything is written.
+//! - **Schemas.** [`PostgresOptions::schema`] creates the schema when absent
+//!   and sets `search_path` on every pooled connection. Without it, a
+//!   connection whose search_path reaches no installation while one exists
+//!   elsewhere is refused with `SchemaMismatch` instead of creating a
+//!   second, split queue.
+//! - **Push wakeups.** One LISTEN connection per store turns the
+//!   `cairnq_queued` / `cairnq_done` notifications into early returns of
+//!   [`Store::wait_for_change`](cairnq_core::Store::wait_for_change). It
+//!   reconnects with backoff; polling stays the source of truth, so a lost
+//!   notification (or `listen(false)`) only costs a poll interval.
+//! - **Application transactions.** [`PostgresStore::complete_in`] and
+//!   [`PostgresStore::succeed_in`] settle a task inside the caller's own
+//!   tokio-postgres client or transaction, atomically with its writes.
+//! - **Errors** pass through one `classify` function: `\u0000` in JSON is a
+//!   `Serialization` error (checked before writing), connection loss,
+//!   deadlocks and restarts are transient `Storage` errors.
+//!
+//! # Testing against a real server
+//!
+//! The tests need a Postgres server. `CAIRNQ_TEST_PG_DSN` names one (a role
+//! that may create schemas); when it is unset, the tests start a throwaway
+//! cluster themselves with `scripts/pg-test-server.sh` (initdb + pg_ctl from
+//! the machine's Postgres binaries, 127.0.0.1 only, as the `postgres` user
+//! when run as root), so `cargo test -p cairnq-postgres` works on a machine
+//! with Postgres installed:
+//!
+//! ```text
+//! scripts/pg-test-server.sh start target/pg-test 54329   # prints the DSN
+//! CAIRNQ_TEST_PG_DSN=postgres://postgres@127.0.0.1:54329/cairnq_test cargo test -p cairnq-postgres
+//! scripts/pg-test-server.sh stop target/pg-test
+//! ```
+//!
+//! Each test works in a fresh schema of its own.
+//!
+//! # Known limits
+//!
+//! - No TLS yet: connections use `NoTls`.
+//! - `complete_in` / `succeed_in` use the application's session as is: its
+//!   search_path must reach the cairnq tables.
+
+mod error;
+mod exec;
+mod listener;
+mod migrate;
+mod options;
+mod pool;
+mod read;
+mod row;
+mod sql;
+mod store;
+mod worker;
+mod write;
+
+pub use options::PostgresOptions;
+pub use store::PostgresStore;

@@ -1,0 +1,156 @@
+//! Installing and upgrading the cairnq tables on connect.
+//!
+//! In order: (1) under an advisory lock, so concurrent connectors cannot
+//! race on catalog rows, create the schema (when one was given) or refuse
+//! to start a second installation beside an existing one
+//! (`SchemaMismatch`), refuse a database of another protocol version before
+//! writing anything, and create the ledger; (2) apply each missing
+//! migration in file-name order, each in its own transaction that first
+//! takes `lock table cairnq_migrations in exclusive mode` and re-checks the
+//! ledger, so processes cold-starting together never both apply one; (3)
+//! read `protocol_version` again and refuse anything but 1.
+
+use cairnq_core::{Error, Result};
+use cairnq_protocol::{Migration, PROTOCOL_VERSION, postgres};
+use deadpool_postgres::{Client, Transaction};
+
+use crate::error::classify;
+use crate::exec::{Exec, one_row, opt_row, rows, run_sql};
+use crate::options::quote_ident;
+use crate::row::col;
+use crate::sql::Args;
+
+// Postgres-only SQL lives here rather than in cairnq-protocol: the
+// protocol's statement sets must be identical across dialects, and these
+// have no SQLite counterpart.
+
+/// Serializes installation work of concurrent connectors (any SDK version
+/// of ours) on one database.
+const LOCK_INSTALL: &str = "select pg_advisory_xact_lock(hashtextextended('cairnq:install', 0))";
+const SCHEMA_EXISTS: &str = "select exists (select 1 from pg_namespace where nspname = $1)";
+/// Every schema holding a cairnq installation, wherever the search_path is.
+const INSTALLATIONS: &str = "select n.nspname from pg_class c join pg_namespace n on n.oid = c.relnamespace \
+     where c.relname = 'cairnq_tasks' and c.relkind in ('r', 'p') order by 1";
+const SEARCH_PATH: &str = "select current_setting('search_path') as search_path";
+const LOCK_LEDGER: &str = "lock table cairnq_migrations in exclusive mode";
+
+/// Brings the database to the newest schema and checks its protocol version.
+pub(crate) async fn install(client: &mut Client, schema: Option<&str>) -> Result<()> {
+    prepare(client, schema).await?;
+    for migration in postgres::MIGRATIONS {
+        if !applied(&*client, migration).await? {
+            apply(client, migration).await?;
+        }
+    }
+    refresh_statistics(&*client).await?;
+    check_protocol_version(&*client).await
+}
+
+async fn prepare(client: &mut Client, schema: Option<&str>) -> Result<()> {
+    let tx = begin(client).await?;
+    run_sql(&tx, "lock installation", LOCK_INSTALL, &[]).await?;
+    match schema {
+        Some(schema) => create_schema_if_absent(&tx, schema).await?,
+        None => refuse_second_installation(&tx).await?,
+    }
+    if table_exists(&tx, "cairnq_meta").await? {
+        check_protocol_version(&tx).await?;
+    }
+    rows(&tx, &postgres::CREATE_MIGRATION_LEDGER, &[], &Args::new()).await?;
+    commit(tx).await
+}
+
+async fn create_schema_if_absent(tx: &Transaction<'_>, schema: &str) -> Result<()> {
+    let exists: bool = col(&one(tx, "find schema", SCHEMA_EXISTS, schema).await?, "exists")?;
+    if !exists {
+        let create = format!("create schema {}", quote_ident(schema));
+        run_sql(tx, "create schema", &create, &[]).await?;
+    }
+    Ok(())
+}
+
+/// No schema was given: the search_path decides where the tables live. If
+/// it reaches none but installations exist elsewhere, connecting would
+/// create a second one and split the queue.
+async fn refuse_second_installation(tx: &Transaction<'_>) -> Result<()> {
+    if table_exists(tx, "cairnq_tasks").await? {
+        return Ok(());
+    }
+    let found = run_sql(tx, "find installations", INSTALLATIONS, &[]).await?;
+    let schemas = found.iter().map(|r| col::<String>(r, "nspname")).collect::<Result<Vec<_>>>()?;
+    let Some(first) = schemas.first() else { return Ok(()) };
+    let path_row = run_sql(tx, "read search_path", SEARCH_PATH, &[]).await?;
+    let path: String = path_row.first().map(|r| col(r, "search_path")).transpose()?.unwrap_or_default();
+    Err(Error::SchemaMismatch(format!(
+        "cairnq is installed in schema(s) {} but this connection's search_path ({path}) reaches none of them; \
+         connecting would create a second installation. Pass the schema option (e.g. schema {first:?})",
+        schemas.join(", ")
+    )))
+}
+
+async fn one(tx: &Transaction<'_>, context: &str, sql: &str, arg: &str) -> Result<tokio_postgres::Row> {
+    let found = run_sql(tx, context, sql, &[&arg]).await?;
+    found.into_iter().next().ok_or_else(|| Error::corrupt_row(format!("{context} returned no row")))
+}
+
+async fn table_exists(exec: &impl Exec, table: &'static str) -> Result<bool> {
+    let row = one_row(exec, &postgres::TABLE_EXISTS, &[], &Args::new().set("table", table)).await?;
+    row.try_get(0).map_err(|e| Error::corrupt_row(format!("table_exists: {e}")))
+}
+
+async fn applied(exec: &impl Exec, migration: &Migration) -> Result<bool> {
+    let args = Args::new().set("name", migration.file_name);
+    let row = one_row(exec, &postgres::MIGRATION_APPLIED, &[], &args).await?;
+    row.try_get(0).map_err(|e| Error::corrupt_row(format!("migration_applied: {e}")))
+}
+
+async fn apply(client: &mut Client, migration: &Migration) -> Result<()> {
+    let tx = begin(client).await?;
+    run_sql(&tx, "lock migration ledger", LOCK_LEDGER, &[]).await?;
+    if !applied(&tx, migration).await? {
+        let context = format!("apply migration {}", migration.file_name);
+        tx.batch_execute(migration.sql).await.map_err(|e| classify(&context, e))?;
+        rows(&tx, &postgres::RECORD_MIGRATION, &[], &Args::new().set("name", migration.file_name)).await?;
+    }
+    commit(tx).await
+}
+
+/// A table never analyzed gets one ANALYZE after migrating; autovacuum
+/// keeps the statistics fresh from then on (when it is on at all).
+async fn refresh_statistics(exec: &impl Exec) -> Result<()> {
+    let analyzed: bool = one_row(exec, &postgres::TASKS_ANALYZED, &[], &Args::new())
+        .await?
+        .try_get(0)
+        .map_err(|e| Error::corrupt_row(format!("tasks_analyzed: {e}")))?;
+    let autovacuum: bool = one_row(exec, &postgres::OPTIMIZE_PLANNER, &[], &Args::new())
+        .await?
+        .try_get(0)
+        .map_err(|e| Error::corrupt_row(format!("optimize_planner: {e}")))?;
+    if !analyzed || !autovacuum {
+        rows(exec, &postgres::ANALYZE_TASKS, &[], &Args::new()).await?;
+    }
+    Ok(())
+}
+
+async fn check_protocol_version(exec: &impl Exec) -> Result<()> {
+    let args = Args::new().set("key", "protocol_version");
+    let found: Option<String> =
+        opt_row(exec, &postgres::READ_META, &[], &args).await?.map(|r| col(&r, "value")).transpose()?;
+    match found {
+        Some(v) if v.trim() == PROTOCOL_VERSION.to_string() => Ok(()),
+        other => Err(Error::ProtocolVersionMismatch {
+            found: other.unwrap_or_else(|| "no protocol_version row".to_string()),
+            expected: PROTOCOL_VERSION,
+        }),
+    }
+}
+
+/// Starts a transaction on a pooled connection.
+pub(crate) async fn begin(client: &mut Client) -> Result<Transaction<'_>> {
+    client.transaction().await.map_err(|e| classify("begin", e))
+}
+
+/// Commits a pooled transaction.
+pub(crate) async fn commit(tx: Transaction<'_>) -> Result<()> {
+    tx.commit().await.map_err(|e| classify("commit", e))
+}

@@ -1,0 +1,111 @@
+//! How a [`PostgresStore`](crate::PostgresStore) connects: schema, pool
+//! size, connect timeout, push wakeups.
+
+use std::time::Duration;
+
+use cairnq_core::{Error, Result};
+
+/// Connection options. `Default`: the search_path's own schema, a pool of
+/// 10 connections, a 10 s connect timeout, LISTEN/NOTIFY wakeups on.
+///
+/// ```
+/// use std::time::Duration;
+/// use cairnq_postgres::PostgresOptions;
+/// let options = PostgresOptions::new().schema("jobs").pool_size(4).connect_timeout(Duration::from_secs(3));
+/// assert_eq!(options.schema.as_deref(), Some("jobs"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PostgresOptions {
+    /// The schema holding the cairnq tables: created when absent and put on
+    /// the search_path of every pooled connection. `None`: whatever the
+    /// DSN's search_path resolves to (refused with `SchemaMismatch` when
+    /// that would create a second installation beside an existing one).
+    pub schema: Option<String>,
+    /// Most connections the pool opens (>= 1). The LISTEN connection is
+    /// extra.
+    pub pool_size: usize,
+    /// Bound on opening one connection (TCP, TLS, authentication).
+    pub connect_timeout: Duration,
+    /// Hold one LISTEN connection so waits end as soon as a relevant row
+    /// changes. Off: waits just sleep their poll interval (correctness never
+    /// depends on a notification).
+    pub listen: bool,
+}
+
+impl Default for PostgresOptions {
+    fn default() -> Self {
+        Self { schema: None, pool_size: 10, connect_timeout: Duration::from_secs(10), listen: true }
+    }
+}
+
+impl PostgresOptions {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Uses (and creates when absent) this schema.
+    pub fn schema(mut self, schema: impl Into<String>) -> Self {
+        self.schema = Some(schema.into());
+        self
+    }
+
+    /// Sets the pool size.
+    pub fn pool_size(mut self, size: usize) -> Self {
+        self.pool_size = size;
+        self
+    }
+
+    /// Sets the connect timeout.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Turns push wakeups on or off.
+    pub fn listen(mut self, on: bool) -> Self {
+        self.listen = on;
+        self
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        if self.pool_size == 0 {
+            return Err(Error::validation("pool_size", "must be at least 1"));
+        }
+        if self.connect_timeout.is_zero() {
+            return Err(Error::validation("connect_timeout", "must be positive"));
+        }
+        match &self.schema {
+            Some(s) if s.is_empty() || s.len() > 63 || s.contains('\0') => {
+                Err(Error::validation("schema", format!("{s:?} is not a Postgres schema name (1..=63 bytes, no NUL)")))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// `name` as a quoted SQL identifier.
+pub(crate) fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_options_that_cannot_work() {
+        assert!(PostgresOptions::new().validate().is_ok());
+        assert!(PostgresOptions::new().pool_size(0).validate().is_err());
+        assert!(PostgresOptions::new().schema("").validate().is_err());
+        assert!(PostgresOptions::new().schema("x".repeat(64)).validate().is_err());
+        assert!(PostgresOptions::new().connect_timeout(Duration::ZERO).validate().is_err());
+    }
+
+    #[test]
+    fn quotes_identifiers() {
+        assert_eq!(quote_ident("jobs"), "\"jobs\"");
+        assert_eq!(quote_ident("a\"b"), "\"a\"\"b\"");
+    }
+}

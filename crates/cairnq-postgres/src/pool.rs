@@ -1,0 +1,70 @@
+//! The connection pool: a DSN parsed once, connections opened on demand
+//! (bounded by the connect timeout), the schema put on each connection's
+//! search_path before first use, and closed connections replaced — after a
+//! server restart the next checkout opens a fresh one.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cairnq_core::{Error, Result};
+use deadpool_postgres::{Client, Hook, HookError, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use tokio_postgres::NoTls;
+
+use crate::error::classify_pool;
+use crate::options::{PostgresOptions, quote_ident};
+
+/// How long a checkout may wait for a free connection before the pool
+/// reports a (transient) timeout; an unbounded wait would hide a leak.
+const CHECKOUT_WAIT: Duration = Duration::from_secs(60);
+
+/// Parses `dsn` (URL or key=value form) and applies the options' timeout.
+pub(crate) fn pg_config(dsn: &str, options: &PostgresOptions) -> Result<tokio_postgres::Config> {
+    let mut config: tokio_postgres::Config =
+        dsn.parse().map_err(|e| Error::validation("dsn", format!("not a Postgres connection string: {e}")))?;
+    config.connect_timeout(options.connect_timeout);
+    if config.get_application_name().is_none() {
+        config.application_name("cairnq-rs");
+    }
+    Ok(config)
+}
+
+/// A pool over `config`; nothing connects until the first checkout.
+pub(crate) fn build(config: tokio_postgres::Config, options: &PostgresOptions) -> Result<Pool> {
+    // Fast recycling: a checkout only checks the connection is not closed;
+    // a connection that died mid-statement surfaces as a transient error and
+    // is replaced on the next checkout.
+    let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+    let mut builder = Pool::builder(manager)
+        .max_size(options.pool_size)
+        .runtime(Runtime::Tokio1)
+        .wait_timeout(Some(CHECKOUT_WAIT))
+        .create_timeout(Some(options.connect_timeout))
+        .recycle_timeout(Some(options.connect_timeout));
+    if let Some(schema) = &options.schema {
+        builder = builder.post_create(search_path_hook(quote_ident(schema)));
+    }
+    builder.build().map_err(|e| Error::Storage {
+        message: format!("cannot build the pool: {e}"),
+        source: None,
+        transient: false,
+    })
+}
+
+fn search_path_hook(quoted_schema: String) -> Hook {
+    let quoted_schema: Arc<str> = quoted_schema.into();
+    Hook::async_fn(move |client, _| {
+        let path = Arc::clone(&quoted_schema);
+        Box::pin(async move {
+            client
+                .execute("select set_config('search_path', $1, false)", &[&&*path])
+                .await
+                .map(|_| ())
+                .map_err(HookError::Backend)
+        })
+    })
+}
+
+/// A pooled connection.
+pub(crate) async fn checkout(pool: &Pool) -> Result<Client> {
+    pool.get().await.map_err(|e| classify_pool("connect to Postgres", e))
+}

@@ -1,0 +1,237 @@
+//! [`PostgresStore`]: the [`Store`] implementation over a connection pool,
+//! plus the operations that join an application's own transaction.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use cairnq_core::store::{
+    ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ListParams, NewTask, ProbeParams, ProgressParams,
+    PurgeParams, SettleParams,
+};
+use cairnq_core::{Capabilities, HeldLease, Result, Store, Task, TaskCount, TaskRef, TaskSelector, Wake};
+use deadpool_postgres::{Client, Pool};
+
+use crate::exec::AppSession;
+use crate::listener::Listener;
+use crate::migrate::{begin, commit, install};
+use crate::options::PostgresOptions;
+use crate::{pool, read, worker, write};
+
+/// A cairnq store on Postgres: a pool of connections (statements prepared
+/// once per connection), the database clock for every time, and one LISTEN
+/// connection for push wakeups. Cheap to clone; clones share the pool.
+///
+/// ```no_run
+/// # async fn demo() -> cairnq_core::Result<()> {
+/// use cairnq_core::CairnQ;
+/// use cairnq_postgres::{PostgresOptions, PostgresStore};
+/// let store = PostgresStore::connect_with(
+///     "postgres://app@127.0.0.1/app",
+///     PostgresOptions::new().schema("jobs"),
+/// ).await?;
+/// let client = CairnQ::new(store.clone());
+/// client.submit("send_email", &serde_json::json!({"to": "a@example.com"})).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct PostgresStore {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    pool: Pool,
+    listener: Option<Listener>,
+    schema: Option<String>,
+}
+
+impl PostgresStore {
+    /// Connects with the default [`PostgresOptions`]: migrates the database
+    /// (once, whoever else connects at the same time), checks its protocol
+    /// version, and starts the LISTEN connection.
+    ///
+    /// Errors: a DSN that does not parse is a `Validation` error; an
+    /// unreachable server, bad credentials or missing privileges are
+    /// `Storage` errors (transient when a retry may help) raised within the
+    /// connect timeout; `ProtocolVersionMismatch` and `SchemaMismatch` as
+    /// their names say.
+    pub async fn connect(dsn: &str) -> Result<Self> {
+        Self::connect_with(dsn, PostgresOptions::default()).await
+    }
+
+    /// Connects with explicit options (schema, pool size, connect timeout,
+    /// wakeups).
+    pub async fn connect_with(dsn: &str, options: PostgresOptions) -> Result<Self> {
+        options.validate()?;
+        let config = pool::pg_config(dsn, &options)?;
+        let pool = pool::build(config.clone(), &options)?;
+        let mut client = pool::checkout(&pool).await?;
+        install(&mut client, options.schema.as_deref()).await?;
+        drop(client);
+        let listener = options.listen.then(|| Listener::start(config));
+        Ok(Self { inner: Arc::new(Inner { pool, listener, schema: options.schema }) })
+    }
+
+    /// The schema given at connect, if any.
+    pub fn schema(&self) -> Option<&str> {
+        self.inner.schema.as_deref()
+    }
+
+    /// Whether the LISTEN connection is up right now (push wakeups flow).
+    pub fn listening(&self) -> bool {
+        self.inner.listener.as_ref().is_some_and(Listener::is_live)
+    }
+
+    /// [`Store::complete`] inside the application's own client or
+    /// transaction: the task settles if and only if that transaction
+    /// commits, together with the handler's own writes. The session must
+    /// reach the cairnq tables through its search_path (connect it with the
+    /// same schema).
+    ///
+    /// ```no_run
+    /// # async fn demo(store: cairnq_postgres::PostgresStore, mut app: tokio_postgres::Client,
+    /// #               task: cairnq_core::Task, worker_id: &str) -> cairnq_core::Result<()> {
+    /// use cairnq_core::store::SettleParams;
+    /// let tx = app.transaction().await.expect("begin");
+    /// tx.execute("insert into invoices (task_id) values ($1)", &[&task.id]).await.expect("insert");
+    /// store.complete_in(&tx, &SettleParams::new(&task.id, worker_id, serde_json::json!({"ok": true}))).await?;
+    /// tx.commit().await.expect("commit");
+    /// # Ok(()) }
+    /// ```
+    pub async fn complete_in<C>(&self, session: &C, params: &SettleParams) -> Result<Task>
+    where
+        C: tokio_postgres::GenericClient + Sync,
+    {
+        worker::complete(&AppSession(session), params).await
+    }
+
+    /// [`Store::succeed`] inside the application's own client or
+    /// transaction (see [`complete_in`](Self::complete_in)).
+    pub async fn succeed_in<C>(&self, session: &C, params: &SettleParams) -> Result<Task>
+    where
+        C: tokio_postgres::GenericClient + Sync,
+    {
+        worker::succeed(&AppSession(session), params).await
+    }
+
+    async fn client(&self) -> Result<Client> {
+        pool::checkout(&self.inner.pool).await
+    }
+}
+
+#[async_trait]
+impl Store for PostgresStore {
+    fn backend(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::none().with_push_wakeups(self.inner.listener.is_some()).with_transactional_settle(true)
+    }
+
+    async fn submit(&self, task: &NewTask) -> Result<Task> {
+        let mut client = self.client().await?;
+        if task.key.is_none() {
+            return write::submit(&client, task).await;
+        }
+        let tx = begin(&mut client).await?;
+        let submitted = write::submit(&tx, task).await?;
+        commit(tx).await?;
+        Ok(submitted)
+    }
+
+    async fn submit_many(&self, tasks: &[NewTask]) -> Result<Vec<Task>> {
+        let mut client = self.client().await?;
+        let tx = begin(&mut client).await?;
+        let mut submitted = Vec::with_capacity(tasks.len());
+        for task in tasks {
+            submitted.push(write::submit(&tx, task).await?);
+        }
+        commit(tx).await?;
+        Ok(submitted)
+    }
+
+    async fn get(&self, task: &TaskSelector) -> Result<Option<Task>> {
+        read::get(&self.client().await?, task).await
+    }
+
+    async fn get_status(&self, task: &TaskSelector) -> Result<Option<TaskRef>> {
+        read::get_status(&self.client().await?, task).await
+    }
+
+    async fn list(&self, params: &ListParams) -> Result<Vec<Task>> {
+        read::list(&self.client().await?, params).await
+    }
+
+    async fn stats(&self, queue: Option<&str>) -> Result<Vec<TaskCount>> {
+        read::stats(&self.client().await?, queue).await
+    }
+
+    async fn count_queued(&self, queue: &str, at_most: u64) -> Result<u64> {
+        read::count_queued(&self.client().await?, queue, at_most).await
+    }
+
+    async fn cancel(&self, task: &TaskSelector) -> Result<Option<Task>> {
+        write::cancel(&self.client().await?, task).await
+    }
+
+    async fn retry(&self, task: &TaskSelector, reset_attempt: bool) -> Result<Option<Task>> {
+        write::retry(&self.client().await?, task, reset_attempt).await
+    }
+
+    async fn purge(&self, params: &PurgeParams) -> Result<Vec<String>> {
+        write::purge(&self.client().await?, params).await
+    }
+
+    async fn claimable(&self, params: &ProbeParams) -> Result<bool> {
+        read::claimable(&self.client().await?, params).await
+    }
+
+    async fn claim(&self, params: &ClaimParams) -> Result<Vec<Task>> {
+        let mut client = self.client().await?;
+        let tx = begin(&mut client).await?;
+        let claimed = worker::claim(&tx, params).await?;
+        commit(tx).await?;
+        Ok(claimed)
+    }
+
+    async fn heartbeat(&self, params: &HeartbeatParams) -> Result<Task> {
+        worker::heartbeat(&self.client().await?, params).await
+    }
+
+    async fn heartbeat_batch(&self, params: &HeartbeatBatchParams) -> Result<Vec<HeldLease>> {
+        worker::heartbeat_batch(&self.client().await?, params).await
+    }
+
+    async fn progress(&self, params: &ProgressParams) -> Result<Task> {
+        worker::progress(&self.client().await?, params).await
+    }
+
+    async fn succeed(&self, params: &SettleParams) -> Result<Task> {
+        worker::succeed(&self.client().await?, params).await
+    }
+
+    async fn complete(&self, params: &SettleParams) -> Result<Task> {
+        worker::complete(&self.client().await?, params).await
+    }
+
+    async fn fail(&self, params: &FailParams) -> Result<Task> {
+        worker::fail(&self.client().await?, params).await
+    }
+
+    async fn wait_for_change(&self, wake: &Wake, timeout: Duration) {
+        match &self.inner.listener {
+            Some(listener) => listener.wait(wake, timeout).await,
+            None => tokio::time::sleep(timeout).await,
+        }
+    }
+
+    async fn close(&self) -> Result<()> {
+        if let Some(listener) = &self.inner.listener {
+            listener.stop();
+        }
+        self.inner.pool.close();
+        Ok(())
+    }
+}

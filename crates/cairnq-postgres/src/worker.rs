@@ -1,0 +1,109 @@
+//! Worker-side writes: lease recovery and claims (one transaction), lease
+//! extension, progress, and settling. Every write on a held task is
+//! ownership-checked in its statement; matching nothing means the lease is
+//! lost.
+
+use cairnq_core::store::{
+    ClaimDraw, ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ProgressParams, SettleParams, lost_lease,
+};
+use cairnq_core::{ErrorEnvelope, HeldLease, Result, Task};
+use cairnq_protocol::{Statement, postgres};
+
+use crate::exec::{Exec, opt_row, rows};
+use crate::read::scope;
+use crate::row;
+use crate::sql::Args;
+use crate::write::check_jsonb;
+
+/// Recovers every expired lease, then runs the draws with the budget plan.
+/// Must run inside one transaction.
+pub(crate) async fn claim(exec: &impl Exec, params: &ClaimParams) -> Result<Vec<Task>> {
+    recover_leases(exec).await?;
+    let mut plan = params.plan();
+    let mut claimed = Vec::new();
+    for (index, draw) in params.draws.iter().enumerate() {
+        let limit = plan.limit(index);
+        if limit == 0 {
+            continue;
+        }
+        let taken = claim_draw(exec, params, draw, limit).await?;
+        plan.took(index, taken.len());
+        claimed.extend(taken);
+    }
+    Ok(claimed)
+}
+
+/// Cancel wins, then requeue, then fail — each branch one statement.
+async fn recover_leases(exec: &impl Exec) -> Result<()> {
+    rows(exec, &postgres::RECOVER_CANCELED_LEASES, &[], &Args::new()).await?;
+    rows(exec, &postgres::RECOVER_REQUEUED_LEASES, &[], &Args::new()).await?;
+    let expired = Args::new().set("error", ErrorEnvelope::lease_expired().to_value());
+    rows(exec, &postgres::RECOVER_FAILED_LEASES, &[], &expired).await?;
+    Ok(())
+}
+
+async fn claim_draw(exec: &impl Exec, params: &ClaimParams, draw: &ClaimDraw, limit: u32) -> Result<Vec<Task>> {
+    let args = Args::new()
+        .set("worker_id", params.worker_id.clone())
+        .set("lease_ms", params.lease_ms)
+        .set("limit", i64::from(limit));
+    let (flags, args) = scope(&draw.queues, draw.names.as_deref(), args);
+    row::tasks(&rows(exec, &postgres::CLAIM_DUE_TASKS, &flags, &args).await?)
+}
+
+/// Runs an ownership-checked single-row write.
+async fn owned(
+    exec: &impl Exec,
+    statement: &'static Statement,
+    task_id: &str,
+    worker_id: &str,
+    args: Args,
+) -> Result<Task> {
+    let args = args.set("id", task_id.to_string()).set("worker_id", worker_id.to_string());
+    match opt_row(exec, statement, &[], &args).await? {
+        Some(found) => row::task(&found),
+        None => Err(lost_lease(task_id, worker_id)),
+    }
+}
+
+/// Extends one lease.
+pub(crate) async fn heartbeat(exec: &impl Exec, p: &HeartbeatParams) -> Result<Task> {
+    owned(exec, &postgres::HEARTBEAT_TASK, &p.task_id, &p.worker_id, Args::new().set("lease_ms", p.lease_ms)).await
+}
+
+/// Extends many leases; the held ones in the order asked.
+pub(crate) async fn heartbeat_batch(exec: &impl Exec, p: &HeartbeatBatchParams) -> Result<Vec<HeldLease>> {
+    let args =
+        Args::new().set("ids", p.task_ids.clone()).set("worker_id", p.worker_id.clone()).set("lease_ms", p.lease_ms);
+    let held = rows(exec, &postgres::HEARTBEAT_TASKS, &[], &args).await?;
+    let held = held.iter().map(row::held_lease).collect::<Result<Vec<_>>>()?;
+    Ok(p.task_ids.iter().filter_map(|id| held.iter().find(|h| &h.id == id).cloned()).collect())
+}
+
+/// Records progress and/or message.
+pub(crate) async fn progress(exec: &impl Exec, p: &ProgressParams) -> Result<Task> {
+    let args = Args::new().set("progress", p.progress).set("message", p.message.clone());
+    owned(exec, &postgres::UPDATE_PROGRESS, &p.task_id, &p.worker_id, args).await
+}
+
+/// Running -> succeeded, ignoring a pending cancel.
+pub(crate) async fn succeed(exec: &impl Exec, p: &SettleParams) -> Result<Task> {
+    settle(exec, &postgres::SUCCEED_TASK, p).await
+}
+
+/// Running -> succeeded, or canceled when a cancel is pending.
+pub(crate) async fn complete(exec: &impl Exec, p: &SettleParams) -> Result<Task> {
+    settle(exec, &postgres::COMPLETE_TASK, p).await
+}
+
+async fn settle(exec: &impl Exec, statement: &'static Statement, p: &SettleParams) -> Result<Task> {
+    check_jsonb("result", &p.result)?;
+    owned(exec, statement, &p.task_id, &p.worker_id, Args::new().set("result", p.result.clone())).await
+}
+
+/// Fails an attempt: cancel wins, else requeue or fail.
+pub(crate) async fn fail(exec: &impl Exec, p: &FailParams) -> Result<Task> {
+    check_jsonb("error", &p.error)?;
+    let args = Args::new().set("error", p.error.clone()).set("retryable", p.retryable).set("delay_ms", p.delay_ms);
+    owned(exec, &postgres::FAIL_TASK, &p.task_id, &p.worker_id, args).await
+}

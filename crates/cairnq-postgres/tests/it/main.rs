@@ -1,0 +1,11 @@
+//! Integration tests of the Postgres backend against a real server: the
+//! shared test server of `cairnq_testkit::postgres` (`CAIRNQ_TEST_PG_DSN`,
+//! or a throwaway cluster started on first use), one fresh schema per test.
+//! One binary, one module per area.
+
+mod connect;
+mod ops;
+mod restart;
+mod session;
+mod support;
+mod wakeups;

@@ -1,0 +1,171 @@
+//! The operations on a real server: a task's whole life, keyed submits
+//! under concurrency, concurrent claimers, the database clock, and values
+//! Postgres cannot store.
+
+use std::collections::HashSet;
+
+use cairnq_core::store::{ClaimParams, FailParams, HeartbeatParams, ProgressParams, SettleParams};
+use cairnq_core::{ErrorKind, ListFilter, PurgeFilter, TaskStatus};
+use serde_json::json;
+
+use crate::support::{count, dsn, fresh_client, raw};
+
+fn claim_one(worker: &str, queue: &str) -> ClaimParams {
+    ClaimParams::single(worker, 30_000, vec![queue.to_string()], None, 1)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_lives_submit_claim_progress_complete_purge() {
+    let (client, _store, _) = fresh_client().await;
+    let task = client.submit("resize", &json!({"w": 640})).queue("images").priority(3).await.expect("submit");
+    assert_eq!((task.status, task.attempt, task.root_id.as_deref()), (TaskStatus::Queued, 0, Some(&*task.id)));
+
+    let claimed = client.claim(&claim_one("w1", "images")).await.expect("claim");
+    assert_eq!(claimed.len(), 1);
+    assert_eq!((claimed[0].status, claimed[0].attempt), (TaskStatus::Running, 1));
+    assert!(claimed[0].lease_until_ms.is_some_and(|l| l > claimed[0].updated_at_ms));
+
+    client.heartbeat(&HeartbeatParams::new(&task.id, "w1", 60_000)).await.expect("heartbeat");
+    let lost = client.heartbeat(&HeartbeatParams::new(&task.id, "w2", 60_000)).await.expect_err("not the owner");
+    assert_eq!(lost.kind(), ErrorKind::LostLease);
+    let progressed =
+        client.progress(&ProgressParams::new(&task.id, "w1", Some(0.5), Some("half".into()))).await.expect("progress");
+    assert_eq!((progressed.progress, progressed.message.as_deref()), (Some(0.5), Some("half")));
+
+    let done = client.complete(&SettleParams::new(&task.id, "w1", json!({"ok": true}))).await.expect("complete");
+    assert_eq!(
+        (done.status, done.result, done.progress),
+        (TaskStatus::Succeeded, Some(json!({"ok": true})), Some(1.0))
+    );
+    assert!(done.lease_until_ms.is_none() && done.completed_at_ms.is_some());
+
+    let stats = client.stats(Some("images")).await.expect("stats");
+    assert_eq!(stats["images"].succeeded, 1);
+    let listed = client.list(&ListFilter::new().status(TaskStatus::Succeeded).queue("images")).await.expect("list");
+    assert_eq!(listed.len(), 1);
+    assert_eq!(client.purge(&PurgeFilter::new()).await.expect("purge"), vec![task.id.clone()]);
+    assert!(client.get(&task.id).await.expect("get").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retryable_failure_requeues_and_cancel_wins() {
+    let (client, _store, _) = fresh_client().await;
+    let task = client.submit("flaky", &json!(1)).await.expect("submit");
+    client.claim(&claim_one("w", "default")).await.expect("claim");
+    let envelope = json!({"type": "Boom", "code": "handler_error", "message": "x", "retryable": true, "details": {}});
+    let failed = client.fail(&FailParams::new(&task.id, "w", envelope.clone(), true, 0)).await.expect("fail");
+    assert_eq!((failed.status, failed.worker_id, failed.error), (TaskStatus::Queued, None, Some(envelope.clone())));
+
+    client.claim(&claim_one("w", "default")).await.expect("claim again");
+    let requested = client.cancel(&task.id).await.expect("cancel").expect("running task");
+    assert_eq!(requested.status, TaskStatus::Running);
+    assert!(requested.cancel_requested_at_ms.is_some());
+    let canceled = client.fail(&FailParams::new(&task.id, "w", envelope, true, 0)).await.expect("fail");
+    assert_eq!(canceled.status, TaskStatus::Canceled, "cancel wins over the requeue");
+    assert!(client.cancel(&task.id).await.expect("cancel").is_none(), "a terminal task matches nothing");
+    let retried = client.retry(&task.id, true).await.expect("retry").expect("canceled task");
+    assert_eq!((retried.status, retried.attempt), (TaskStatus::Queued, 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keyed_submits_under_concurrency_keep_one_live_task_per_key() {
+    let (client, _store, schema) = fresh_client().await;
+    let producers: Vec<_> = (0..4)
+        .map(|producer| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                for i in 0..1000 {
+                    let key = format!("k{}", (i * 7 + producer) % 100);
+                    client.submit("keyed", &json!({"i": i})).key(key.as_str()).await.expect("keyed submit");
+                }
+            })
+        })
+        .collect();
+    for producer in producers {
+        producer.await.expect("producer");
+    }
+    let admin = raw(&dsn()).await;
+    assert_eq!(count(&admin, &format!("select count(*) from {schema}.cairnq_tasks")).await, 100);
+    let live = format!("select count(*) from {schema}.cairnq_tasks where status = 'queued'");
+    assert_eq!(count(&admin, &live).await, 100);
+    let keys = format!(
+        "select count(distinct k.task_id) from {schema}.cairnq_task_keys k join {schema}.cairnq_tasks t on t.id = k.task_id"
+    );
+    assert_eq!(count(&admin, &keys).await, 100, "every key points at its own live task");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_claimers_never_take_the_same_row() {
+    let (client, _store, _) = fresh_client().await;
+    let specs: Vec<_> = (0..60).map(|i| cairnq_core::TaskSpec::new("job", &json!(i))).collect();
+    client.submit_many(&specs).await.expect("submit_many");
+    let claimers: Vec<_> = (0..4)
+        .map(|n| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                let params = ClaimParams::single(format!("w{n}"), 30_000, vec!["default".into()], None, 3);
+                let mut mine = Vec::new();
+                loop {
+                    let got = client.claim(&params).await.expect("claim");
+                    if got.is_empty() {
+                        return mine;
+                    }
+                    mine.extend(got.into_iter().map(|t| t.id));
+                }
+            })
+        })
+        .collect();
+    let mut ids = Vec::new();
+    for claimer in claimers {
+        ids.extend(claimer.await.expect("claimer"));
+    }
+    assert_eq!(ids.len(), 60, "every task claimed exactly once");
+    assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 60);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn times_come_from_the_database_clock() {
+    let (client, _store, _) = fresh_client().await;
+    let admin = raw(&dsn()).await;
+    let before = count(&admin, "select floor(extract(epoch from clock_timestamp()) * 1000)::bigint").await;
+    let task = client.submit("t", &json!({})).delay_ms(60_000).await.expect("submit");
+    let after = count(&admin, "select floor(extract(epoch from clock_timestamp()) * 1000)::bigint").await;
+    assert!((before..=after).contains(&task.created_at_ms), "{before} <= {} <= {after}", task.created_at_ms);
+    assert_eq!(task.run_at_ms, task.created_at_ms + 60_000);
+    assert!(client.claim(&claim_one("w", "default")).await.expect("claim").is_empty(), "not due for a minute");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nul_in_json_is_refused_before_anything_is_written() {
+    let (client, _store, schema) = fresh_client().await;
+    let err = client.submit("t", &json!({"text": "a\u{0}b"})).await.expect_err("refused");
+    assert_eq!(err.kind(), ErrorKind::SerializationError, "{err}");
+    let err = client.submit("t", &json!({})).metadata(json!({"k\u{0}": 1})).await.expect_err("refused");
+    assert_eq!(err.kind(), ErrorKind::SerializationError, "{err}");
+    let admin = raw(&dsn()).await;
+    assert_eq!(count(&admin, &format!("select count(*) from {schema}.cairnq_tasks")).await, 0);
+
+    let task = client.submit("t", &json!({})).await.expect("submit");
+    client.claim(&claim_one("w", "default")).await.expect("claim");
+    let err = client.complete(&SettleParams::new(&task.id, "w", json!(["\u{0}"]))).await.expect_err("refused");
+    assert_eq!(err.kind(), ErrorKind::SerializationError, "{err}");
+    let still = client.get(&task.id).await.expect("get").expect("row");
+    assert_eq!(still.status, TaskStatus::Running, "the refused result changed nothing");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_store_refuses_further_calls() {
+    let (client, _store, _) = fresh_client().await;
+    client.close().await.expect("close");
+    let err = client.get("task_x").await.expect_err("closed");
+    assert_eq!(err.kind(), ErrorKind::StoreClosed, "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_submit_many_is_all_or_nothing() {
+    let (client, _store, schema) = fresh_client().await;
+    let specs = vec![cairnq_core::TaskSpec::new("a", &json!(1)), cairnq_core::TaskSpec::new("b", &json!("\u{0}"))];
+    client.submit_many(&specs).await.expect_err("the second item is refused");
+    let admin = raw(&dsn()).await;
+    assert_eq!(count(&admin, &format!("select count(*) from {schema}.cairnq_tasks")).await, 0);
+}

@@ -1,0 +1,121 @@
+-- Client-side statements: submit, reads, cancel, retry, purge, counts.
+-- Every statement reads the database clock once, in a `clock` CTE (hosts do
+-- not share a clock), and compares against it through a scalar subquery so
+-- the comparison can still bound an index scan. Optional filters are
+-- `-- when:` lines, so a rendered statement names only the columns a caller
+-- filters on. A task is picked either by id (`by_id`) or through its
+-- business key (`by_key`).
+
+-- name: insert_task
+with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms)
+insert into cairnq_tasks (
+    id, name, queue, status, payload, metadata, attempt, max_attempts, priority, run_at_ms,
+    parent_id, root_id, correlation_id, created_at_ms, updated_at_ms
+) values (
+    :id, :name, :queue, 'queued', :payload::jsonb, :metadata::jsonb, 0, :max_attempts::integer, :priority::integer,
+    (select now_ms from clock) + :delay_ms::bigint,
+    :parent_id, :root_id, :correlation_id, (select now_ms from clock), (select now_ms from clock)
+)
+returning *
+
+-- name: select_task
+select * from cairnq_tasks
+where id = :id -- when: by_id
+where id = (select task_id from cairnq_task_keys where key = :key) -- when: by_key
+
+-- name: select_task_status
+select id, status from cairnq_tasks
+where id = :id -- when: by_id
+where id = (select task_id from cairnq_task_keys where key = :key) -- when: by_key
+
+-- The key's current task; no row when the key is free or its task vanished.
+-- Read under the key's advisory transaction lock.
+-- name: select_key_task
+select t.id, t.status
+from cairnq_task_keys k join cairnq_tasks t on t.id = k.task_id
+where k.key = :key
+
+-- Repoints the key (inserting it the first time).
+-- name: upsert_task_key
+with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms)
+insert into cairnq_task_keys (key, task_id, created_at_ms, updated_at_ms)
+select :key::text, :task_id::text, now_ms, now_ms from clock
+on conflict (key) do update set task_id = excluded.task_id, updated_at_ms = excluded.updated_at_ms
+
+-- name: list_tasks
+select * from cairnq_tasks
+where true
+  and status = :status -- when: status
+  and queue = :queue -- when: queue
+  and name = :name -- when: name
+  and root_id = :root_id -- when: root_id
+  and correlation_id = :correlation_id -- when: correlation_id
+order by created_at_ms desc, id desc
+limit :limit::bigint offset :offset::bigint
+
+-- name: count_tasks_by_queue_status
+select queue, status, count(*) as count from cairnq_tasks
+where queue = :queue -- when: queue
+group by queue, status
+
+-- Bounded: reads at most :at_most index entries.
+-- name: count_queued
+select count(*) as count from (
+    select 1 from cairnq_tasks where queue = :queue and status = 'queued' limit :at_most::bigint
+) as queued
+
+-- Queued -> canceled now; running -> cancel requested (the first request's
+-- time is kept); terminal rows match nothing.
+-- name: cancel_task
+with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms)
+update cairnq_tasks t set
+    status = case when t.status = 'queued' then 'canceled' else t.status end,
+    completed_at_ms = case when t.status = 'queued' then clock.now_ms else t.completed_at_ms end,
+    cancel_requested_at_ms = case when t.status = 'running'
+                                  then coalesce(t.cancel_requested_at_ms, clock.now_ms)
+                                  else t.cancel_requested_at_ms end,
+    updated_at_ms = clock.now_ms
+from clock
+where t.status in ('queued', 'running')
+  and t.id = :id -- when: by_id
+  and t.id = (select task_id from cairnq_task_keys where key = :key) -- when: by_key
+returning t.*
+
+-- Failed or canceled -> queued now; max_attempts is not consulted.
+-- name: retry_task
+with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms)
+update cairnq_tasks t set
+    attempt = 0, -- when: reset_attempt
+    status = 'queued',
+    error = null,
+    worker_id = null,
+    lease_until_ms = null,
+    cancel_requested_at_ms = null,
+    completed_at_ms = null,
+    progress = null,
+    message = null,
+    run_at_ms = clock.now_ms,
+    updated_at_ms = clock.now_ms
+from clock
+where t.status in ('failed', 'canceled')
+  and t.id = :id -- when: by_id
+  and t.id = (select task_id from cairnq_task_keys where key = :key) -- when: by_key
+returning t.*
+
+-- Oldest terminal rows completed strictly before the cutoff. Without a
+-- status filter the status list is spelled exactly as in the partial
+-- cairnq_tasks_queue_completed_idx, so a queue filter can use that index.
+-- Rows another transaction holds are left for the next sweep.
+-- name: purge_tasks
+delete from cairnq_tasks where id in (
+    select id from cairnq_tasks
+    where status in ('succeeded', 'failed', 'canceled') -- when: any_status
+    where status = :status -- when: status
+      and completed_at_ms < (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint) - :older_than_ms::bigint
+      and queue = :queue -- when: queue
+      and name = :name -- when: name
+    order by completed_at_ms
+    limit :limit::bigint
+    for update skip locked
+)
+returning id

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL server for cairnq's Postgres tests and CI.
+#
+#   scripts/pg-test-server.sh start <dir> <port>   # prints the DSN on stdout
+#   scripts/pg-test-server.sh stop <dir>
+#   scripts/pg-test-server.sh restart <dir>        # pg_ctl restart -m fast
+#
+# `start` is idempotent: a server already running in <dir> is reused and its DSN
+# printed again, so every test binary can call it. The server listens on
+# 127.0.0.1 only, with fsync off (test data is disposable). Roles:
+#   postgres        superuser, trust auth (the DSN printed)
+#   cairnq_pw       password auth (password `cairnq-pw`), for wrong-password tests
+#   cairnq_noddl    trust auth, may connect but not create tables or schemas
+# Binaries come from PG_BIN, else /usr/lib/postgresql/<newest>/bin, else PATH.
+# As root, the server runs as the `postgres` user (initdb refuses root).
+set -euo pipefail
+
+usage() { echo "usage: $0 start <dir> <port> | stop <dir> | restart <dir>" >&2; exit 2; }
+
+pg_bin() {
+    if [[ -n "${PG_BIN:-}" ]]; then echo "$PG_BIN"; return; fi
+    local newest
+    newest=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
+    if [[ -n "$newest" ]]; then echo "$newest"; else dirname "$(command -v pg_ctl)"; fi
+}
+
+# The server must not inherit the lock descriptor (fd 9), or it would hold the
+# lock for its whole life: every pg_ctl that may start it closes fd 9.
+
+# Runs a command as the server's owner: `postgres` when we are root.
+as_owner() {
+    if [[ $(id -u) -eq 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+dsn() { echo "postgres://postgres@127.0.0.1:$1/cairnq_test"; }
+
+psql_admin() {
+    local port=$1; shift
+    "$(pg_bin)/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres "$@"
+}
+
+init_cluster() {
+    local dir=$1 bin
+    bin=$(pg_bin)
+    mkdir -p "$dir"
+    if [[ $(id -u) -eq 0 ]]; then chown postgres: "$dir"; fi
+    as_owner "$bin/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 --locale=C >"$dir/initdb.log" 2>&1
+    cat >"$dir/data/pg_hba.conf" <<HBA
+# cairnq test server: local TCP only; one role needs a password.
+host all cairnq_pw 127.0.0.1/32 scram-sha-256
+host all all 127.0.0.1/32 trust
+HBA
+}
+
+create_roles() {
+    local port=$1
+    psql_admin "$port" -d postgres -c "create database cairnq_test"
+    psql_admin "$port" -d cairnq_test <<SQL
+create role cairnq_pw login password 'cairnq-pw';
+grant all on database cairnq_test to cairnq_pw;
+create role cairnq_noddl login;
+SQL
+}
+
+is_running() { [[ -f "$1/data/postmaster.pid" ]] && as_owner "$(pg_bin)/pg_ctl" -D "$1/data" status >/dev/null 2>&1; }
+
+start() {
+    local dir=$1 port=$2 fresh=0
+    [[ -d "$dir/data" ]] || { init_cluster "$dir"; fresh=1; }
+    if ! is_running "$dir"; then
+        as_owner "$(pg_bin)/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+            -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories='' -c fsync=off -c max_connections=400" \
+            start >/dev/null 9>&-
+    fi
+    [[ $fresh -eq 0 ]] || create_roles "$port"
+    dsn "$port"
+}
+
+stop() {
+    local dir=$1
+    is_running "$dir" || return 0
+    as_owner "$(pg_bin)/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null
+}
+
+restart() {
+    as_owner "$(pg_bin)/pg_ctl" -D "$1/data" -m fast -w restart >/dev/null 9>&-
+}
+
+with_lock() {
+    local dir=$1; shift
+    mkdir -p "$(dirname "$dir")"
+    exec 9>"$dir.lock"
+    flock 9
+    "$@"
+}
+
+case "${1:-}" in
+    start) [[ $# -eq 3 ]] || usage; with_lock "$2" start "$2" "$3" ;;
+    stop) [[ $# -eq 2 ]] || usage; with_lock "$2" stop "$2" ;;
+    restart) [[ $# -eq 2 ]] || usage; with_lock "$2" restart "$2" ;;
+    *) usage ;;
+esac
