@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use cairnq_core::{ErrorEnvelope, codes};
 use futures::FutureExt;
-use futures::future::BoxFuture;
+use futures::future::{BoxFuture, join_all};
 use serde_json::Value;
 
 use crate::context::TaskContext;
@@ -84,20 +84,21 @@ async fn settle_batch(core: &WorkerCore, contexts: &[TaskContext], ending: Endin
         Ending::Returned(Err(error)) => Settlement::Fail(error),
         Ending::Panicked(message) => Settlement::Fail(panic_error(&message)),
         Ending::TimedOut(limit) => {
-            for ctx in contexts {
-                abandon(core, ctx, limit).await;
-            }
+            join_all(contexts.iter().map(|ctx| abandon(core, ctx, limit))).await;
             return;
         }
     };
-    for ctx in contexts {
+    // Settled concurrently so a store that groups commits (SQLite's writer
+    // thread) writes a whole batch in a few transactions.
+    let settles = contexts.iter().map(|ctx| {
         let how = match results.remove(ctx.task_id()) {
             Some(Ok(result)) => Settlement::Complete(result),
             Some(Err(error)) => Settlement::Fail(error),
             None => fallback.clone(),
         };
-        core.settle_outcome(ctx.task(), ctx.state(), how).await;
-    }
+        core.settle_outcome(ctx.task(), ctx.state(), how)
+    });
+    join_all(settles.collect::<Vec<_>>()).await;
 }
 
 /// The attempt outran `max_run`: record a retryable `handler_timeout`, then

@@ -110,6 +110,10 @@ pub async fn open_store(locator: &StoreLocator) -> Result<Arc<dyn Store>> {
     match locator {
         #[cfg(feature = "sqlite")]
         StoreLocator::Sqlite { path } => Ok(Arc::new(cairnq_sqlite::SqliteStore::open(path).await?)),
+        #[cfg(feature = "postgres")]
+        StoreLocator::Postgres { dsn, schema } => Ok(Arc::new(crate::postgres::open(dsn, schema).await?)),
+        // Reached only when a backend's feature is off in this build.
+        #[allow(unreachable_patterns)]
         _ => Err(Error::UnsupportedBackend { operation: "open_store", backend: "cairnq-test-worker" }),
     }
 }
@@ -157,7 +161,9 @@ pub fn terminate(child: &std::process::Child) -> std::io::Result<()> {
 
 /// The `cairnq-test-worker` binary: `$CAIRNQ_TEST_WORKER_BIN` when set,
 /// else built once per test process with the cargo that runs the tests
-/// (dependencies' binaries are not built for another crate's tests).
+/// (dependencies' binaries are not built for another crate's tests), with
+/// the features listed in `$CAIRNQ_TEST_WORKER_FEATURES` on top of the
+/// defaults.
 pub fn child_binary() -> std::result::Result<PathBuf, String> {
     static BUILT: OnceLock<std::result::Result<PathBuf, String>> = OnceLock::new();
     if let Some(path) = std::env::var_os("CAIRNQ_TEST_WORKER_BIN") {
@@ -169,9 +175,12 @@ pub fn child_binary() -> std::result::Result<PathBuf, String> {
 fn build_child_binary() -> std::result::Result<PathBuf, String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+    // Default features (SQLite); `CAIRNQ_TEST_WORKER_FEATURES` adds others
+    // (e.g. `postgres`) without rebuilding the world for every run.
+    let features = std::env::var("CAIRNQ_TEST_WORKER_FEATURES").unwrap_or_default();
     let output = Command::new(cargo)
-        .args(["build", "--quiet", "--manifest-path", manifest, "--all-features", "--bin", "cairnq-test-worker"])
-        .args(["--message-format", "json"])
+        .args(["build", "--quiet", "--manifest-path", manifest, "--bin", "cairnq-test-worker"])
+        .args(["--features", &features, "--message-format", "json"])
         .stderr(Stdio::inherit())
         .output()
         .map_err(|e| format!("cannot run cargo to build cairnq-test-worker: {e}"))?;
