@@ -4,7 +4,10 @@
 //! - `tidy`: the layering and documentation invariants (also a `#[test]`).
 //! - `test`: the whole test suite with everything it needs: a Python venv
 //!   holding the reference peer SDK, and a throwaway Postgres server.
+//! - `bench`: the benchmark workloads and micro-benchmarks, recorded in
+//!   BENCHMARKS.md with the machine and settings.
 
+mod bench;
 mod test_env;
 mod tidy;
 
@@ -16,6 +19,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("tidy") => tidy::run(&project_root()),
         Some("test") => test_env::run_tests(&project_root(), &args[1..]),
+        Some("bench") => bench::run(&project_root(), &args[1..]),
         _ => Err(USAGE.to_string()),
     };
     match result {
@@ -27,7 +31,7 @@ fn main() -> ExitCode {
     }
 }
 
-const USAGE: &str = "usage: cargo xtask <tidy | test [cargo test args]>";
+const USAGE: &str = "usage: cargo xtask <tidy | test [cargo test args] | bench [--quick] [--peers] [--no-record]>";
 
 /// The workspace root: the parent of this crate's directory.
 pub(crate) fn project_root() -> PathBuf {

@@ -18,10 +18,7 @@ const PG_PORT: &str = "54329";
 pub(crate) fn run_tests(root: &Path, cargo_args: &[String]) -> Result<(), String> {
     let python = ensure_python_peer(root)?;
     let started_pg = std::env::var("CAIRNQ_TEST_PG_DSN").is_err();
-    let dsn = match std::env::var("CAIRNQ_TEST_PG_DSN") {
-        Ok(dsn) => dsn,
-        Err(_) => start_postgres(root)?,
-    };
+    let dsn = postgres_dsn(root)?;
     eprintln!("xtask: python peer {python}; postgres {dsn}");
     let status = Command::new(env!("CARGO"))
         .current_dir(root)
@@ -60,6 +57,14 @@ pub(crate) fn ensure_python_peer(root: &Path) -> Result<String, String> {
         return Err(format!("{} cannot import the peer SDK {PYTHON_PEER}", python.display()));
     }
     Ok(python.display().to_string())
+}
+
+/// CAIRNQ_TEST_PG_DSN, or the DSN of the throwaway server, started now.
+pub(crate) fn postgres_dsn(root: &Path) -> Result<String, String> {
+    match std::env::var("CAIRNQ_TEST_PG_DSN") {
+        Ok(dsn) => Ok(dsn),
+        Err(_) => start_postgres(root),
+    }
 }
 
 fn start_postgres(root: &Path) -> Result<String, String> {

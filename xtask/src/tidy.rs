@@ -11,25 +11,44 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// Internal crates a crate may use: (crate, normal deps, optional normal deps, dev deps).
-const LAYERS: &[(&str, &[&str], &[&str], &[&str])] = &[
-    ("cairnq-protocol", &[], &[], &[]),
-    ("cairnq-core", &["cairnq-protocol"], &[], &[]),
-    ("cairnq-sqlite", &["cairnq-core", "cairnq-protocol"], &[], &["cairnq-testkit"]),
-    ("cairnq-postgres", &["cairnq-core", "cairnq-protocol"], &[], &["cairnq-testkit"]),
-    (
-        "cairnq-worker",
-        &["cairnq-core"],
-        &["cairnq-sqlite", "cairnq-postgres"],
-        &["cairnq-testkit", "cairnq-sqlite", "cairnq-postgres"],
-    ),
-    (
-        "cairnq-testkit",
-        &["cairnq-core", "cairnq-protocol", "cairnq-sqlite", "cairnq-postgres", "cairnq-worker"],
-        &["cairnq-sqlite", "cairnq-postgres"],
-        &["cairnq-sqlite", "cairnq-postgres", "cairnq-worker"],
-    ),
-    ("xtask", &[], &[], &[]),
+/// The internal crates one crate may depend on.
+struct Layer {
+    name: &'static str,
+    normal: &'static [&'static str],
+    optional: &'static [&'static str],
+    dev: &'static [&'static str],
+}
+
+const BACKEND_CRATES: &[&str] = &["cairnq-sqlite", "cairnq-postgres"];
+
+const LAYERS: &[Layer] = &[
+    Layer { name: "cairnq-protocol", normal: &[], optional: &[], dev: &[] },
+    Layer { name: "cairnq-core", normal: &["cairnq-protocol"], optional: &[], dev: &[] },
+    Layer {
+        name: "cairnq-sqlite",
+        normal: &["cairnq-core", "cairnq-protocol"],
+        optional: &[],
+        dev: &["cairnq-testkit"],
+    },
+    Layer {
+        name: "cairnq-postgres",
+        normal: &["cairnq-core", "cairnq-protocol"],
+        optional: &[],
+        dev: &["cairnq-testkit"],
+    },
+    Layer {
+        name: "cairnq-worker",
+        normal: &["cairnq-core"],
+        optional: BACKEND_CRATES,
+        dev: &["cairnq-testkit", "cairnq-sqlite", "cairnq-postgres"],
+    },
+    Layer {
+        name: "cairnq-testkit",
+        normal: &["cairnq-core", "cairnq-protocol", "cairnq-worker"],
+        optional: &["cairnq-protocol", "cairnq-sqlite", "cairnq-postgres"],
+        dev: &["cairnq-sqlite", "cairnq-postgres", "cairnq-worker"],
+    },
+    Layer { name: "xtask", normal: &[], optional: &[], dev: &[] },
 ];
 
 /// Driver crates and who must never name them in source.
@@ -96,7 +115,7 @@ fn internal_deps(manifest: &str) -> Vec<InternalDep> {
 }
 
 fn check_dependencies(name: &str, dir: &Path, problems: &mut Vec<String>) {
-    let Some(&(_, normal, optional, dev)) = LAYERS.iter().find(|(n, ..)| *n == name) else {
+    let Some(&Layer { normal, optional, dev, .. }) = LAYERS.iter().find(|l| l.name == name) else {
         problems
             .push(format!("{name}: no layering rule in xtask/src/tidy.rs (add one and an ARCHITECTURE.md section)"));
         return;

@@ -117,7 +117,7 @@ async def run_worker(database, name, count, queue="default"):
         if done >= count:
             break
         await asyncio.sleep(0.1)
-    await worker.stop()
+    worker.stop()
     await runner
     await store.close()
     return {"terminal": done}

@@ -167,7 +167,12 @@ pub async fn run_workload(name: &str, backend: &BenchBackend, sizes: Sizes, exe:
         "raw_commit" => match backend {
             BenchBackend::Sqlite { dir } => {
                 let rate = raw_commit_rate(dir, sizes.sequential)?;
-                vec![m(name, "rows_per_s", rate, format!("{} rows, one commit each, synchronous=FULL", sizes.sequential))]
+                vec![m(
+                    name,
+                    "rows_per_s",
+                    rate,
+                    format!("{} rows, one commit each, synchronous=FULL", sizes.sequential),
+                )]
             }
             #[cfg(feature = "postgres")]
             BenchBackend::Postgres { .. } => Vec::new(),
@@ -355,7 +360,8 @@ async fn claim_at_backlog(backend: &BenchBackend, queued: usize, backing_off: us
         client.submit_many(chunk).await?;
     }
     let later = SubmitOptions::new().delay_ms(3_600_000);
-    let delayed: Vec<TaskSpec> = noop_specs(backing_off, &json!({})).into_iter().map(|s| s.options(later.clone())).collect();
+    let delayed: Vec<TaskSpec> =
+        noop_specs(backing_off, &json!({})).into_iter().map(|s| s.options(later.clone())).collect();
     for chunk in delayed.chunks(10_000) {
         client.submit_many(chunk).await?;
     }
@@ -421,9 +427,19 @@ pub async fn run_child_role(role: &str, backend: &BenchBackend, locator: &str, c
     }
 }
 
-fn spawn_child(exe: &Path, backend: &BenchBackend, role: &str, locator: &str, count: usize) -> Result<std::process::Child> {
+fn spawn_child(
+    exe: &Path,
+    backend: &BenchBackend,
+    role: &str,
+    locator: &str,
+    count: usize,
+) -> Result<std::process::Child> {
     let mut command = std::process::Command::new(exe);
     command.args(["--backend", backend.name(), "--role", role, "--locator", locator, "--count", &count.to_string()]);
+    #[cfg(feature = "postgres")]
+    if let BenchBackend::Postgres { dsn } = backend {
+        command.args(["--dsn", dsn]);
+    }
     command.stdout(std::process::Stdio::piped());
     command.spawn().map_err(|e| Error::storage("cannot start a bench child process", e))
 }

@@ -1,0 +1,319 @@
+//! `cargo xtask bench [--quick] [--peers] [--no-record]`: measured speed.
+//!
+//! Runs every end-to-end workload of `cairnq-bench` (release build, one
+//! process per workload) on SQLite — a temp file at default durability, WAL +
+//! synchronous FULL — and on Postgres when a server is at hand (the test
+//! server of `cargo xtask test`), then the criterion micro-benchmarks of the
+//! hot statements. `--peers` runs the same workloads through the Python SDK
+//! in the same run and prints the ratios. The table is printed and, unless
+//! `--no-record`, appended to BENCHMARKS.md with the machine and settings.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::test_env;
+
+/// One measurement line, as `cairnq-bench` and `bench_peer.py` print them.
+struct Row {
+    workload: String,
+    backend: String,
+    metric: String,
+    value: f64,
+    detail: String,
+    python: Option<f64>,
+}
+
+struct Flags {
+    quick: bool,
+    peers: bool,
+    record: bool,
+}
+
+/// Peer workloads: (workload, sizes at full scale, sizes at quick scale).
+const PEER_WORKLOADS: &[(&str, &[&str], &[&str])] = &[
+    ("sequential_submit", &["5000"], &["100"]),
+    ("concurrent_producers", &["64", "500"], &["8", "10"]),
+    ("burn_down_c8", &["20000"], &["200"]),
+    ("burn_down_c64", &["20000"], &["200"]),
+    ("call_in_process", &["200"], &["10"]),
+];
+
+pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), String> {
+    let flags = Flags {
+        quick: args.iter().any(|a| a == "--quick"),
+        peers: args.iter().any(|a| a == "--peers"),
+        record: !args.iter().any(|a| a == "--no-record"),
+    };
+    let postgres = postgres_wired(root).then(|| test_env::postgres_dsn(root).ok()).flatten();
+    let features = if postgres.is_some() { "bench,postgres" } else { "bench" };
+    cargo(root, &["build", "--release", "-p", "cairnq-testkit", "--bin", "cairnq-bench", "--features", features])?;
+    let bench = root.join("target/release/cairnq-bench");
+    let mut rows = Vec::new();
+    let mut backends = vec![("sqlite", None)];
+    if let Some(dsn) = &postgres {
+        backends.push(("postgres", Some(dsn.clone())));
+    }
+    for (backend, dsn) in &backends {
+        for workload in list_workloads(&bench)? {
+            rows.extend(run_workload(&bench, backend, dsn.as_deref(), &workload, flags.quick)?);
+        }
+        if flags.peers {
+            add_peer_numbers(root, backend, dsn.as_deref(), flags.quick, &mut rows)?;
+        }
+    }
+    let micro = criterion(root, flags.quick)?;
+    let report = render(&rows, &micro, &flags, postgres.is_some());
+    println!("{report}");
+    if flags.record {
+        record(root, &report)?;
+    }
+    Ok(())
+}
+
+/// Whether the testkit's `postgres` feature reaches the Postgres backend.
+fn postgres_wired(root: &Path) -> bool {
+    std::fs::read_to_string(root.join("crates/cairnq-testkit/Cargo.toml"))
+        .is_ok_and(|t| t.contains("dep:cairnq-postgres"))
+}
+
+fn cargo(root: &Path, args: &[&str]) -> Result<String, String> {
+    let output = Command::new(env!("CARGO"))
+        .current_dir(root)
+        .args(args)
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run cargo {args:?}: {e}"))?;
+    if !output.status.success() {
+        return Err(format!("cargo {args:?} failed"));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+fn list_workloads(bench: &Path) -> Result<Vec<String>, String> {
+    let output = Command::new(bench).arg("--list").output().map_err(|e| format!("cannot run cairnq-bench: {e}"))?;
+    Ok(String::from_utf8_lossy(&output.stdout).lines().map(str::to_string).collect())
+}
+
+fn run_workload(
+    bench: &Path,
+    backend: &str,
+    dsn: Option<&str>,
+    workload: &str,
+    quick: bool,
+) -> Result<Vec<Row>, String> {
+    eprintln!("xtask bench: {backend} {workload}");
+    let mut command = Command::new(bench);
+    command.args(["--backend", backend, "--workload", workload]);
+    if let Some(dsn) = dsn {
+        command.args(["--dsn", dsn]);
+    }
+    if quick {
+        command.arg("--quick");
+    }
+    let output = command.stderr(Stdio::inherit()).output().map_err(|e| format!("cannot run cairnq-bench: {e}"))?;
+    if !output.status.success() {
+        return Err(format!("workload {workload} on {backend} failed"));
+    }
+    Ok(parse_rows(&String::from_utf8_lossy(&output.stdout)))
+}
+
+/// Parses the JSON lines both bench programs print, by hand: the xtask has no
+/// dependencies, and the lines are flat objects of strings and one number.
+fn parse_rows(text: &str) -> Vec<Row> {
+    text.lines()
+        .filter(|l| l.trim_start().starts_with('{'))
+        .filter_map(|line| {
+            Some(Row {
+                workload: json_string(line, "workload")?,
+                backend: json_string(line, "backend")?,
+                metric: json_string(line, "metric")?,
+                value: json_number(line, "value")?,
+                detail: json_string(line, "detail").unwrap_or_default(),
+                python: None,
+            })
+        })
+        .collect()
+}
+
+fn json_field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    let start = line.find(&format!("\"{key}\""))? + key.len() + 2;
+    let rest = line[start..].trim_start().strip_prefix(':')?.trim_start();
+    Some(rest)
+}
+
+fn json_string(line: &str, key: &str) -> Option<String> {
+    let rest = json_field(line, key)?.strip_prefix('"')?;
+    rest.find('"').map(|end| rest[..end].to_string())
+}
+
+fn json_number(line: &str, key: &str) -> Option<f64> {
+    let rest = json_field(line, key)?;
+    let end = rest.find([',', '}']).unwrap_or(rest.len());
+    rest[..end].trim().parse().ok()
+}
+
+fn add_peer_numbers(
+    root: &Path,
+    backend: &str,
+    dsn: Option<&str>,
+    quick: bool,
+    rows: &mut [Row],
+) -> Result<(), String> {
+    let python = test_env::ensure_python_peer(root)?;
+    let script = root.join("crates/cairnq-testkit/interop/bench_peer.py");
+    let scratch = root.join("target/bench-peer");
+    std::fs::create_dir_all(&scratch).map_err(|e| e.to_string())?;
+    for (n, (workload, full, small)) in PEER_WORKLOADS.iter().enumerate() {
+        let database = match dsn {
+            Some(dsn) => format!("{dsn}#schema=peer_bench_{}_{n}", std::process::id()),
+            None => scratch.join(format!("{workload}-{}.db", std::process::id())).display().to_string(),
+        };
+        eprintln!("xtask bench: python peer {backend} {workload}");
+        let output = Command::new(&python)
+            .arg(&script)
+            .arg(workload)
+            .arg(&database)
+            .args(if quick { *small } else { *full })
+            .stderr(Stdio::inherit())
+            .output()
+            .map_err(|e| format!("cannot run the Python peer: {e}"))?;
+        for peer in parse_rows(&String::from_utf8_lossy(&output.stdout)) {
+            if let Some(row) =
+                rows.iter_mut().find(|r| r.backend == backend && r.workload == peer.workload && r.metric == peer.metric)
+            {
+                row.python = Some(peer.value);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs the criterion benches; returns (name, median time) pairs.
+fn criterion(root: &Path, quick: bool) -> Result<Vec<(String, String)>, String> {
+    let timing: &[&str] = if quick {
+        &["--warm-up-time", "0.2", "--measurement-time", "0.5", "--sample-size", "10"]
+    } else {
+        &["--warm-up-time", "1", "--measurement-time", "3"]
+    };
+    let mut args = vec!["bench", "-p", "cairnq-testkit", "--bench", "seam", "--", "--noplot"];
+    args.extend_from_slice(timing);
+    let output = cargo(root, &args)?;
+    let mut out = Vec::new();
+    let mut last_name = String::new();
+    for line in output.lines() {
+        let trimmed = line.trim();
+        if let Some((name, rest)) = trimmed.split_once("time:") {
+            let name = if name.trim().is_empty() { last_name.clone() } else { name.trim().to_string() };
+            let middle = rest.trim().trim_matches(|c| c == '[' || c == ']').split_whitespace().collect::<Vec<_>>();
+            if middle.len() >= 4 {
+                out.push((name, format!("{} {}", middle[2], middle[3])));
+            }
+        } else if !trimmed.is_empty() && !trimmed.contains(' ') {
+            last_name = trimmed.to_string();
+        }
+    }
+    Ok(out)
+}
+
+fn render(rows: &[Row], micro: &[(String, String)], flags: &Flags, postgres: bool) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "## {} — `cargo xtask bench{}{}`\n",
+        today(),
+        if flags.quick { " --quick" } else { "" },
+        if flags.peers { " --peers" } else { "" }
+    );
+    let _ = writeln!(s, "{}\n", machine_facts());
+    let _ = writeln!(
+        s,
+        "Settings: release build; SQLite temp files at default durability (WAL + synchronous FULL); {}; one process per workload.\n",
+        if postgres {
+            "Postgres: the local throwaway test server (fsync on)"
+        } else {
+            "Postgres: no server at hand, not measured"
+        }
+    );
+    let _ = writeln!(s, "| backend | workload | metric | Rust | Python 0.15.1 | Rust / Python | sizes |");
+    let _ = writeln!(s, "|---|---|---|---:|---:|---:|---|");
+    for r in rows {
+        let (python, ratio) = match r.python {
+            Some(p) if r.metric.ends_with("_ms") => {
+                (format!("{p:.2}"), format!("{:.1}x faster", p / r.value.max(1e-9)))
+            }
+            Some(p) => (format!("{p:.0}"), format!("{:.1}x", r.value / p.max(1e-9))),
+            None => ("".into(), "".into()),
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {python} | {ratio} | {} |",
+            r.backend,
+            r.workload,
+            r.metric,
+            format_value(r.value),
+            r.detail
+        );
+    }
+    let _ = writeln!(s, "\nCriterion, through the seam (median per iteration):\n");
+    let _ = writeln!(s, "| benchmark | time |\n|---|---:|");
+    for (name, time) in micro {
+        let _ = writeln!(s, "| {name} | {time} |");
+    }
+    s
+}
+
+fn format_value(v: f64) -> String {
+    if v >= 100.0 { format!("{v:.0}") } else { format!("{v:.2}") }
+}
+
+fn today() -> String {
+    shell("date -u +%Y-%m-%dT%H:%MZ")
+}
+
+fn machine_facts() -> String {
+    format!(
+        "Machine: {} cores ({}), {} memory, kernel {}, {}, commit {}.",
+        shell("nproc"),
+        shell("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs"),
+        shell("free -h | awk '/Mem:/ {print $2}'"),
+        shell("uname -r"),
+        shell("rustc --version"),
+        shell("git rev-parse --short HEAD"),
+    )
+}
+
+fn shell(command: &str) -> String {
+    Command::new("sh")
+        .args(["-c", command])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+fn record(root: &Path, report: &str) -> Result<(), String> {
+    let path = root.join("BENCHMARKS.md");
+    let mut text = std::fs::read_to_string(&path).unwrap_or_else(|_| "# Benchmarks\n\n".to_string());
+    text.push('\n');
+    text.push_str(report);
+    std::fs::write(&path, text).map_err(|e| format!("cannot write BENCHMARKS.md: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    //! The hand parser must read exactly what the bench programs print.
+
+    use super::*;
+
+    #[test]
+    fn rows_parse_from_both_bench_programs() {
+        let rust = r#"{"workload":"burn_down_c8","backend":"sqlite","metric":"tasks_per_s","value":1698.3,"detail":"200 no-op tasks"}"#;
+        let python = r#"{"workload": "call_in_process", "backend": "sqlite", "metric": "p50_ms", "value": 4.5, "detail": "5 calls"}"#;
+        let rows = parse_rows(&format!("noise\n{rust}\n{python}\n"));
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].workload, "burn_down_c8");
+        assert_eq!(rows[0].value, 1698.3);
+        assert_eq!(rows[1].metric, "p50_ms");
+        assert_eq!(rows[1].value, 4.5);
+    }
+}
