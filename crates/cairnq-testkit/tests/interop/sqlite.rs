@@ -1,14 +1,10 @@
 //! Cross-language tests on one SQLite file: the Python reference SDK
 //! (cairnq==0.15.1 from PyPI, run as a black box through `interop/peer.py`)
 //! and this workspace open, migrate, read and settle each other's tasks.
-//!
-//! Needs the peer: `cargo xtask test` provisions it and sets CAIRNQ_PYTHON.
 
-mod interop_support;
-
+use crate::support::{peer, python_task_matches};
 use cairnq_core::{CairnQ, SubmitOptions, TaskStatus};
 use cairnq_sqlite::SqliteStore;
-use interop_support::{peer, python_task_matches};
 use serde_json::{Value, json};
 
 async fn rust_client(path: &std::path::Path) -> CairnQ {

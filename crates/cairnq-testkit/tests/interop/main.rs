@@ -1,0 +1,9 @@
+//! Cross-language tests: the Python reference SDK (cairnq==0.15.1 from PyPI,
+//! driven as a black box through `interop/peer.py`) and this workspace on
+//! the same database, in both directions.
+//!
+//! Needs the peer: `cargo xtask test` provisions it and sets CAIRNQ_PYTHON.
+
+mod sqlite;
+mod support;
+mod worker;
