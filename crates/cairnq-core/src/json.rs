@@ -194,6 +194,23 @@ walk_compound!(
     SerializeTupleVariant::serialize_field,
 );
 
+macro_rules! walk_named_fields {
+    ($($trait:ident),* $(,)?) => {
+        $(impl ser::$trait for FiniteCheck {
+            type Ok = ();
+            type Error = CheckError;
+            fn serialize_field<T: Serialize + ?Sized>(&mut self, _: &'static str, v: &T) -> std::result::Result<(), CheckError> {
+                v.serialize(FiniteCheck)
+            }
+            fn end(self) -> std::result::Result<(), CheckError> {
+                Ok(())
+            }
+        })*
+    };
+}
+
+walk_named_fields!(SerializeStruct, SerializeStructVariant);
+
 impl ser::SerializeMap for FiniteCheck {
     type Ok = ();
     type Error = CheckError;
@@ -209,32 +226,46 @@ impl ser::SerializeMap for FiniteCheck {
     }
 }
 
-impl ser::SerializeStruct for FiniteCheck {
-    type Ok = ();
-    type Error = CheckError;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        _: &'static str,
-        v: &T,
-    ) -> std::result::Result<(), CheckError> {
-        v.serialize(FiniteCheck)
-    }
-    fn end(self) -> std::result::Result<(), CheckError> {
-        Ok(())
-    }
-}
+#[cfg(test)]
+mod tests {
+    //! Every serde shape that can carry a float is walked.
 
-impl ser::SerializeStructVariant for FiniteCheck {
-    type Ok = ();
-    type Error = CheckError;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        _: &'static str,
-        v: &T,
-    ) -> std::result::Result<(), CheckError> {
-        v.serialize(FiniteCheck)
+    use serde::Serialize;
+
+    use super::to_json;
+
+    #[derive(Serialize)]
+    struct Point {
+        x: f64,
+        tags: Vec<Option<f32>>,
     }
-    fn end(self) -> std::result::Result<(), CheckError> {
-        Ok(())
+
+    #[derive(Serialize)]
+    enum Shape {
+        Circle { radius: f64 },
+        Pair(f64, f64),
+        Wrapped(Point),
+    }
+
+    #[test]
+    fn non_finite_floats_are_refused_in_every_shape() {
+        let bad = [
+            to_json(&Point { x: f64::NAN, tags: vec![] }),
+            to_json(&Point { x: 1.0, tags: vec![None, Some(f32::NEG_INFINITY)] }),
+            to_json(&Shape::Circle { radius: f64::INFINITY }),
+            to_json(&Shape::Pair(0.0, f64::NAN)),
+            to_json(&Shape::Wrapped(Point { x: f64::NAN, tags: vec![] })),
+            to_json(&(1, f64::NAN)),
+            to_json(&std::collections::BTreeMap::from([("k", f64::NAN)])),
+        ];
+        for result in bad {
+            assert!(matches!(result, Err(crate::Error::Serialization(_))), "{result:?}");
+        }
+    }
+
+    #[test]
+    fn finite_values_convert_unchanged() {
+        let value = to_json(&Shape::Wrapped(Point { x: 2.5, tags: vec![Some(1.5), None] })).expect("finite");
+        assert_eq!(value, serde_json::json!({"Wrapped": {"x": 2.5, "tags": [1.5, null]}}));
     }
 }
