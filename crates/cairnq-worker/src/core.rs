@@ -68,8 +68,11 @@ impl WorkerCore {
         if !state.begin_settle() {
             return Ok(None);
         }
-        self.leases.remove(&task.id);
+        // The lease stays on the heartbeat's list until the write is done:
+        // a settle queued behind many others (a large batch) must not lose
+        // its lease while it waits.
         let written = self.write_settlement(task, &how).await;
+        self.leases.remove(&task.id);
         if matches!(written, Err(Error::LostLease { .. })) {
             state.mark_lost();
         }

@@ -69,6 +69,14 @@ impl Worker {
         Self::from_store(store, options)
     }
 
+    /// A worker over a Postgres database (migrated if needed), in the
+    /// search_path's schema.
+    #[cfg(feature = "postgres")]
+    pub async fn postgres(dsn: &str, options: WorkerOptions) -> Result<Self> {
+        let store = cairnq_postgres::PostgresStore::connect(dsn).await?;
+        Self::from_store(store, options)
+    }
+
     /// This worker's id.
     pub fn worker_id(&self) -> &str {
         self.options.worker_id.as_deref().unwrap_or_default()

@@ -162,8 +162,7 @@ pub fn terminate(child: &std::process::Child) -> std::io::Result<()> {
 /// The `cairnq-test-worker` binary: `$CAIRNQ_TEST_WORKER_BIN` when set,
 /// else built once per test process with the cargo that runs the tests
 /// (dependencies' binaries are not built for another crate's tests), with
-/// the features listed in `$CAIRNQ_TEST_WORKER_FEATURES` on top of the
-/// defaults.
+/// the backends this testkit was built with.
 pub fn child_binary() -> std::result::Result<PathBuf, String> {
     static BUILT: OnceLock<std::result::Result<PathBuf, String>> = OnceLock::new();
     if let Some(path) = std::env::var_os("CAIRNQ_TEST_WORKER_BIN") {
@@ -175,12 +174,12 @@ pub fn child_binary() -> std::result::Result<PathBuf, String> {
 fn build_child_binary() -> std::result::Result<PathBuf, String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
-    // Default features (SQLite); `CAIRNQ_TEST_WORKER_FEATURES` adds others
-    // (e.g. `postgres`) without rebuilding the world for every run.
-    let features = std::env::var("CAIRNQ_TEST_WORKER_FEATURES").unwrap_or_default();
+    // One binary for every backend of this build: SQLite comes with the
+    // default features, Postgres when this testkit has it.
+    let features = if cfg!(feature = "postgres") { "postgres" } else { "" };
     let output = Command::new(cargo)
         .args(["build", "--quiet", "--manifest-path", manifest, "--bin", "cairnq-test-worker"])
-        .args(["--features", &features, "--message-format", "json"])
+        .args(["--features", features, "--message-format", "json"])
         .stderr(Stdio::inherit())
         .output()
         .map_err(|e| format!("cannot run cargo to build cairnq-test-worker: {e}"))?;
