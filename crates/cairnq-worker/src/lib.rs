@@ -66,6 +66,13 @@
 //! | ran past `max_run` | retryable `handler_timeout`, lease marked lost |
 //! | claimed name without handler | failed, `no_handler` (only with `claim_unknown_names`) |
 //!
+//! # Features
+//!
+//! The worker runs unchanged on any store. For convenience, `sqlite` adds
+//! `Worker::sqlite(path, options)` and `postgres` adds
+//! `Worker::postgres(dsn, options)`; without them, build the store
+//! yourself and use [`Worker::from_store`] or [`Worker::new`].
+//!
 //! # Known limits
 //!
 //! - A blocking handler abandoned at `max_run` or at the drain timeout keeps

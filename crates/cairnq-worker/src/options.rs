@@ -261,6 +261,9 @@ impl WorkerOptions {
         if self.heartbeat_interval().is_zero() || self.poll_interval.is_zero() {
             return Err(Error::validation("heartbeat", "heartbeat and poll intervals must be above zero"));
         }
+        if self.heartbeat_interval() >= self.lease {
+            return Err(Error::validation("heartbeat", "must be shorter than the lease, or every lease expires"));
+        }
         if self.claim_batch == Some(0) || self.max_in_flight_bytes == Some(0) {
             return Err(Error::validation("claim_batch", "claim_batch and max_in_flight_bytes must be above zero"));
         }
@@ -325,5 +328,34 @@ impl TaskOptions {
             }
             _ => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Option validation.
+
+    use super::*;
+
+    #[test]
+    fn out_of_range_options_are_refused_by_field() {
+        let field = |options: WorkerOptions| match options.validate() {
+            Err(Error::Validation { field, .. }) => Some(field),
+            _ => None,
+        };
+        assert_eq!(field(WorkerOptions::new()), None);
+        assert_eq!(field(WorkerOptions::new().queues(Vec::<String>::new())), Some("queues"));
+        assert_eq!(field(WorkerOptions::new().concurrency(0)), Some("concurrency"));
+        assert_eq!(field(WorkerOptions::new().heartbeat(Duration::from_secs(30))), Some("heartbeat"));
+        assert_eq!(field(WorkerOptions::new().claim_batch(0)), Some("claim_batch"));
+    }
+
+    #[test]
+    fn the_default_heartbeat_is_a_third_of_the_lease_but_at_least_50_ms() {
+        assert_eq!(WorkerOptions::new().heartbeat_interval(), Duration::from_secs(10));
+        assert_eq!(
+            WorkerOptions::new().lease(Duration::from_millis(90)).heartbeat_interval(),
+            Duration::from_millis(50)
+        );
     }
 }
