@@ -5,8 +5,9 @@
 use std::io::{BufRead, BufReader};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use cairnq_core::store::{ClaimParams, SettleParams};
 use cairnq_core::{CairnQ, TaskSpec, TaskStatus};
 use cairnq_worker::{TaskContext, TaskError};
 use serde_json::{Value, json};
@@ -126,32 +127,22 @@ pub async fn cancel_wins_on_every_path(factory: &dyn BackendFactory) {
     cancel_wins_over_lease_expiry(&client).await;
 }
 
-/// A worker whose heartbeat never comes in time: the lease expires while
-/// the handler runs, the cancel wins at recovery, and the handler's late
-/// result is discarded.
+/// A worker that stopped heartbeating (claimed by hand and left alone):
+/// its lease expires, the cancel requested meanwhile wins when a live
+/// worker's claim recovers the lease, and the dead worker's late result is
+/// refused.
 async fn cancel_wins_over_lease_expiry(client: &CairnQ) {
-    let started = Arc::new(Notify::new());
-    let s = started.clone();
-    let options = quick_options().lease(Duration::from_millis(300)).heartbeat(Duration::from_secs(3_600));
-    let _worker = start(client, options, move |w| {
-        let s = s.clone();
-        w.task("slow", move |_ctx: TaskContext, _: Value| {
-            let s = s.clone();
-            async move {
-                s.notify_one();
-                tokio::time::sleep(Duration::from_millis(1_500)).await;
-                Ok::<_, TaskError>("too late")
-            }
-        })
-        .expect("register");
-    });
-    let task = client.submit("slow", &json!({})).await.expect("submit");
-    started.notified().await;
+    let task = client.submit("orphan", &json!({})).await.expect("submit");
+    let claim = ClaimParams::single("dead-worker", 300, vec!["default".into()], Some(vec!["orphan".into()]), 1);
+    assert_eq!(client.claim(&claim).await.expect("claim").len(), 1);
     client.cancel(&task.id).await.expect("cancel");
-    let began = Instant::now();
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    let _worker = start(client, quick_options(), |w| {
+        w.task("orphan", |_ctx: TaskContext, _: Value| async move { Ok::<_, TaskError>("must not run") })
+            .expect("register");
+    });
     let done = finished(client, &task.id).await;
-    assert_eq!((done.status, done.result.clone()), (TaskStatus::Canceled, None));
-    tokio::time::sleep(Duration::from_millis(1_600).saturating_sub(began.elapsed())).await;
-    let after = client.get(&task.id).await.expect("get").expect("exists");
-    assert_eq!((after.status, after.result), (TaskStatus::Canceled, None), "the late result was discarded");
+    assert_eq!((done.status, done.attempt, done.result.clone()), (TaskStatus::Canceled, 1, None));
+    let late = client.complete(&SettleParams::new(&task.id, "dead-worker", json!("too late"))).await;
+    assert!(matches!(late, Err(cairnq_core::Error::LostLease { .. })), "{late:?}");
 }
