@@ -8,6 +8,7 @@ macro_rules! every_suite_test {
         $on!(
             "multi_thread": a_killed_worker_is_recovered_after_its_lease,
             "multi_thread": sigterm_drains_then_abandons,
+            "multi_thread": a_stopped_worker_claims_nothing_more,
             "multi_thread": cancel_wins_on_every_path,
             "multi_thread": retries_follow_the_backoff_windows,
             "multi_thread": exhausted_attempts_fail_with_the_envelope,

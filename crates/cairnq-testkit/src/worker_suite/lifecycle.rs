@@ -146,3 +146,26 @@ async fn cancel_wins_over_lease_expiry(client: &CairnQ) {
     let late = client.complete(&SettleParams::new(&task.id, "dead-worker", json!("too late"))).await;
     assert!(matches!(late, Err(cairnq_core::Error::LostLease { .. })), "{late:?}");
 }
+
+/// A stopped worker drains and returns, then claims nothing more; a worker
+/// refuses to run twice at once and to run without handlers.
+pub async fn a_stopped_worker_claims_nothing_more(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    let mut idle = cairnq_worker::Worker::new(client.clone(), quick_options()).expect("options");
+    assert!(matches!(idle.run().await, Err(cairnq_core::Error::Validation { field: "handlers", .. })));
+    idle.task("t", |_ctx: TaskContext, n: i64| async move { Ok::<_, TaskError>(n) }).expect("register");
+    let worker = Arc::new(idle);
+    let running = tokio::spawn({
+        let worker = worker.clone();
+        async move { worker.run().await }
+    });
+    let first = client.submit("t", &1).await.expect("submit");
+    assert_eq!(finished(&client, &first.id).await.status, TaskStatus::Succeeded);
+    assert!(matches!(worker.run().await, Err(cairnq_core::Error::Validation { field: "worker", .. })));
+    worker.stop();
+    running.await.expect("the run task").expect("run returns after the stop");
+    let second = client.submit("t", &2).await.expect("submit");
+    tokio::time::sleep(quick_options().poll_interval * 8).await;
+    let untouched = client.get(&second.id).await.expect("get").expect("exists");
+    assert_eq!((untouched.status, untouched.attempt), (TaskStatus::Queued, 0));
+}
