@@ -104,7 +104,13 @@ impl ClaimLoop {
         let mut stop = self.stop.clone();
         let stopped = stop.wait_for(|s| *s);
         match idle {
-            None => tokio::select! { _ = core.load.freed.notified() => {}, _ = stopped => {} },
+            // Bounded by the poll interval too: a cap that no running call
+            // holds (a resource of capacity 0) frees nothing.
+            None => tokio::select! {
+                _ = core.load.freed.notified() => {},
+                _ = tokio::time::sleep(core.options.poll_interval) => {},
+                _ = stopped => {},
+            },
             // A call ending may unblock a resource or a per-name cap that
             // left due work queued, so it ends an idle wait too.
             Some(timeout) => tokio::select! {

@@ -165,7 +165,10 @@ pub async fn max_run_abandons_a_hung_handler(factory: &dyn BackendFactory) {
     assert_eq!((envelope.code.as_str(), envelope.retryable), (codes::HANDLER_TIMEOUT, true));
     let took = done.completed_at_ms.unwrap_or(i64::MAX) - began;
     let limit = i64::try_from(max_run.as_millis()).unwrap_or(0);
-    assert!(took >= limit && took <= limit + heartbeat_ms + 100, "failed after {took} ms");
+    // The ceiling is max_run plus one heartbeat interval; the slack above it
+    // covers the failure's own write on a loaded machine.
+    let ceiling = limit + heartbeat_ms + 400;
+    assert!(took >= limit && took <= ceiling, "failed after {took} ms (max_run {limit}, ceiling {ceiling})");
     assert!(ctx.lost_lease(), "the abandoned attempt's context reads as lease-lost");
     let next = client.submit("fine", &json!({})).await.expect("submit");
     assert_eq!(finished(&client, &next.id).await.status, TaskStatus::Succeeded);
