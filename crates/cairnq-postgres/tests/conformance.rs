@@ -1,6 +1,7 @@
-//! The shared conformance suite on Postgres: every built-in scenario and
-//! every worker-suite test, from the same code that holds SQLite to the
-//! protocol, one fresh schema per scenario or test.
+//! The shared conformance suite on Postgres: every built-in scenario, from
+//! the same code that holds SQLite to the protocol, one fresh schema per
+//! scenario. (The worker suite runs on Postgres from cairnq-worker's
+//! `tests/suite.rs`, through the same `PostgresFactory`.)
 
 use cairnq_testkit::postgres::PostgresFactory;
 use cairnq_testkit::scenario::{self, builtin_scenarios};

@@ -169,3 +169,23 @@ async fn a_submit_many_is_all_or_nothing() {
     let admin = raw(&dsn()).await;
     assert_eq!(count(&admin, &format!("select count(*) from {schema}.cairnq_tasks")).await, 0);
 }
+
+/// Planner statistics that know the rows are there (as autovacuum soon
+/// makes them) must not change what a claim or a purge takes: each takes
+/// exactly the rows due, up to its limit, whatever join the planner picks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_and_purges_take_every_due_row_under_any_plan() {
+    let (client, _store, schema) = fresh_client().await;
+    let specs: Vec<_> = (0..256).map(|i| cairnq_core::TaskSpec::new("embed", &json!(i))).collect();
+    client.submit_many(&specs).await.expect("submit_many");
+    let admin = raw(&dsn()).await;
+    admin.batch_execute(&format!("analyze {schema}.cairnq_tasks")).await.expect("analyze");
+    let all = ClaimParams::single("w", 30_000, vec!["default".into()], Some(vec!["embed".into()]), 300);
+    let claimed = client.claim(&all).await.expect("claim");
+    assert_eq!(claimed.len(), 256);
+    for task in &claimed {
+        client.complete(&SettleParams::new(&task.id, "w", json!(1))).await.expect("complete");
+    }
+    admin.batch_execute(&format!("analyze {schema}.cairnq_tasks")).await.expect("analyze");
+    assert_eq!(client.purge(&PurgeFilter::new().limit(200)).await.expect("purge").len(), 200);
+}

@@ -105,9 +105,11 @@ returning t.*
 -- Oldest terminal rows completed strictly before the cutoff. Without a
 -- status filter the status list is spelled exactly as in the partial
 -- cairnq_tasks_queue_completed_idx, so a queue filter can use that index.
--- Rows another transaction holds are left for the next sweep.
+-- Rows another transaction holds are left for the next sweep; the rows are
+-- picked in a MATERIALIZED CTE so the limit is applied exactly once (see
+-- worker.sql).
 -- name: purge_tasks
-delete from cairnq_tasks where id in (
+with doomed as materialized (
     select id from cairnq_tasks
     where status in ('succeeded', 'failed', 'canceled') -- when: any_status
     where status = :status -- when: status
@@ -118,4 +120,5 @@ delete from cairnq_tasks where id in (
     limit :limit::bigint
     for update skip locked
 )
-returning id
+delete from cairnq_tasks t using doomed where t.id = doomed.id
+returning t.id

@@ -4,7 +4,11 @@
 -- order), many values (`many_queues` / `many_names`, a text[] array), or no
 -- name filter at all. Worker writes are ownership-checked: status running,
 -- worker_id = caller, lease_until_ms > now, with now read from the database
--- clock once per statement. Conditions on the row's own columns are written
+-- clock once per statement. Rows to lock are picked in a MATERIALIZED CTE
+-- and joined by id: as `id in (subquery ... for update skip locked)` the
+-- planner may rescan the subquery once per outer row, and a rescan skips the
+-- rows this very statement already updated, so a claim could take fewer rows
+-- than were due. Conditions on the row's own columns are written
 -- inline in the SET list: under READ COMMITTED an UPDATE re-reads a row that
 -- changed while it waited for the row lock, and only expressions over the
 -- target row see that newer version.
@@ -29,24 +33,31 @@ select exists (
 -- Rows another claimer is recovering right now are skipped, not waited for.
 -- A cancel was requested: cancel wins.
 -- name: recover_canceled_leases
-with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms)
-update cairnq_tasks t set
-    status = 'canceled',
-    lease_until_ms = null,
-    completed_at_ms = clock.now_ms,
-    updated_at_ms = clock.now_ms
-from clock
-where t.id in (
+with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms),
+picked as materialized (
     select id from cairnq_tasks
     where status = 'running' and lease_until_ms is not null and lease_until_ms <= (select now_ms from clock)
       and cancel_requested_at_ms is not null
     for update skip locked
 )
+update cairnq_tasks t set
+    status = 'canceled',
+    lease_until_ms = null,
+    completed_at_ms = clock.now_ms,
+    updated_at_ms = clock.now_ms
+from clock, picked
+where t.id = picked.id
 returning t.id, t.queue
 
 -- Attempts left: back to queued, due now.
 -- name: recover_requeued_leases
-with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms)
+with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms),
+picked as materialized (
+    select id from cairnq_tasks
+    where status = 'running' and lease_until_ms is not null and lease_until_ms <= (select now_ms from clock)
+      and cancel_requested_at_ms is null and attempt < max_attempts
+    for update skip locked
+)
 update cairnq_tasks t set
     status = 'queued',
     worker_id = null,
@@ -55,45 +66,34 @@ update cairnq_tasks t set
     message = null,
     run_at_ms = clock.now_ms,
     updated_at_ms = clock.now_ms
-from clock
-where t.id in (
-    select id from cairnq_tasks
-    where status = 'running' and lease_until_ms is not null and lease_until_ms <= (select now_ms from clock)
-      and cancel_requested_at_ms is null and attempt < max_attempts
-    for update skip locked
-)
+from clock, picked
+where t.id = picked.id
 returning t.id, t.queue
 
 -- Attempts used up: failed with the lease_expired envelope, worker kept.
 -- name: recover_failed_leases
-with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms)
+with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms),
+picked as materialized (
+    select id from cairnq_tasks
+    where status = 'running' and lease_until_ms is not null and lease_until_ms <= (select now_ms from clock)
+      and cancel_requested_at_ms is null and attempt >= max_attempts
+    for update skip locked
+)
 update cairnq_tasks t set
     status = 'failed',
     error = :error::jsonb,
     lease_until_ms = null,
     completed_at_ms = clock.now_ms,
     updated_at_ms = clock.now_ms
-from clock
-where t.id in (
-    select id from cairnq_tasks
-    where status = 'running' and lease_until_ms is not null and lease_until_ms <= (select now_ms from clock)
-      and cancel_requested_at_ms is null and attempt >= max_attempts
-    for update skip locked
-)
+from clock, picked
+where t.id = picked.id
 returning t.id, t.queue
 
 -- One draw: the best due rows, priority desc, run_at_ms asc, id asc; rows
 -- another claimer holds are skipped.
 -- name: claim_due_tasks
-with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms)
-update cairnq_tasks t set
-    status = 'running',
-    worker_id = :worker_id,
-    lease_until_ms = clock.now_ms + :lease_ms::bigint,
-    attempt = t.attempt + 1,
-    updated_at_ms = clock.now_ms
-from clock
-where t.id in (
+with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms),
+picked as materialized (
     select id from cairnq_tasks
     where queue = :queue -- when: one_queue
     where queue = any(:queues::text[]) -- when: many_queues
@@ -105,6 +105,14 @@ where t.id in (
     limit :limit::bigint
     for update skip locked
 )
+update cairnq_tasks t set
+    status = 'running',
+    worker_id = :worker_id,
+    lease_until_ms = clock.now_ms + :lease_ms::bigint,
+    attempt = t.attempt + 1,
+    updated_at_ms = clock.now_ms
+from clock, picked
+where t.id = picked.id
 returning t.*
 
 -- name: heartbeat_task
