@@ -48,19 +48,27 @@
 //! migrations, one `BEGIN IMMEDIATE` transaction each, so processes cold
 //! starting together never apply one twice.
 //!
+//! Another process's commits cut sleeps in
+//! [`Store::wait_for_change`](cairnq_core::Store::wait_for_change) short too:
+//! while (and only while) someone sleeps, a watcher thread reads
+//! `PRAGMA data_version` on its own connection every
+//! [`SqliteOptions::watch_interval`] (1 ms by default) and wakes the
+//! sleepers when it changed. With nobody sleeping the watcher is parked.
+//!
 //! # SQL
 //!
 //! Every statement comes from `cairnq_protocol::sqlite` (the `.sql` sources
 //! of cairnq-protocol), specialized by its `-- when:` flags to the filters
 //! and claim form at hand and cached per combination. Connection settings
 //! (journal mode, foreign keys, synchronous, busy timeout, `query_only` on
-//! readers) and transaction control go through rusqlite's typed API.
+//! readers) and transaction control go through rusqlite's typed API; the
+//! watcher's `pragma data_version` is the one inline statement.
 //!
 //! # Known deficiencies
 //!
-//! - Push wakeups ([`Store::wait_for_change`](cairnq_core::Store::wait_for_change))
-//!   reach sleepers in this process only; another process's commits are
-//!   seen at the next poll.
+//! - A commit of another process wakes every sleeper of this store (it does
+//!   not say which tasks changed), and so does, spuriously, a commit of
+//!   this store's own writer: each sleeper then re-polls once.
 //! - One writer thread per store: a store's writes are serialized (batched,
 //!   not parallel), and two stores on one file contend for SQLite's single
 //!   write lock.
@@ -84,6 +92,7 @@ mod row;
 mod sql;
 mod store;
 mod wake;
+mod watch;
 mod write;
 mod writer;
 

@@ -32,7 +32,8 @@ impl Synchronous {
 
 /// Options of [`SqliteStore::open_with`](crate::SqliteStore::open_with).
 /// `Default`: the system clock, a 5 s busy timeout, 2 reader threads,
-/// `synchronous = FULL`, group commits of at most 256 writes.
+/// `synchronous = FULL`, group commits of at most 256 writes, other
+/// connections' commits watched every 1 ms while someone waits.
 ///
 /// ```
 /// use std::time::Duration;
@@ -55,6 +56,12 @@ pub struct SqliteOptions {
     pub synchronous: Synchronous,
     /// The most writes one group commit takes (at least 1).
     pub max_batch: usize,
+    /// How often a watcher thread checks for commits of other connections
+    /// (other processes) while someone sleeps in
+    /// [`Store::wait_for_change`](cairnq_core::Store::wait_for_change);
+    /// `None` turns cross-process wakeups off (those commits are then seen
+    /// at the caller's next poll). With nobody sleeping it does not poll.
+    pub watch_interval: Option<Duration>,
 }
 
 impl Default for SqliteOptions {
@@ -65,6 +72,7 @@ impl Default for SqliteOptions {
             readers: 2,
             synchronous: Synchronous::Full,
             max_batch: 256,
+            watch_interval: Some(Duration::from_millis(1)),
         }
     }
 }
@@ -76,6 +84,7 @@ impl fmt::Debug for SqliteOptions {
             .field("readers", &self.readers)
             .field("synchronous", &self.synchronous)
             .field("max_batch", &self.max_batch)
+            .field("watch_interval", &self.watch_interval)
             .finish_non_exhaustive()
     }
 }
@@ -107,6 +116,13 @@ impl SqliteOptions {
     /// With another durability level.
     pub fn synchronous(mut self, synchronous: Synchronous) -> Self {
         self.synchronous = synchronous;
+        self
+    }
+
+    /// With another watch interval for cross-process wakeups, or `None`
+    /// for none (see [`watch_interval`](Self::watch_interval)).
+    pub fn watch_interval(mut self, interval: Option<Duration>) -> Self {
+        self.watch_interval = interval;
         self
     }
 

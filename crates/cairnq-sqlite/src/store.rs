@@ -20,6 +20,7 @@ use crate::open::{open_reader, open_writer};
 use crate::options::SqliteOptions;
 use crate::reader::{ReadJob, run_reader};
 use crate::wake::WakeBoard;
+use crate::watch::{CommitWatch, run_watcher};
 use crate::writer::{Counters, Job, WriteCtx, WriteStats, WriterEnv, job, run_writer};
 use crate::{read, write};
 
@@ -52,7 +53,18 @@ pub struct SqliteStore {
     /// One receiver per thread, answered when the thread has ended.
     exits: Mutex<Vec<oneshot::Receiver<()>>>,
     wakes: Arc<WakeBoard>,
+    /// The cross-process watcher's sleepers, when it runs.
+    watch: Option<Arc<CommitWatch>>,
     counters: Arc<Counters>,
+}
+
+impl Drop for SqliteStore {
+    fn drop(&mut self) {
+        // The watcher thread holds no sender to notice it is unused.
+        if let Some(watch) = &self.watch {
+            watch.close();
+        }
+    }
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -76,11 +88,15 @@ impl SqliteStore {
     /// [`open`](Self::open) with options.
     pub async fn open_with(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
-        let wakes = Arc::new(WakeBoard::default());
+        let watch = options.watch_interval.map(|_| Arc::new(CommitWatch::default()));
+        let wakes = Arc::new(WakeBoard::new(watch.clone()));
         let counters = Arc::new(Counters::default());
         let mut exits = Vec::new();
         let writer = spawn_writer(&path, &options, &wakes, &counters, &mut exits).await?;
         let readers = spawn_readers(&path, &options, &mut exits).await?;
+        if let (Some(watch), Some(interval)) = (&watch, options.watch_interval) {
+            spawn_watcher(&path, &options, watch, interval, &mut exits).await?;
+        }
         Ok(Self {
             path,
             clock: options.clock,
@@ -88,6 +104,7 @@ impl SqliteStore {
             readers: Mutex::new(Some(readers)),
             exits: Mutex::new(exits),
             wakes,
+            watch,
             counters,
         })
     }
@@ -203,6 +220,19 @@ async fn spawn_readers(
     Ok(sender)
 }
 
+/// Opens the watcher's own connection and starts the cross-process watcher.
+async fn spawn_watcher(
+    path: &Path,
+    options: &SqliteOptions,
+    watch: &Arc<CommitWatch>,
+    interval: Duration,
+    exits: &mut Vec<oneshot::Receiver<()>>,
+) -> Result<()> {
+    let (path, options, watch) = (path.to_path_buf(), options.clone(), Arc::clone(watch));
+    let open = move || open_reader(&path, &options);
+    spawn_connection("cairnq-sqlite-watcher".into(), exits, open, move |conn| run_watcher(conn, watch, interval)).await
+}
+
 #[async_trait]
 impl Store for SqliteStore {
     fn backend(&self) -> &'static str {
@@ -312,6 +342,9 @@ impl Store for SqliteStore {
     async fn close(&self) -> Result<()> {
         self.writer.lock().take();
         self.readers.lock().take();
+        if let Some(watch) = &self.watch {
+            watch.close();
+        }
         let exits = std::mem::take(&mut *self.exits.lock());
         for exit in exits {
             let _ = exit.await;

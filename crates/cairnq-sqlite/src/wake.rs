@@ -1,7 +1,9 @@
 //! In-process push wakeups: a commit that queued tasks or finished them
 //! wakes the sleepers of this process that wait for exactly that, so
 //! `wait`/`call` and idle workers react without waiting out a poll.
-//! Polling stays the source of truth; other processes are not woken.
+//! Commits of other processes reach sleepers through the
+//! [`CommitWatch`](crate::watch::CommitWatch). Polling stays the source of
+//! truth.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
@@ -9,6 +11,8 @@ use std::sync::{Arc, Weak};
 use cairnq_core::{Task, TaskStatus, Wake};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
+
+use crate::watch::CommitWatch;
 
 /// What one committed write changed, as far as sleepers care.
 #[derive(Debug, Default)]
@@ -86,9 +90,15 @@ impl Channel {
 pub(crate) struct WakeBoard {
     queues: Channel,
     tasks: Channel,
+    /// Wakes every sleeper on another connection's commit (when enabled).
+    foreign: Option<Arc<CommitWatch>>,
 }
 
 impl WakeBoard {
+    pub(crate) fn new(foreign: Option<Arc<CommitWatch>>) -> Self {
+        Self { foreign, ..Self::default() }
+    }
+
     /// Wakes the sleepers `changes` concern (called after the commit).
     pub(crate) fn publish(&self, changes: &Changes) {
         self.queues.publish(&changes.queued);
@@ -104,8 +114,14 @@ impl WakeBoard {
             _ => (&self.tasks, Vec::new()),
         };
         channel.subscribe(&keys, &notify);
+        if let Some(foreign) = &self.foreign {
+            foreign.subscribe(&notify);
+        }
         let _ = tokio::time::timeout(timeout, notify.notified()).await;
         drop(notify);
         channel.prune(&keys);
+        if let Some(foreign) = &self.foreign {
+            foreign.prune();
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! What a child process does, chosen by `CAIRNQ_SQLITE_CHILD`.
 
-use std::io::Write;
+use std::io::{BufRead, Write};
 
 use cairnq_core::CairnQ;
 use cairnq_sqlite::SqliteStore;
@@ -18,6 +18,7 @@ pub(crate) async fn run_from_env() {
     match mode.as_str() {
         "open" => println!("{OPENED}"),
         "submit_burst" => submit_burst(CairnQ::new(store)).await,
+        "submit_on_go" => submit_on_go(CairnQ::new(store)).await,
         other => panic!("unknown child mode {other}"),
     }
 }
@@ -42,4 +43,16 @@ async fn submit_burst(client: CairnQ) {
     for l in loops {
         l.await.expect("submit loop");
     }
+}
+
+/// Opens the store, says so, submits one task once a line arrives on
+/// stdin, acknowledges it, and exits when stdin closes.
+async fn submit_on_go(client: CairnQ) {
+    println!("{OPENED}");
+    let mut lines = std::io::stdin().lock().lines();
+    lines.next().expect("a go-ahead line").expect("read stdin");
+    let task = client.submit("ping", &serde_json::json!({})).await.expect("submit");
+    println!("{ACK}{}", task.id);
+    for _ in lines {}
+    client.close().await.expect("close");
 }

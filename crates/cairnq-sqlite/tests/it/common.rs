@@ -38,12 +38,14 @@ pub(crate) fn count(path: &Path, sql: &str) -> i64 {
     raw(path).query_row(sql, [], |r| r.get(0)).expect("count query")
 }
 
-/// Spawns this test binary running `child_process_entry` in `mode`.
+/// Spawns this test binary running `child_process_entry` in `mode`, with
+/// a piped stdin (modes that wait for a go-ahead read it).
 pub(crate) fn spawn_child(mode: &str, path: &Path, stdout: Stdio) -> Child {
     Command::new(std::env::current_exe().expect("current exe"))
         .args(["--ignored", "--exact", "child_process_entry", "--nocapture", "--test-threads", "1"])
         .env("CAIRNQ_SQLITE_CHILD", mode)
         .env("CAIRNQ_SQLITE_PATH", path)
+        .stdin(Stdio::piped())
         .stdout(stdout)
         .stderr(Stdio::inherit())
         .spawn()

@@ -13,6 +13,7 @@ mod crash;
 mod open;
 mod plans;
 mod semantics;
+mod wakeups;
 
 /// Entry point of child processes; ignored in normal runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

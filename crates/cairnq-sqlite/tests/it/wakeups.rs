@@ -1,0 +1,84 @@
+//! Cross-process push wakeups: a commit made by another process ends a
+//! sleep in `wait_for_change` long before its timeout.
+
+use std::io::{BufRead, BufReader, Lines, Write};
+use std::process::{ChildStdout, Stdio};
+use std::time::{Duration, Instant};
+
+use cairnq_core::{Store, Wake};
+use cairnq_sqlite::{SqliteOptions, SqliteStore};
+
+use crate::child::{ACK, OPENED};
+use crate::common::{count, fresh_path, spawn_child};
+
+/// Sleeps until the store holds a task or `timeout` passes; returns how
+/// long that took. Any wake before the child's commit (the child's open
+/// may write planner statistics) just sleeps again.
+async fn sleep_until_a_task(store: &SqliteStore, path: &std::path::Path, timeout: Duration) -> Duration {
+    let start = Instant::now();
+    let wake = Wake::Queued(vec!["default".into()]);
+    while count(path, "select count(*) from cairnq_tasks") == 0 && start.elapsed() < timeout {
+        store.wait_for_change(&wake, timeout.saturating_sub(start.elapsed())).await;
+    }
+    start.elapsed()
+}
+
+fn next_line(lines: &mut Lines<BufReader<ChildStdout>>, what: &str) -> String {
+    loop {
+        let line = lines.next().unwrap_or_else(|| panic!("the child exited before {what}")).expect("read line");
+        if line.contains(what) {
+            return line;
+        }
+    }
+}
+
+/// Starts a child that submits once told to; the sleeper runs meanwhile.
+/// Returns the sleep's duration and whether the task was there after it.
+async fn sleep_through_a_foreign_submit(options: SqliteOptions, timeout: Duration) -> (Duration, i64) {
+    let fresh = fresh_path();
+    let store = SqliteStore::open_with(&fresh.path, options).await.expect("open store");
+    let mut child = spawn_child("submit_on_go", &fresh.path, Stdio::piped());
+    let mut lines = BufReader::new(child.stdout.take().expect("child stdout")).lines();
+    next_line(&mut lines, OPENED);
+    let mut stdin = child.stdin.take().expect("child stdin");
+    let sleeper = sleep_until_a_task(&store, &fresh.path, timeout);
+    let go = async {
+        // Let the sleeper subscribe first.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        writeln!(stdin, "go").expect("tell the child to submit");
+        stdin.flush().expect("flush");
+    };
+    let (slept, ()) = tokio::join!(sleeper, go);
+    let tasks = count(&fresh.path, "select count(*) from cairnq_tasks");
+    next_line(&mut lines, ACK);
+    drop(stdin);
+    child.wait().expect("reap child");
+    (slept, tasks)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_process_commit_wakes_a_sleeper_long_before_its_timeout() {
+    let timeout = Duration::from_secs(10);
+    let (slept, tasks) = sleep_through_a_foreign_submit(SqliteOptions::new(), timeout).await;
+    assert_eq!(tasks, 1, "the sleeper returned only after the child's commit");
+    assert!(slept < timeout / 2, "the sleeper waited out its timeout ({slept:?}) instead of waking on the commit");
+}
+
+/// The control: with the watcher off, the same foreign commit goes
+/// unnoticed until the timeout (so the test above can fail).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_watcher_a_foreign_commit_is_seen_only_at_the_timeout() {
+    let timeout = Duration::from_millis(1_500);
+    let (slept, tasks) = sleep_through_a_foreign_submit(SqliteOptions::new().watch_interval(None), timeout).await;
+    assert_eq!(tasks, 1, "the child committed");
+    assert!(slept >= timeout, "woke after {slept:?} without a watcher");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_store_reports_push_wakeups_and_closes_with_a_parked_watcher() {
+    let fresh = fresh_path();
+    let store = SqliteStore::open(&fresh.path).await.expect("open store");
+    assert!(store.capabilities().push_wakeups);
+    store.wait_for_change(&Wake::TaskDone("nope".into()), Duration::from_millis(20)).await;
+    tokio::time::timeout(Duration::from_secs(30), store.close()).await.expect("close ends the watcher").expect("close");
+}
