@@ -4,6 +4,8 @@
 //!
 //! Needs the peer: `cargo xtask test` provisions it and sets CAIRNQ_PYTHON.
 
+#[cfg(feature = "postgres")]
+mod postgres;
 mod sqlite;
 mod support;
 mod worker;

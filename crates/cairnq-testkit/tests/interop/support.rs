@@ -21,10 +21,14 @@ fn python() -> PathBuf {
     venv
 }
 
+fn run_peer(args: &[&str]) -> std::process::Output {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("interop/peer.py");
+    Command::new(python()).arg(&script).args(args).output().expect("run the Python peer")
+}
+
 /// Runs `interop/peer.py` with `args` and returns the JSON it printed.
 pub(crate) fn peer(args: &[&str]) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("interop/peer.py");
-    let output = Command::new(python()).arg(&script).args(args).output().expect("run the Python peer");
+    let output = run_peer(args);
     assert!(
         output.status.success(),
         "peer {args:?} failed: {}\n{}",
@@ -34,6 +38,14 @@ pub(crate) fn peer(args: &[&str]) -> Value {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let last = stdout.lines().last().unwrap_or("null");
     serde_json::from_str(last).unwrap_or_else(|e| panic!("peer printed no JSON ({e}): {stdout}"))
+}
+
+/// Runs `interop/peer.py` with `args`, which must fail, and returns its
+/// stderr (e.g. the Python exception it raised).
+pub(crate) fn peer_error(args: &[&str]) -> String {
+    let output = run_peer(args);
+    assert!(!output.status.success(), "peer {args:?} succeeded: {}", String::from_utf8_lossy(&output.stdout));
+    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// Asserts that every column of `ours` equals the Python peer's view of the
