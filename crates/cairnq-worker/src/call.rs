@@ -101,13 +101,12 @@ async fn settle_batch(core: &WorkerCore, contexts: &[TaskContext], ending: Endin
     join_all(settles.collect::<Vec<_>>()).await;
 }
 
-/// The attempt outran `max_run`: record a retryable `handler_timeout`, then
-/// mark the lease lost so whatever the handler still does is discarded.
+/// The attempt outran `max_run`: a retryable `handler_timeout`, and the
+/// lease marked lost so whatever the handler still does is discarded.
 async fn abandon(core: &WorkerCore, ctx: &TaskContext, limit: Duration) {
     let message = format!("the attempt ran longer than max_run ({} ms) and was abandoned", limit.as_millis());
     let envelope = ErrorEnvelope::new("HandlerTimeout", codes::HANDLER_TIMEOUT, message, true);
-    core.settle_outcome(ctx.task(), ctx.state(), Settlement::Fail(TaskError::from_envelope(envelope))).await;
-    ctx.state().mark_lost();
+    core.abandon(ctx.task(), ctx.state(), TaskError::from_envelope(envelope)).await;
 }
 
 fn panic_error(message: &str) -> TaskError {

@@ -68,6 +68,35 @@ impl WorkerCore {
         if !state.begin_settle() {
             return Ok(None);
         }
+        self.write_once(task, state, how).await.map(Some)
+    }
+
+    /// Settles what the call's outcome says, reporting failures the loop
+    /// survives (a lost lease is expected and not reported).
+    pub(crate) async fn settle_outcome(&self, task: &Task, state: &TaskState, how: Settlement) {
+        self.reported(self.settle(task, state, how).await);
+    }
+
+    /// Gives up an attempt that outran `max_run`: the context reads as
+    /// lease-lost before the failure is written (so whoever sees the row
+    /// failed also sees the attempt abandoned), unless it settled already.
+    pub(crate) async fn abandon(&self, task: &Task, state: &TaskState, error: TaskError) {
+        let settling = state.begin_settle();
+        state.mark_lost();
+        if settling {
+            self.reported(self.write_once(task, state, Settlement::Fail(error)).await);
+        }
+    }
+
+    fn reported<T>(&self, written: Result<T>) {
+        match written {
+            Ok(_) | Err(Error::LostLease { .. }) => {}
+            Err(error) => self.report(WorkerIssue::Store { during: "settle", error }),
+        }
+    }
+
+    /// The write of a settlement this caller won the right to make.
+    async fn write_once(&self, task: &Task, state: &TaskState, how: Settlement) -> Result<Task> {
         // The lease stays on the heartbeat's list until the write is done:
         // a settle queued behind many others (a large batch) must not lose
         // its lease while it waits.
@@ -76,16 +105,7 @@ impl WorkerCore {
         if matches!(written, Err(Error::LostLease { .. })) {
             state.mark_lost();
         }
-        written.map(Some)
-    }
-
-    /// Settles what the call's outcome says, reporting failures the loop
-    /// survives (a lost lease is expected and not reported).
-    pub(crate) async fn settle_outcome(&self, task: &Task, state: &TaskState, how: Settlement) {
-        match self.settle(task, state, how).await {
-            Ok(_) | Err(Error::LostLease { .. }) => {}
-            Err(error) => self.report(WorkerIssue::Store { during: "settle", error }),
-        }
+        written
     }
 
     async fn write_settlement(&self, task: &Task, how: &Settlement) -> Result<Task> {

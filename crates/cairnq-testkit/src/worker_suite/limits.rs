@@ -25,7 +25,7 @@ pub async fn a_batch_call_settles_what_it_left_open(factory: &dyn BackendFactory
     let kept_leases = Arc::new(AtomicBool::new(false));
     let second_settle_was_noop = Arc::new(AtomicBool::new(false));
     let (c, k, n) = (calls.clone(), kept_leases.clone(), second_settle_was_noop.clone());
-    let lease = Duration::from_millis(400);
+    let lease = Duration::from_millis(1_000);
     let _worker = start(&client, quick_options().lease(lease), move |w| {
         w.batch_task("embed", TaskOptions::new().batch(256), move |batch: Vec<TaskContext>| {
             let (c, k, n) = (c.clone(), k.clone(), n.clone());
@@ -33,7 +33,7 @@ pub async fn a_batch_call_settles_what_it_left_open(factory: &dyn BackendFactory
                 c.fetch_add(1, Ordering::SeqCst);
                 assert_eq!(batch.len(), 256, "one call gets every task");
                 settle_early(&batch).await?;
-                tokio::time::sleep(lease * 3).await;
+                tokio::time::sleep(lease * 5 / 2).await;
                 k.store(batch.iter().all(|ctx| !ctx.lost_lease()), Ordering::SeqCst);
                 n.store(batch[0].succeed(&"again").await?.is_none(), Ordering::SeqCst);
                 let mapped =

@@ -188,7 +188,8 @@ pub async fn blocking_handlers_do_not_block_the_runtime(factory: &dyn BackendFac
         })
         .expect("register");
     });
-    let tasks = [client.submit("cpu", &900).await.expect("submit"), client.submit("cpu", &900).await.expect("submit")];
+    let tasks =
+        [client.submit("cpu", &1_500).await.expect("submit"), client.submit("cpu", &1_500).await.expect("submit")];
     for task in tasks {
         let done = finished(&client, &task.id).await;
         assert_eq!((done.status, done.attempt, done.result), (TaskStatus::Succeeded, 1, Some(json!(false))));
@@ -210,16 +211,16 @@ pub async fn a_blocked_runtime_is_reported(factory: &dyn BackendFactory) {
         })
         .expect("register");
     });
-    client.submit("stall", &900).await.expect("submit");
+    client.submit("stall", &1_500).await.expect("submit");
     eventually("a blocked runtime is reported", || async { !issues.lock().expect("lock").is_empty() }).await;
 }
 
-/// Options (a 600 ms lease: a tick 200 ms late is a blocked runtime) whose
+/// Options (a 1200 ms lease: a tick 400 ms late is a blocked runtime) whose
 /// `on_error` collects blocked-runtime reports.
 fn watching_for_blocked_runtime() -> (Arc<Mutex<Vec<String>>>, WorkerOptions) {
     let issues: Arc<Mutex<Vec<String>>> = Arc::default();
     let sink = issues.clone();
-    let options = quick_options().lease(Duration::from_millis(600)).on_error(move |issue| {
+    let options = quick_options().lease(Duration::from_millis(1_200)).on_error(move |issue| {
         if matches!(issue, WorkerIssue::BlockedRuntime { .. }) {
             sink.lock().expect("lock").push(issue.to_string());
         }

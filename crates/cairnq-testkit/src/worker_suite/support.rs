@@ -17,10 +17,11 @@ pub(crate) async fn fresh(factory: &dyn BackendFactory) -> (CairnQ, FreshStore) 
     (CairnQ::from_shared(fresh.store.clone()), fresh)
 }
 
-/// Worker options for tests: short lease, quick polls, quick retries.
+/// Worker options for tests: quick polls and retries, and a lease short
+/// enough for expiry tests yet long enough for a loaded 2-core machine.
 pub(crate) fn quick_options() -> WorkerOptions {
     WorkerOptions::new()
-        .lease(Duration::from_millis(600))
+        .lease(Duration::from_millis(2_000))
         .poll_interval(Duration::from_millis(25))
         .backoff(Duration::ZERO, Duration::ZERO)
         .drain_timeout(Duration::from_secs(5))
