@@ -17,7 +17,9 @@ use crate::BackendFactory;
 /// each requeue's `run_at` lies inside that attempt's backoff window.
 pub async fn retries_follow_the_backoff_windows(factory: &dyn BackendFactory) {
     let (client, _fresh) = fresh(factory).await;
-    let (base, cap) = (Duration::from_millis(200), Duration::from_millis(2_000));
+    // Windows of 1 s and 2 s: wide against the write latency a loaded
+    // machine adds to the measured delay.
+    let (base, cap) = (Duration::from_millis(1_000), Duration::from_millis(10_000));
     // (attempt, run_at of the claimed row, when the handler failed)
     let seen: Arc<Mutex<Vec<(i64, i64, i64)>>> = Arc::default();
     let options = quick_options().backoff(base, cap);
@@ -46,7 +48,7 @@ pub async fn retries_follow_the_backoff_windows(factory: &dyn BackendFactory) {
         // The failure was written a little after `failed_at`: allow that much
         // above the window, never anything below its lower half.
         assert!(
-            delay >= window / 2 && delay < window + 250,
+            delay >= window / 2 && delay < window + 400,
             "attempt {failed_attempt}: delay {delay} ms, window {window}"
         );
     }
