@@ -65,7 +65,10 @@
 //!
 //! # Known limits
 //!
-//! - No TLS yet: connections use `NoTls`.
+//! - TLS needs the `tls` cargo feature (native-tls, so OpenSSL on Linux);
+//!   it verifies the server's certificate and name against the platform's
+//!   roots plus `PostgresOptions::tls_root_certificates`. Without the
+//!   feature, connections are plain TCP.
 //! - `complete_in` / `succeed_in` use the application's session as is: its
 //!   search_path must reach the cairnq tables.
 
@@ -79,6 +82,7 @@ mod read;
 mod row;
 mod sql;
 mod store;
+mod tls;
 mod worker;
 mod write;
 

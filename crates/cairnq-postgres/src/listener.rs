@@ -22,7 +22,9 @@ use cairnq_core::Wake;
 use futures::StreamExt;
 use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::task::JoinHandle;
-use tokio_postgres::{AsyncMessage, NoTls, Notification};
+use tokio_postgres::{AsyncMessage, Notification};
+
+use crate::tls::Connector;
 
 const QUEUED_CHANNEL: &str = "cairnq_queued";
 const DONE_CHANNEL: &str = "cairnq_done";
@@ -70,10 +72,10 @@ pub(crate) struct Listener {
 
 impl Listener {
     /// Starts listening (and keeps reconnecting) with `config`.
-    pub(crate) fn start(config: tokio_postgres::Config) -> Self {
+    pub(crate) fn start(config: tokio_postgres::Config, connector: Connector) -> Self {
         let (notices, _) = broadcast::channel(1024);
         let live = Arc::new(AtomicBool::new(false));
-        let task = tokio::spawn(run(config, notices.clone(), Arc::clone(&live)));
+        let task = tokio::spawn(run(config, connector, notices.clone(), Arc::clone(&live)));
         Self { notices, live, task }
     }
 
@@ -115,10 +117,19 @@ impl Drop for Listener {
     }
 }
 
-async fn run(config: tokio_postgres::Config, notices: broadcast::Sender<Notice>, live: Arc<AtomicBool>) {
+async fn run(
+    config: tokio_postgres::Config,
+    connector: Connector,
+    notices: broadcast::Sender<Notice>,
+    live: Arc<AtomicBool>,
+) {
     let mut retry = FIRST_RETRY;
     loop {
-        let listened = listen_until_dropped(&config, &notices, &live).await;
+        // NoTls is Copy, the TLS connector only Clone: which one depends on
+        // the `tls` feature.
+        #[allow(clippy::clone_on_copy)]
+        let connector = connector.clone();
+        let listened = listen_until_dropped(&config, connector, &notices, &live).await;
         live.store(false, Ordering::Release);
         let _ = notices.send(Notice::Resync);
         if listened {
@@ -132,10 +143,11 @@ async fn run(config: tokio_postgres::Config, notices: broadcast::Sender<Notice>,
 /// One connection's life. Returns whether LISTEN succeeded on it.
 async fn listen_until_dropped(
     config: &tokio_postgres::Config,
+    connector: Connector,
     notices: &broadcast::Sender<Notice>,
     live: &AtomicBool,
 ) -> bool {
-    let Ok((client, mut connection)) = config.connect(NoTls).await else { return false };
+    let Ok((client, mut connection)) = config.connect(connector).await else { return false };
     let forward = notices.clone();
     let driver = tokio::spawn(async move {
         let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));

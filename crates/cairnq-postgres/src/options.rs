@@ -31,11 +31,22 @@ pub struct PostgresOptions {
     /// changes. Off: waits just sleep their poll interval (correctness never
     /// depends on a notification).
     pub listen: bool,
+    /// PEM root certificates trusted besides the platform's own (`tls`
+    /// feature), e.g. a private CA's.
+    #[cfg(feature = "tls")]
+    pub tls_root_certificates: Vec<Vec<u8>>,
 }
 
 impl Default for PostgresOptions {
     fn default() -> Self {
-        Self { schema: None, pool_size: 10, connect_timeout: Duration::from_secs(10), listen: true }
+        Self {
+            schema: None,
+            pool_size: 10,
+            connect_timeout: Duration::from_secs(10),
+            listen: true,
+            #[cfg(feature = "tls")]
+            tls_root_certificates: Vec::new(),
+        }
     }
 }
 
@@ -66,6 +77,13 @@ impl PostgresOptions {
     /// Turns push wakeups on or off.
     pub fn listen(mut self, on: bool) -> Self {
         self.listen = on;
+        self
+    }
+
+    /// Also trusts this PEM root certificate (`tls` feature).
+    #[cfg(feature = "tls")]
+    pub fn tls_root_certificate(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.tls_root_certificates.push(pem.into());
         self
     }
 

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use cairnq_core::{Error, Result};
 use deadpool_postgres::{Client, Hook, HookError, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
-use tokio_postgres::NoTls;
 
 use crate::error::classify_pool;
 use crate::options::{PostgresOptions, quote_ident};
+use crate::tls::Connector;
 
 /// How long a checkout may wait for a free connection before the pool
 /// reports a (transient) timeout; an unbounded wait would hide a leak.
@@ -29,11 +29,11 @@ pub(crate) fn pg_config(dsn: &str, options: &PostgresOptions) -> Result<tokio_po
 }
 
 /// A pool over `config`; nothing connects until the first checkout.
-pub(crate) fn build(config: tokio_postgres::Config, options: &PostgresOptions) -> Result<Pool> {
+pub(crate) fn build(config: tokio_postgres::Config, connector: Connector, options: &PostgresOptions) -> Result<Pool> {
     // Fast recycling: a checkout only checks the connection is not closed;
     // a connection that died mid-statement surfaces as a transient error and
     // is replaced on the next checkout.
-    let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+    let manager = Manager::from_config(config, connector, ManagerConfig { recycling_method: RecyclingMethod::Fast });
     let mut builder = Pool::builder(manager)
         .max_size(options.pool_size)
         .runtime(Runtime::Tokio1)

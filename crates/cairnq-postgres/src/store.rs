@@ -16,7 +16,7 @@ use crate::exec::AppSession;
 use crate::listener::Listener;
 use crate::migrate::{begin, commit, install};
 use crate::options::PostgresOptions;
-use crate::{pool, read, worker, write};
+use crate::{pool, read, tls, worker, write};
 
 /// A cairnq store on Postgres: a pool of connections (statements prepared
 /// once per connection), the database clock for every time, and one LISTEN
@@ -65,11 +65,11 @@ impl PostgresStore {
     pub async fn connect_with(dsn: &str, options: PostgresOptions) -> Result<Self> {
         options.validate()?;
         let config = pool::pg_config(dsn, &options)?;
-        let pool = pool::build(config.clone(), &options)?;
+        let pool = pool::build(config.clone(), tls::connector(&options)?, &options)?;
         let mut client = pool::checkout(&pool).await?;
         install(&mut client, options.schema.as_deref()).await?;
         drop(client);
-        let listener = options.listen.then(|| Listener::start(config));
+        let listener = if options.listen { Some(Listener::start(config, tls::connector(&options)?)) } else { None };
         Ok(Self { inner: Arc::new(Inner { pool, listener, schema: options.schema }) })
     }
 

@@ -8,4 +8,6 @@ mod ops;
 mod restart;
 mod session;
 mod support;
+#[cfg(feature = "tls")]
+mod tls;
 mod wakeups;
