@@ -31,7 +31,8 @@ pub use lifecycle::{
 };
 pub use limits::{
     a_batch_call_settles_what_it_left_open, a_failed_batch_call_fails_what_it_left_open,
-    a_resource_is_never_overcommitted, per_name_concurrency_caps_calls, the_byte_budget_bounds_payloads_in_flight,
+    a_resource_is_never_overcommitted, per_name_concurrency_caps_calls, rotation_shares_slots_between_names,
+    the_byte_budget_bounds_payloads_in_flight,
 };
 pub use outcomes::{
     a_blocked_runtime_is_reported, a_context_reports_progress_and_submits_children,

@@ -24,6 +24,7 @@ macro_rules! every_suite_test {
             "multi_thread": a_failed_batch_call_fails_what_it_left_open,
             "multi_thread": a_resource_is_never_overcommitted,
             "multi_thread": per_name_concurrency_caps_calls,
+            "multi_thread": rotation_shares_slots_between_names,
             "multi_thread": the_byte_budget_bounds_payloads_in_flight,
             "multi_thread": backpressure_refuses_submits_to_a_full_queue,
             "multi_thread": retention_sweeps_by_rule,

@@ -177,3 +177,29 @@ async fn held(gauges: Vec<Arc<Gauge>>, ms: u64) -> Result<(), TaskError> {
     gauges.iter().for_each(|g| g.sub(1));
     Ok(())
 }
+
+/// With one slot and two names that each have their own draw, the draw
+/// order rotates between claims, so a backlog of one name does not starve
+/// the other.
+pub async fn rotation_shares_slots_between_names(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    let mut specs: Vec<_> = (0..20).map(|i| TaskSpec::new("first", &i)).collect();
+    specs.extend((0..20).map(|i| TaskSpec::new("second", &i)));
+    client.submit_many(&specs).await.expect("submit_many");
+    let order: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+    let seen = order.clone();
+    let _worker = start(&client, quick_options().concurrency(1), move |w| {
+        for name in ["first", "second"] {
+            let seen = seen.clone();
+            let handler = move |ctx: TaskContext, _: Value| {
+                seen.lock().expect("lock").push(ctx.name().to_string());
+                async move { Ok::<_, TaskError>(()) }
+            };
+            w.task_with(name, TaskOptions::new().concurrency(1), handler).expect("register");
+        }
+    });
+    eventually("all 40 tasks succeed", || async { count(&client, TaskStatus::Succeeded).await == 40 }).await;
+    let order = order.lock().expect("lock").clone();
+    let early_second = order[..10].iter().filter(|n| *n == "second").count();
+    assert!((3..=7).contains(&early_second), "the first ten calls were {order:?}");
+}
