@@ -25,8 +25,11 @@
 //!
 //! The writer blocks for the first write job, then drains every job already
 //! waiting (up to [`SqliteOptions::max_batch`]) and runs them all in one
-//! `BEGIN IMMEDIATE` transaction, each inside its own savepoint: a failing
-//! job rolls back only its savepoint and fails only its caller. Callers hear
+//! `BEGIN IMMEDIATE` transaction. A failing job fails only its caller: one
+//! that failed before changing a row needs no undo; one that failed after
+//! writing makes the writer roll back and re-run the batch with a savepoint
+//! per job (savepoints are not used up front: each copies every page its
+//! job touches, a large share of a batch of small writes). Callers hear
 //! their outcome only after the COMMIT that made their write durable; a
 //! failed COMMIT fails every job of the batch. A lone job is its own
 //! transaction. Under concurrency one fsync covers many writes

@@ -18,7 +18,7 @@ pub(crate) fn selector(task: &TaskSelector) -> (&'static str, Args) {
 
 pub(crate) fn get(conn: &Connection, task: &TaskSelector) -> Result<Option<Task>> {
     let (flag, args) = selector(task);
-    query_opt(conn, render(&sqlite::SELECT_TASK, &[flag]), &args, row::task)
+    query_opt(conn, render(&sqlite::SELECT_TASK, &[flag]), &args, row::task())
 }
 
 pub(crate) fn get_status(conn: &Connection, task: &TaskSelector) -> Result<Option<TaskRef>> {
@@ -42,7 +42,7 @@ pub(crate) fn list(conn: &Connection, params: &ListParams) -> Result<Vec<Task>> 
             args = args.text(flag, value);
         }
     }
-    query(conn, render(&sqlite::LIST_TASKS, &flags), &args, row::task)
+    query(conn, render(&sqlite::LIST_TASKS, &flags), &args, row::task())
 }
 
 pub(crate) fn stats(conn: &Connection, queue: Option<&str>) -> Result<Vec<TaskCount>> {

@@ -83,13 +83,19 @@ pub(crate) fn query<T>(
 ) -> Result<Vec<T>> {
     let fail = |e| sqlite_error(rendered.name, e);
     let mut stmt = conn.prepare_cached(rendered.sql).map_err(fail)?;
-    for (name, placeholder) in &rendered.params {
+    for (position, (name, placeholder)) in rendered.params.iter().enumerate() {
         let value = args.get(name).ok_or_else(|| Error::Storage {
             message: format!("{}: no value for :{name}", rendered.name),
             source: None,
             transient: false,
         })?;
-        let index = stmt.parameter_index(placeholder).map_err(fail)?.unwrap_or_default();
+        // SQLite numbers named parameters in order of first appearance, as
+        // the rendering lists them; the name check is an array lookup,
+        // the search by name the fallback.
+        let index = match stmt.parameter_name(position + 1) {
+            Some(found) if found == placeholder => position + 1,
+            _ => stmt.parameter_index(placeholder).map_err(fail)?.unwrap_or_default(),
+        };
         stmt.raw_bind_parameter(index, value).map_err(fail)?;
     }
     let mut rows = stmt.raw_query();

@@ -124,7 +124,7 @@ impl SqliteStore {
     async fn write<T, F>(&self, work: F) -> Result<T>
     where
         T: Send + 'static,
-        F: FnOnce(WriteCtx<'_>) -> Result<T> + Send + 'static,
+        F: Fn(WriteCtx<'_>) -> Result<T> + Send + 'static,
     {
         let (job, reply) = job(work);
         let sent = self.writer.lock().as_ref().map(|w| w.send(job).is_ok());

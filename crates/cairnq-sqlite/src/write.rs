@@ -25,8 +25,12 @@ pub(crate) fn submit(ctx: &mut WriteCtx<'_>, task: &NewTask) -> Result<Task> {
     match resolve_key_conflict(task.conflict, key, existing.as_ref())? {
         KeyedSubmit::ReturnExisting => {
             let id = existing.map(|t| t.id).unwrap_or_default();
-            let found =
-                query_opt(ctx.conn, render(&sqlite::SELECT_TASK, &["by_id"]), &Args::new().text("id", &id), row::task)?;
+            let found = query_opt(
+                ctx.conn,
+                render(&sqlite::SELECT_TASK, &["by_id"]),
+                &Args::new().text("id", &id),
+                row::task(),
+            )?;
             found.ok_or(Error::NotFound { task_id: id })
         }
         KeyedSubmit::Insert { cancel_existing } => {
@@ -61,7 +65,7 @@ fn insert(ctx: &mut WriteCtx<'_>, task: &NewTask) -> Result<Task> {
 
 /// Runs a statement that returns at most one task row, noting the change.
 fn returning_task(ctx: &mut WriteCtx<'_>, rendered: &crate::sql::Rendered, args: &Args) -> Result<Option<Task>> {
-    let task = query_opt(ctx.conn, rendered, args, row::task)?;
+    let task = query_opt(ctx.conn, rendered, args, row::task())?;
     if let Some(task) = &task {
         ctx.changes.saw(task);
     }
@@ -109,7 +113,7 @@ pub(crate) fn claim(ctx: &mut WriteCtx<'_>, params: &ClaimParams) -> Result<Vec<
             .set("limit", i64::from(limit))
             .set("now_ms", ctx.now_ms);
         let (flags, args) = scope(&draw.queues, draw.names.as_deref(), args);
-        let rows = query(ctx.conn, render(&sqlite::CLAIM_DUE_TASKS, &flags), &args, row::task)?;
+        let rows = query(ctx.conn, render(&sqlite::CLAIM_DUE_TASKS, &flags), &args, row::task())?;
         plan.took(index, rows.len());
         claimed.extend(rows);
     }

@@ -2,9 +2,11 @@
 //!
 //! Callers send write jobs (closures over the connection) down a channel.
 //! The thread blocks for the first job, drains every job already waiting
-//! (up to `max_batch`), and runs them in ONE `BEGIN IMMEDIATE` transaction,
-//! each inside its own savepoint: a failing job rolls back only its own
-//! savepoint and fails only its own caller. After the COMMIT (and only
+//! (up to `max_batch`), and runs them in ONE `BEGIN IMMEDIATE` transaction.
+//! A failing job fails only its own caller: a job that failed before
+//! changing any row needs no undo; one that failed after writing makes the
+//! writer roll back and re-run the batch with a savepoint per job (so it
+//! undoes only its own). After the COMMIT (and only
 //! then) every caller hears its outcome; a failed COMMIT fails them all.
 //! One fsync thus covers every write that arrived while the last one was
 //! being made durable.
@@ -16,14 +18,14 @@ use std::time::{Duration, Instant};
 
 use cairnq_core::{Clock, Error, Result};
 use cairnq_protocol::sqlite;
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use crate::error::{guarded, replicate, sqlite_error};
 use crate::sql::{Args, query, render};
 use crate::wake::{Changes, WakeBoard};
 
-/// A write's view of the database: the connection inside its savepoint,
+/// A write's view of the database: the connection inside the transaction,
 /// "now" for this write, and where it records what sleepers care about.
 pub(crate) struct WriteCtx<'a> {
     pub(crate) conn: &'a Connection,
@@ -55,14 +57,15 @@ impl Counters {
 
 /// One caller's write, type-erased so different writes share a batch.
 pub(crate) trait Job: Send {
-    /// Runs the write; `false` when it failed (its savepoint is rolled back).
+    /// Runs the write; `false` when it failed. May run again after its
+    /// batch was rolled back (the write is re-done from scratch then).
     fn run(&mut self, ctx: WriteCtx<'_>) -> bool;
     /// Replies once the batch's fate is known.
     fn finish(self: Box<Self>, committed: &Result<()>);
 }
 
 struct TypedJob<T, F> {
-    work: Option<F>,
+    work: F,
     outcome: Option<Result<T>>,
     reply: oneshot::Sender<Result<T>>,
 }
@@ -70,10 +73,10 @@ struct TypedJob<T, F> {
 impl<T, F> Job for TypedJob<T, F>
 where
     T: Send,
-    F: FnOnce(WriteCtx<'_>) -> Result<T> + Send,
+    F: Fn(WriteCtx<'_>) -> Result<T> + Send,
 {
     fn run(&mut self, ctx: WriteCtx<'_>) -> bool {
-        let Some(work) = self.work.take() else { return false };
+        let work = &self.work;
         let outcome = guarded(|| work(ctx));
         let ok = outcome.is_ok();
         self.outcome = Some(outcome);
@@ -95,10 +98,10 @@ where
 pub(crate) fn job<T, F>(work: F) -> (Box<dyn Job>, oneshot::Receiver<Result<T>>)
 where
     T: Send + 'static,
-    F: FnOnce(WriteCtx<'_>) -> Result<T> + Send + 'static,
+    F: Fn(WriteCtx<'_>) -> Result<T> + Send + 'static,
 {
     let (reply, receiver) = oneshot::channel();
-    (Box::new(TypedJob { work: Some(work), outcome: None, reply }), receiver)
+    (Box::new(TypedJob { work, outcome: None, reply }), receiver)
 }
 
 /// What the writer thread needs besides its connection.
@@ -113,7 +116,7 @@ pub(crate) struct WriterEnv {
 const OPTIMIZE_EVERY: Duration = Duration::from_secs(60);
 
 /// The writer thread's loop; returns when every sender is gone.
-pub(crate) fn run_writer(mut conn: Connection, jobs: mpsc::Receiver<Box<dyn Job>>, env: WriterEnv) {
+pub(crate) fn run_writer(conn: Connection, jobs: mpsc::Receiver<Box<dyn Job>>, env: WriterEnv) {
     let mut last_optimize = Instant::now();
     while let Ok(first) = jobs.recv() {
         let mut batch = vec![first];
@@ -123,7 +126,7 @@ pub(crate) fn run_writer(mut conn: Connection, jobs: mpsc::Receiver<Box<dyn Job>
                 Err(_) => break,
             }
         }
-        run_batch(&mut conn, batch, &env);
+        run_batch(&conn, batch, &env);
         if last_optimize.elapsed() >= OPTIMIZE_EVERY {
             last_optimize = Instant::now();
             // Advisory: a failed optimize changes nothing a caller sees.
@@ -132,38 +135,109 @@ pub(crate) fn run_writer(mut conn: Connection, jobs: mpsc::Receiver<Box<dyn Job>
     }
 }
 
-fn run_batch(conn: &mut Connection, mut batch: Vec<Box<dyn Job>>, env: &WriterEnv) {
+fn run_batch(conn: &Connection, mut batch: Vec<Box<dyn Job>>, env: &WriterEnv) {
     let mut changes = Changes::default();
     let committed = run_in_transaction(conn, &mut batch, &mut changes, env.clock.as_ref());
-    if committed.is_ok() {
+    if let Ok(true) = committed {
         env.counters.commits.fetch_add(1, Ordering::Relaxed);
         env.counters.jobs.fetch_add(batch.len() as u64, Ordering::Relaxed);
         env.wakes.publish(&changes);
     }
+    let committed = committed.map(|_| ());
     for job in batch {
         job.finish(&committed);
     }
 }
 
+/// Transaction and savepoint control, prepared once per connection
+/// (rusqlite's own transactions and savepoints re-parse their SQL on every
+/// use: a measurable share of a group commit of small writes).
+const BEGIN: &str = "begin immediate";
+const COMMIT: &str = "commit";
+const ROLLBACK: &str = "rollback";
+const SAVEPOINT: &str = "savepoint cairnq_job";
+const RELEASE: &str = "release cairnq_job";
+const ROLLBACK_TO: &str = "rollback to cairnq_job";
+
+fn control(conn: &Connection, sql: &'static str) -> Result<()> {
+    conn.prepare_cached(sql).and_then(|mut stmt| stmt.execute([])).map(|_| ()).map_err(|e| sqlite_error(sql, e))
+}
+
+/// How a batch's jobs ran.
+enum Ran {
+    /// Commit: every job either succeeded or failed without writing.
+    Commit,
+    /// A job failed after writing: undo everything.
+    Undo,
+}
+
+/// Runs the batch in one `BEGIN IMMEDIATE` transaction; `Ok(false)` when
+/// nothing was committed (a lone job failed and was rolled back).
+///
+/// Optimistic first pass: no savepoints (each costs a copy of every page
+/// its job touches). A job that fails without having changed a row needs
+/// no undo. Only when a job failed after writing is the transaction rolled
+/// back and the whole batch run again with one savepoint per job.
 fn run_in_transaction(
-    conn: &mut Connection,
+    conn: &Connection,
     batch: &mut [Box<dyn Job>],
     changes: &mut Changes,
     clock: &dyn Clock,
-) -> Result<()> {
-    let fail = |what| move |e| sqlite_error(what, e);
-    let mut tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(fail("begin immediate"))?;
+) -> Result<bool> {
+    let attempt = |savepoints: bool, batch: &mut [Box<dyn Job>], changes: &mut Changes| {
+        control(conn, BEGIN)?;
+        let ran = run_jobs(conn, batch, changes, clock, savepoints);
+        let outcome = match ran {
+            Ok(Ran::Commit) => control(conn, COMMIT).map(|()| true),
+            Ok(Ran::Undo) => control(conn, ROLLBACK).map(|()| false),
+            Err(e) => Err(e),
+        };
+        if outcome.is_err() && !conn.is_autocommit() {
+            // Best effort: the error already tells every caller the batch failed.
+            let _ = control(conn, ROLLBACK);
+        }
+        outcome
+    };
+    let committed = attempt(false, batch, changes)?;
+    if committed || batch.len() == 1 {
+        return Ok(committed);
+    }
+    *changes = Changes::default();
+    attempt(true, batch, changes)
+}
+
+/// Runs every job, each in its own savepoint when `savepoints`.
+fn run_jobs(
+    conn: &Connection,
+    batch: &mut [Box<dyn Job>],
+    changes: &mut Changes,
+    clock: &dyn Clock,
+    savepoints: bool,
+) -> Result<Ran> {
     for job in batch.iter_mut() {
-        let savepoint = tx.savepoint().map_err(fail("savepoint"))?;
+        if savepoints {
+            control(conn, SAVEPOINT)?;
+        }
+        let before = conn.total_changes();
         let mut own = Changes::default();
-        let ok = job.run(WriteCtx { conn: &savepoint, now_ms: clock.now_ms(), changes: &mut own });
-        if ok {
-            savepoint.commit().map_err(fail("release savepoint"))?;
-            changes.merge(own);
-        } else {
-            // The default drop behavior: roll back to the savepoint, release it.
-            savepoint.finish().map_err(fail("rollback to savepoint"))?;
+        let ok = job.run(WriteCtx { conn, now_ms: clock.now_ms(), changes: &mut own });
+        if conn.is_autocommit() {
+            // SQLite itself rolled the transaction back (e.g. an I/O error).
+            return Err(Error::Storage {
+                message: "the write transaction was rolled back by SQLite".into(),
+                source: None,
+                transient: true,
+            });
+        }
+        match (ok, savepoints) {
+            (true, _) => changes.merge(own),
+            (false, true) => control(conn, ROLLBACK_TO)?,
+            (false, false) if conn.total_changes() != before => return Ok(Ran::Undo),
+            (false, false) => {}
+        }
+        if savepoints {
+            control(conn, RELEASE)?;
         }
     }
-    tx.commit().map_err(fail("commit"))
+    Ok(Ran::Commit)
 }

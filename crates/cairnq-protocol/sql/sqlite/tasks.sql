@@ -3,9 +3,14 @@
 -- lines, so a rendered statement names only the columns a caller filters on
 -- and the planner reaches the index for exactly those. A task is picked
 -- either by id (`by_id`) or through its business key (`by_key`).
+--
+-- Writes to cairnq_tasks say `or fail`: every write runs inside a savepoint
+-- or transaction of its own that the SDK rolls back when the write fails,
+-- so SQLite need not keep a per-statement undo journal as well (with the
+-- default `or abort` it copies every page a statement touches first).
 
 -- name: insert_task
-insert into cairnq_tasks (
+insert or fail into cairnq_tasks (
     id, name, queue, status, payload, metadata, attempt, max_attempts, priority, run_at_ms,
     parent_id, root_id, correlation_id, created_at_ms, updated_at_ms
 ) values (
@@ -61,7 +66,7 @@ select count(*) from (
 -- Queued -> canceled now; running -> cancel requested (the first request's
 -- time is kept); terminal rows match nothing.
 -- name: cancel_task
-update cairnq_tasks set
+update or fail cairnq_tasks set
     status = iif(status = 'queued', 'canceled', status),
     completed_at_ms = iif(status = 'queued', :now_ms, completed_at_ms),
     cancel_requested_at_ms = iif(status = 'running', coalesce(cancel_requested_at_ms, :now_ms), cancel_requested_at_ms),
@@ -73,7 +78,7 @@ returning *
 
 -- Failed or canceled -> queued now; max_attempts is not consulted.
 -- name: retry_task
-update cairnq_tasks set
+update or fail cairnq_tasks set
     attempt = 0, -- when: reset_attempt
     status = 'queued',
     error = null,

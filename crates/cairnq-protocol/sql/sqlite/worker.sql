@@ -4,6 +4,11 @@
 -- order), many values (`many_queues` / `many_names`, a JSON array), or no
 -- name filter at all. Worker writes are ownership-checked: status running,
 -- worker_id = caller, lease_until_ms > now.
+--
+-- Writes to cairnq_tasks say `or fail`: every write runs inside a savepoint
+-- or transaction of its own that the SDK rolls back when the write fails,
+-- so SQLite need not keep a per-statement undo journal as well (with the
+-- default `or abort` it copies every page a statement touches first).
 
 -- Read-only: anything due here, or any expired lease anywhere?
 -- name: probe_claimable
@@ -23,7 +28,7 @@ select exists (
 -- Lease recovery, in this order, first thing in every claim transaction.
 -- A cancel was requested: cancel wins.
 -- name: recover_canceled_leases
-update cairnq_tasks set
+update or fail cairnq_tasks set
     status = 'canceled',
     lease_until_ms = null,
     completed_at_ms = :now_ms,
@@ -34,7 +39,7 @@ returning id, queue
 
 -- Attempts left: back to queued, due now.
 -- name: recover_requeued_leases
-update cairnq_tasks set
+update or fail cairnq_tasks set
     status = 'queued',
     worker_id = null,
     lease_until_ms = null,
@@ -48,7 +53,7 @@ returning id, queue
 
 -- Attempts used up: failed with the lease_expired envelope, worker kept.
 -- name: recover_failed_leases
-update cairnq_tasks set
+update or fail cairnq_tasks set
     status = 'failed',
     error = :error,
     lease_until_ms = null,
@@ -60,7 +65,7 @@ returning id, queue
 
 -- One draw: the best due rows, priority desc, run_at_ms asc, id asc.
 -- name: claim_due_tasks
-update cairnq_tasks set
+update or fail cairnq_tasks set
     status = 'running',
     worker_id = :worker_id,
     lease_until_ms = :now_ms + :lease_ms,
@@ -80,20 +85,20 @@ where id in (
 returning *
 
 -- name: heartbeat_task
-update cairnq_tasks set lease_until_ms = :now_ms + :lease_ms, updated_at_ms = :now_ms
+update or fail cairnq_tasks set lease_until_ms = :now_ms + :lease_ms, updated_at_ms = :now_ms
 where id = :id and status = 'running' and worker_id = :worker_id and lease_until_ms > :now_ms
 returning *
 
 -- Returns only the rows still owned; the caller restores the asked order.
 -- name: heartbeat_tasks
-update cairnq_tasks set lease_until_ms = :now_ms + :lease_ms, updated_at_ms = :now_ms
+update or fail cairnq_tasks set lease_until_ms = :now_ms + :lease_ms, updated_at_ms = :now_ms
 where id in (select value from json_each(:ids))
   and status = 'running' and worker_id = :worker_id and lease_until_ms > :now_ms
 returning id, cancel_requested_at_ms
 
 -- A null argument leaves the old value alone.
 -- name: update_progress
-update cairnq_tasks set
+update or fail cairnq_tasks set
     progress = coalesce(:progress, progress),
     message = coalesce(:message, message),
     updated_at_ms = :now_ms
@@ -102,7 +107,7 @@ returning *
 
 -- The raw primitive: ignores a pending cancel.
 -- name: succeed_task
-update cairnq_tasks set
+update or fail cairnq_tasks set
     status = 'succeeded',
     result = :result,
     progress = 1.0,
@@ -115,7 +120,7 @@ returning *
 -- Like succeed_task, unless a cancel was requested: then canceled, with
 -- result and progress left as they were.
 -- name: complete_task
-update cairnq_tasks set
+update or fail cairnq_tasks set
     status = iif(cancel_requested_at_ms is null, 'succeeded', 'canceled'),
     result = iif(cancel_requested_at_ms is null, :result, result),
     progress = iif(cancel_requested_at_ms is null, 1.0, progress),
@@ -129,7 +134,7 @@ returning *
 -- :delay_ms (worker, progress, message cleared); else failed. The error is
 -- recorded on every branch. `branch.requeue` is decided once per row.
 -- name: fail_task
-update cairnq_tasks set
+update or fail cairnq_tasks set
     status = case when branch.requeue then 'queued'
                   when cancel_requested_at_ms is not null then 'canceled'
                   else 'failed' end,

@@ -85,6 +85,46 @@ async fn a_failing_write_in_a_group_commit_fails_only_its_caller() {
     assert_eq!(count(&fresh.path, "select count(*) from cairnq_tasks"), 17, "every other write committed");
 }
 
+/// A submit_many whose second item is rejected after its first was
+/// inserted: the writer must undo exactly that job (rolling back and
+/// re-running its batch with savepoints) and still commit its neighbours.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_failing_after_it_wrote_is_undone_alone_in_a_group_commit() {
+    let fresh = fresh_path();
+    let store = Arc::new(open_store(&fresh.path).await);
+    let client = CairnQ::from_shared(Arc::clone(&store) as Arc<dyn Store>);
+    client.submit("seed", &serde_json::json!({})).key("taken").await.expect("seed");
+    let writes: Vec<_> = (0..48)
+        .map(|n| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                if n % 3 == 0 {
+                    let reject = SubmitOptions::new().key("taken").conflict(cairnq_core::Conflict::Reject);
+                    let specs = [
+                        cairnq_core::TaskSpec::new("doomed", &serde_json::json!({ "n": n })),
+                        cairnq_core::TaskSpec::new("doomed", &serde_json::json!({ "n": n })).options(reject),
+                    ];
+                    client.submit_many(&specs).await.map(|_| ())
+                } else {
+                    client.submit("kept", &serde_json::json!({ "n": n })).await.map(|_| ())
+                }
+            })
+        })
+        .collect();
+    let mut rejected = 0;
+    for w in writes {
+        if let Err(e) = w.await.expect("join") {
+            assert_eq!(e.kind(), cairnq_core::ErrorKind::AlreadyExists, "{e}");
+            rejected += 1;
+        }
+    }
+    assert_eq!(rejected, 16);
+    assert_eq!(count(&fresh.path, "select count(*) from cairnq_tasks where name = 'doomed'"), 0, "undone");
+    assert_eq!(count(&fresh.path, "select count(*) from cairnq_tasks where name = 'kept'"), 32);
+    let stats = store.write_stats();
+    assert!(stats.commits < stats.jobs, "the writes never shared a commit: {stats:?}");
+}
+
 /// Another process holding SQLite's write lock (a raw connection here).
 fn hold_write_lock(path: &std::path::Path) -> rusqlite::Connection {
     let conn = rusqlite::Connection::open(path).expect("raw connection");
