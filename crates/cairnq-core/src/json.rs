@@ -2,7 +2,7 @@
 //!
 //! serde_json quietly turns a NaN or an infinity into `null`; PROTOCOL.md
 //! says such values are rejected with SerializationError, never coerced. So
-//! typed values are walked once by [`FiniteCheck`] before they are converted.
+//! typed values are walked once by a checking serializer before they are converted.
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
