@@ -16,6 +16,7 @@ use cairnq_core::{Result, Store};
 
 #[cfg(feature = "bench")]
 pub mod bench;
+mod conformance_tests;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod scenario;

@@ -6,4 +6,3 @@
 mod binary;
 mod broken_store;
 mod interpreter;
-mod sqlite_suite;

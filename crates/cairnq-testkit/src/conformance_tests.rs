@@ -1,0 +1,76 @@
+//! `conformance_tests!`: the whole shared suite — every built-in scenario and
+//! every worker-suite test — as `#[tokio::test]`s in the calling test crate,
+//! from one list, so each backend's `tests/conformance.rs` is one line and no
+//! backend can silently skip a test another runs.
+//!
+//! ```ignore
+//! // crates/your-backend/tests/conformance.rs
+//! fn factory() -> MyFactory { MyFactory::new() }
+//! cairnq_testkit::conformance_tests!(factory());
+//! ```
+//!
+//! The caller needs `tokio` (with `macros` and `rt-multi-thread`) among its
+//! dev-dependencies.
+
+/// Every built-in scenario and every worker-suite test on `$factory` (an
+/// expression evaluated once per test, yielding a [`BackendFactory`](crate::BackendFactory)).
+#[macro_export]
+macro_rules! conformance_tests {
+    ($factory:expr) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn every_builtin_scenario_passes() {
+            let factory = $factory;
+            let report = $crate::scenario::run_all(&factory).await;
+            assert_eq!(report.outcomes.len(), $crate::scenario::builtin_scenarios().len());
+            report.assert_all_passed();
+        }
+
+        $crate::worker_suite_tests!($factory);
+    };
+}
+
+/// Every worker-suite test on `$factory`, each on the runtime flavor it needs.
+#[macro_export]
+macro_rules! worker_suite_tests {
+    ($factory:expr) => {
+        $crate::__worker_suite_each!($factory;
+            "multi_thread": a_killed_worker_is_recovered_after_its_lease,
+            "multi_thread": sigterm_drains_then_abandons,
+            "multi_thread": a_stopped_worker_claims_nothing_more,
+            "multi_thread": cancel_wins_on_every_path,
+            "multi_thread": retries_follow_the_backoff_windows,
+            "multi_thread": exhausted_attempts_fail_with_the_envelope,
+            "multi_thread": a_panic_fails_the_attempt_and_the_worker_keeps_serving,
+            "multi_thread": an_unknown_name_fails_as_no_handler,
+            "multi_thread": only_registered_names_are_claimed,
+            "multi_thread": an_unserializable_result_fails_permanently,
+            "multi_thread": max_run_abandons_a_hung_handler,
+            "current_thread": blocking_handlers_do_not_block_the_runtime,
+            "current_thread": a_blocked_runtime_is_reported,
+            "multi_thread": a_context_reports_progress_and_submits_children,
+            "multi_thread": a_batch_call_settles_what_it_left_open,
+            "multi_thread": a_failed_batch_call_fails_what_it_left_open,
+            "multi_thread": a_resource_is_never_overcommitted,
+            "multi_thread": per_name_concurrency_caps_calls,
+            "multi_thread": rotation_shares_slots_between_names,
+            "multi_thread": the_byte_budget_bounds_payloads_in_flight,
+            "multi_thread": backpressure_refuses_submits_to_a_full_queue,
+            "multi_thread": retention_sweeps_by_rule,
+        );
+    };
+}
+
+/// One `#[tokio::test]` per listed worker-suite test (implementation detail
+/// of [`worker_suite_tests!`]).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __worker_suite_each {
+    ($factory:expr; $($flavor:literal: $name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = $flavor)]
+            async fn $name() {
+                $crate::worker_suite::$name(&$factory).await;
+            }
+        )*
+    };
+}
