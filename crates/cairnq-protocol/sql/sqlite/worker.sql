@@ -90,10 +90,12 @@ where id = :id and status = 'running' and worker_id = :worker_id and lease_until
 returning *
 
 -- Returns only the rows still owned; the caller restores the asked order.
+-- The unary `+` keeps the other terms off their indexes: the rows are
+-- found by primary key, never by scanning every running or leased row.
 -- name: heartbeat_tasks
 update or fail cairnq_tasks set lease_until_ms = :now_ms + :lease_ms, updated_at_ms = :now_ms
 where id in (select value from json_each(:ids))
-  and status = 'running' and worker_id = :worker_id and lease_until_ms > :now_ms
+  and +status = 'running' and +worker_id = :worker_id and +lease_until_ms > :now_ms
 returning id, cancel_requested_at_ms
 
 -- A null argument leaves the old value alone.

@@ -48,8 +48,19 @@ fn assert_no_sort(lines: &[String], what: &str) {
     assert!(!lines.iter().any(|l| l.contains("TEMP B-TREE")), "{what} sorts: {lines:?}");
 }
 
-/// A database with a spread of queues, names, chains and states.
+/// A database with a spread of queues, names, chains and states, with
+/// planner statistics.
 async fn populated() -> (crate::common::Fresh, CairnQ) {
+    let (fresh, client) = populated_without_statistics().await;
+    // Plans must hold with planner statistics, as a long-lived store has
+    // them once PRAGMA optimize ran over a populated table.
+    rusqlite::Connection::open(&fresh.path).and_then(|c| c.execute_batch("analyze")).expect("analyze");
+    (fresh, client)
+}
+
+/// The same spread, with many rows running, as a store filled after it
+/// opened sees it: no planner statistics yet.
+async fn populated_without_statistics() -> (crate::common::Fresh, CairnQ) {
     let fresh = fresh_path();
     let client = open_client(&fresh.path).await;
     let specs: Vec<TaskSpec> = (0..300)
@@ -66,9 +77,8 @@ async fn populated() -> (crate::common::Fresh, CairnQ) {
     for task in client.claim(&claim).await.expect("claim") {
         client.complete(&SettleParams::new(&task.id, "w", serde_json::json!(1))).await.expect("complete");
     }
-    // Plans must hold with planner statistics, as a long-lived store has
-    // them once PRAGMA optimize ran over a populated table.
-    rusqlite::Connection::open(&fresh.path).and_then(|c| c.execute_batch("analyze")).expect("analyze");
+    let running = ClaimParams::single("w", 60_000, vec!["q1".into(), "q2".into()], None, 150);
+    client.claim(&running).await.expect("claim");
     (fresh, client)
 }
 
@@ -129,5 +139,26 @@ async fn probe_and_lease_recovery_read_indexes() {
     for recover in [&sqlite::RECOVER_CANCELED_LEASES, &sqlite::RECOVER_REQUEUED_LEASES, &sqlite::RECOVER_FAILED_LEASES]
     {
         check(&fresh.path, recover, &[], &["cairnq_tasks_lease_idx"]);
+    }
+}
+
+/// The worker's hot statements must not scan every running row, also
+/// before the table has planner statistics (a store filled after it opened:
+/// PRAGMA optimize runs at most once a minute).
+#[tokio::test]
+async fn hot_worker_statements_use_their_indexes_without_statistics() {
+    let (fresh, _client) = populated_without_statistics().await;
+    let by_id = &["sqlite_autoindex_cairnq_tasks_1"];
+    let heartbeat = check(&fresh.path, &sqlite::HEARTBEAT_TASKS, &[], by_id);
+    assert!(!heartbeat.iter().any(|l| uses(l, "cairnq_tasks_status_completed_idx")), "{heartbeat:?}");
+    for recover in [&sqlite::RECOVER_CANCELED_LEASES, &sqlite::RECOVER_REQUEUED_LEASES, &sqlite::RECOVER_FAILED_LEASES]
+    {
+        check(&fresh.path, recover, &[], &["cairnq_tasks_lease_idx"]);
+    }
+    let claim =
+        check(&fresh.path, &sqlite::CLAIM_DUE_TASKS, &["one_queue", "one_name"], &["cairnq_tasks_claim_name_idx"]);
+    assert_no_sort(&claim, "one queue, one name");
+    for settle in [&sqlite::COMPLETE_TASK, &sqlite::HEARTBEAT_TASK, &sqlite::FAIL_TASK] {
+        check(&fresh.path, settle, &[], by_id);
     }
 }
