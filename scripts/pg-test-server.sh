@@ -7,7 +7,8 @@
 #
 # `start` is idempotent: a server already running in <dir> is reused and its DSN
 # printed again, so every test binary can call it. The server listens on
-# 127.0.0.1 only, with fsync off (test data is disposable). Roles:
+# 127.0.0.1 only, with fsync off (test data is disposable; PG_TEST_FSYNC=on for
+# benchmarks, which must not take that shortcut). Roles:
 #   postgres        superuser, trust auth (the DSN printed)
 #   cairnq_pw       password auth (password `cairnq-pw`), for wrong-password tests
 #   cairnq_noddl    trust auth, may connect but not create tables or schemas
@@ -69,7 +70,7 @@ start() {
     [[ -d "$dir/data" ]] || { init_cluster "$dir"; fresh=1; }
     if ! is_running "$dir"; then
         as_owner "$(pg_bin)/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-            -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories='' -c fsync=off -c max_connections=400" \
+            -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories='' -c fsync=${PG_TEST_FSYNC:-off} -c max_connections=400" \
             start >/dev/null 9>&-
     fi
     [[ $fresh -eq 0 ]] || create_roles "$port"

@@ -45,7 +45,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), String> {
         peers: args.iter().any(|a| a == "--peers"),
         record: !args.iter().any(|a| a == "--no-record"),
     };
-    let postgres = postgres_wired(root).then(|| test_env::postgres_dsn(root).ok()).flatten();
+    let postgres = postgres_wired(root).then(|| test_env::bench_postgres_dsn(root).ok()).flatten();
     let features = if postgres.is_some() { "bench,postgres" } else { "bench" };
     cargo(root, &["build", "--release", "-p", "cairnq-testkit", "--bin", "cairnq-bench", "--features", features])?;
     let bench = root.join("target/release/cairnq-bench");
@@ -61,6 +61,9 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), String> {
         if flags.peers {
             add_peer_numbers(root, backend, dsn.as_deref(), flags.quick, &mut rows)?;
         }
+    }
+    if postgres.is_some() && std::env::var("CAIRNQ_BENCH_PG_DSN").is_err() {
+        test_env::stop_postgres(root, "pg-bench");
     }
     let micro = criterion(root, flags.quick)?;
     let report = render(&rows, &micro, &flags, postgres.is_some());

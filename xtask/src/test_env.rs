@@ -11,8 +11,10 @@ use std::process::{Command, Stdio};
 
 /// The reference peer, pinned: cross-language tests compare against it.
 const PYTHON_PEER: &str = "cairnq[postgres]==0.15.1";
-/// The port of the throwaway Postgres cluster.
+/// The port of the throwaway Postgres test cluster.
 const PG_PORT: &str = "54329";
+/// The port of the benchmarks' cluster (fsync on).
+const PG_BENCH_PORT: &str = "54330";
 
 /// Provisions the peer and the server, runs the tests, stops the server.
 pub(crate) fn run_tests(root: &Path, cargo_args: &[String]) -> Result<(), String> {
@@ -29,7 +31,7 @@ pub(crate) fn run_tests(root: &Path, cargo_args: &[String]) -> Result<(), String
         .status()
         .map_err(|e| format!("cannot run cargo test: {e}"))?;
     if started_pg {
-        stop_postgres(root);
+        stop_postgres(root, "pg-test");
     }
     if status.success() { Ok(()) } else { Err(format!("cargo test failed ({status})")) }
 }
@@ -59,21 +61,32 @@ pub(crate) fn ensure_python_peer(root: &Path) -> Result<String, String> {
     Ok(python.display().to_string())
 }
 
-/// CAIRNQ_TEST_PG_DSN, or the DSN of the throwaway server, started now.
+/// CAIRNQ_TEST_PG_DSN, or the DSN of the throwaway test server (fsync off:
+/// test data is disposable), started now.
 pub(crate) fn postgres_dsn(root: &Path) -> Result<String, String> {
     match std::env::var("CAIRNQ_TEST_PG_DSN") {
         Ok(dsn) => Ok(dsn),
-        Err(_) => start_postgres(root),
+        Err(_) => start_postgres(root, "pg-test", PG_PORT, "off"),
     }
 }
 
-fn start_postgres(root: &Path) -> Result<String, String> {
-    let dir = root.join("target").join("pg-test");
+/// CAIRNQ_BENCH_PG_DSN, or a throwaway cluster of its own with fsync ON:
+/// benchmarks take no durability shortcut.
+pub(crate) fn bench_postgres_dsn(root: &Path) -> Result<String, String> {
+    match std::env::var("CAIRNQ_BENCH_PG_DSN") {
+        Ok(dsn) => Ok(dsn),
+        Err(_) => start_postgres(root, "pg-bench", PG_BENCH_PORT, "on"),
+    }
+}
+
+fn start_postgres(root: &Path, dir: &str, port: &str, fsync: &str) -> Result<String, String> {
+    let dir = root.join("target").join(dir);
     let output = Command::new("bash")
         .arg(root.join("scripts").join("pg-test-server.sh"))
         .arg("start")
         .arg(&dir)
-        .arg(PG_PORT)
+        .arg(port)
+        .env("PG_TEST_FSYNC", fsync)
         .stderr(Stdio::inherit())
         .output()
         .map_err(|e| format!("cannot start the test Postgres server: {e}"))?;
@@ -89,8 +102,9 @@ fn start_postgres(root: &Path) -> Result<String, String> {
         .ok_or_else(|| format!("pg-test-server.sh printed no DSN: {stdout}"))
 }
 
-fn stop_postgres(root: &Path) {
-    let dir = root.join("target").join("pg-test");
+/// Stops a throwaway cluster started by this chore (`dir` under target/).
+pub(crate) fn stop_postgres(root: &Path, dir: &str) {
+    let dir = root.join("target").join(dir);
     let _ = Command::new("bash").arg(root.join("scripts").join("pg-test-server.sh")).arg("stop").arg(&dir).status();
 }
 
