@@ -42,6 +42,40 @@ pub fn test_dsn() -> Result<String> {
     }
 }
 
+/// `dsn` (a `postgres://` URL) naming database `database` instead.
+///
+/// ```
+/// use cairnq_testkit::postgres::dsn_with_database;
+/// let dsn = "postgres://postgres@127.0.0.1:54329/cairnq_test?sslmode=disable";
+/// assert_eq!(dsn_with_database(dsn, "other"), "postgres://postgres@127.0.0.1:54329/other?sslmode=disable");
+/// ```
+pub fn dsn_with_database(dsn: &str, database: &str) -> String {
+    let (base, query) = dsn.split_once('?').map_or((dsn, None), |(b, q)| (b, Some(q)));
+    let authority_end = base.find("://").map_or(0, |i| i + 3);
+    let host_part = base[authority_end..].split('/').next().unwrap_or_default();
+    let mut out = format!("{}{host_part}/{database}", &base[..authority_end]);
+    if let Some(query) = query {
+        out.push('?');
+        out.push_str(query);
+    }
+    out
+}
+
+/// `dsn` (a `postgres://` URL) with `user_and_password` (`user` or
+/// `user:password`) as its credentials.
+///
+/// ```
+/// use cairnq_testkit::postgres::dsn_with_user;
+/// let dsn = "postgres://postgres@127.0.0.1:54329/cairnq_test";
+/// assert_eq!(dsn_with_user(dsn, "cairnq_pw:x"), "postgres://cairnq_pw:x@127.0.0.1:54329/cairnq_test");
+/// ```
+pub fn dsn_with_user(dsn: &str, user_and_password: &str) -> String {
+    let authority_start = dsn.find("://").map_or(0, |i| i + 3);
+    let rest = &dsn[authority_start..];
+    let host_and_path = rest.split_once('@').map_or(rest, |(_, after)| after);
+    format!("{}{user_and_password}@{host_and_path}", &dsn[..authority_start])
+}
+
 /// A new schema name no other test uses.
 pub fn fresh_schema_name() -> String {
     format!("t_{}", cairnq_core::id::ulid().to_lowercase())
@@ -128,7 +162,7 @@ impl TestServer {
     /// The DSN for another role of the test cluster (`cairnq_pw` with a
     /// password, or `cairnq_noddl`, which may not create anything).
     pub fn dsn_for(&self, user_and_password: &str) -> String {
-        self.dsn.replacen("postgres@", &format!("{user_and_password}@"), 1)
+        dsn_with_user(&self.dsn, user_and_password)
     }
 
     /// `pg_ctl restart -m fast`: every connection is cut.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use cairnq_core::ErrorKind;
 use cairnq_postgres::{PostgresOptions, PostgresStore};
-use cairnq_testkit::postgres::fresh_schema_name;
+use cairnq_testkit::postgres::{dsn_with_database, dsn_with_user, fresh_schema_name};
 
 use crate::support::{count, dsn, dsn_as, fresh, raw};
 
@@ -76,7 +76,7 @@ impl ScratchDatabase {
     }
 
     fn dsn(&self) -> String {
-        dsn().replace("/cairnq_test", &format!("/{}", self.name))
+        dsn_with_database(&dsn(), &self.name)
     }
 
     async fn drop_now(self) {
@@ -100,7 +100,8 @@ async fn the_schema_option_and_the_installation_guard() {
         count(&admin, "select count(*) from pg_tables where tablename like 'cairnq%' and schemaname = 'public'");
     assert_eq!(public.await, 0, "nothing was created in public");
 
-    let via_path = format!("{}?options=-csearch_path%3Djobs", db.dsn());
+    let separator = if db.dsn().contains('?') { '&' } else { '?' };
+    let via_path = format!("{}{separator}options=-csearch_path%3Djobs", db.dsn());
     let joined = PostgresStore::connect(&via_path).await.expect("a search_path reaching jobs joins it");
     let seen = cairnq_core::CairnQ::new(joined).list(&cairnq_core::ListFilter::new()).await.expect("list");
     assert_eq!(seen.len(), 1, "the same installation");
@@ -148,7 +149,7 @@ async fn a_wrong_password_is_a_permanent_storage_error() {
 async fn a_role_that_may_not_create_tables_gets_a_clear_error() {
     // A database with no installation, so the role's first act is a CREATE.
     let db = ScratchDatabase::create().await;
-    let noddl = db.dsn().replacen("postgres@", "cairnq_noddl@", 1);
+    let noddl = dsn_with_user(&db.dsn(), "cairnq_noddl");
     for options in [PostgresOptions::new(), PostgresOptions::new().schema("jobs")] {
         let attempt = PostgresStore::connect_with(&noddl, options.listen(false));
         let err = tokio::time::timeout(NO_HANG, attempt).await.expect("no hang").expect_err("refused");

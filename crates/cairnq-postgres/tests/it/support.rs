@@ -2,7 +2,7 @@
 
 use cairnq_core::CairnQ;
 use cairnq_postgres::{PostgresOptions, PostgresStore};
-use cairnq_testkit::postgres::{fresh_schema_name, test_dsn};
+use cairnq_testkit::postgres::{dsn_with_user, fresh_schema_name, test_dsn};
 
 /// The test server's superuser DSN.
 pub(crate) fn dsn() -> String {
@@ -11,7 +11,7 @@ pub(crate) fn dsn() -> String {
 
 /// A DSN for another role of the test cluster (see scripts/pg-test-server.sh).
 pub(crate) fn dsn_as(user_and_password: &str) -> String {
-    dsn().replacen("postgres@", &format!("{user_and_password}@"), 1)
+    dsn_with_user(&dsn(), user_and_password)
 }
 
 /// A store in a schema of its own, and that schema's name.

@@ -6,7 +6,7 @@
 use cairnq_core::store::{ClaimParams, SettleParams};
 use cairnq_core::{CairnQ, ErrorKind, TaskStatus};
 use cairnq_postgres::{PostgresOptions, PostgresStore};
-use cairnq_testkit::postgres::{fresh_schema_name, test_dsn};
+use cairnq_testkit::postgres::{dsn_with_database, fresh_schema_name, test_dsn};
 use serde_json::json;
 
 use crate::support::{peer, peer_error, python_task_matches};
@@ -77,7 +77,7 @@ async fn neither_side_splits_an_installation_the_other_made() {
     // installation while one exists in another schema.
     let db = fresh_schema_name();
     admin(&dsn()).await.batch_execute(&format!("create database {db}")).await.expect("create database");
-    let db_dsn = dsn().replace("/cairnq_test", &format!("/{db}"));
+    let db_dsn = dsn_with_database(&dsn(), &db);
 
     peer(&["create", &with_schema(&db_dsn, "python_jobs")]);
     let err = PostgresStore::connect(&db_dsn).await.expect_err("Rust refuses to start a second installation");
