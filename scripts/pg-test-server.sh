@@ -63,6 +63,26 @@ create role cairnq_noddl login;
 SQL
 }
 
+# Tests make schemas and databases named t_<epoch ms>_<random>; a reused
+# server would collect them forever, so each start drops those older than two
+# hours (best effort: a test that old is long gone).
+sweep_stale() {
+    local port=$1 cutoff
+    cutoff="(extract(epoch from now()) * 1000)::bigint - 7200000"
+    psql_admin "$port" -d cairnq_test >/dev/null <<SQL || true
+set client_min_messages = warning;
+do \$sweep\$ declare stale record; begin
+    for stale in select nspname from pg_namespace
+                  where nspname ~ '^t_[0-9]{13}_' and split_part(nspname, '_', 2)::bigint < $cutoff loop
+        execute format('drop schema %I cascade', stale.nspname);
+    end loop;
+end \$sweep\$;
+SQL
+    psql_admin "$port" -d postgres -At -c "select datname from pg_database
+        where datname ~ '^t_[0-9]{13}_' and split_part(datname, '_', 2)::bigint < $cutoff" 2>/dev/null |
+        while read -r db; do psql_admin "$port" -d postgres -c "drop database \"$db\" with (force)" || true; done
+}
+
 is_running() { [[ -f "$1/data/postmaster.pid" ]] && as_owner "$(pg_bin)/pg_ctl" -D "$1/data" status >/dev/null 2>&1; }
 
 start() {
@@ -73,7 +93,7 @@ start() {
             -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories='' -c fsync=${PG_TEST_FSYNC:-off} -c max_connections=400" \
             start >/dev/null 9>&-
     fi
-    [[ $fresh -eq 0 ]] || create_roles "$port"
+    if [[ $fresh -eq 1 ]]; then create_roles "$port"; else sweep_stale "$port"; fi
     dsn "$port"
 }
 

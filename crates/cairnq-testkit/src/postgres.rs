@@ -76,9 +76,13 @@ pub fn dsn_with_user(dsn: &str, user_and_password: &str) -> String {
     format!("{}{user_and_password}@{host_and_path}", &dsn[..authority_start])
 }
 
-/// A new schema name no other test uses.
+/// A new schema (or database) name no other test uses:
+/// `t_<epoch ms>_<random>`. `scripts/pg-test-server.sh start` drops the ones
+/// older than two hours from a reused server.
 pub fn fresh_schema_name() -> String {
-    format!("t_{}", cairnq_core::id::ulid().to_lowercase())
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+    let random = cairnq_core::id::ulid().to_lowercase();
+    format!("t_{now}_{}", &random[random.len() - 10..])
 }
 
 /// Opens the cairnq installation in `schema` (how a child worker process
