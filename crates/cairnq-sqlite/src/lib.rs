@@ -55,8 +55,10 @@
 //! [`Store::wait_for_change`](cairnq_core::Store::wait_for_change) short too:
 //! while (and only while) someone sleeps, a watcher thread reads
 //! `PRAGMA data_version` on its own connection every
-//! [`SqliteOptions::watch_interval`] (1 ms by default) and wakes the
-//! sleepers when it changed. With nobody sleeping the watcher is parked.
+//! [`SqliteOptions::watch_interval`] (1 ms by default; stepping down to
+//! 16x that after about 1.5 s without any commit, back to 1 ms at the next
+//! one) and wakes the sleepers when it changed. With nobody sleeping the
+//! watcher is parked.
 //!
 //! # SQL
 //!
