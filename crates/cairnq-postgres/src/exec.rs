@@ -78,6 +78,17 @@ pub(crate) async fn one_row(
         .ok_or_else(|| Error::corrupt_row(format!("statement {} returned no row", statement.name)))
 }
 
+/// Like [`rows`], for a statement that answers one boolean (`exists`, ...).
+pub(crate) async fn answer(
+    exec: &impl Exec,
+    statement: &'static Statement,
+    flags: &[&str],
+    args: &Args,
+) -> Result<bool> {
+    let row = one_row(exec, statement, flags, args).await?;
+    row.try_get(0).map_err(|e| Error::corrupt_row(format!("statement {} answered no boolean: {e}", statement.name)))
+}
+
 /// Runs Postgres-only SQL (no protocol counterpart) with positional
 /// parameters.
 pub(crate) async fn run_sql(

@@ -15,7 +15,7 @@ use cairnq_protocol::{Migration, PROTOCOL_VERSION, postgres};
 use deadpool_postgres::{Client, Transaction};
 
 use crate::error::classify;
-use crate::exec::{Exec, one_row, opt_row, rows, run_sql};
+use crate::exec::{Exec, answer, opt_row, rows, run_sql};
 use crate::options::quote_ident;
 use crate::row::col;
 use crate::sql::Args;
@@ -94,14 +94,11 @@ async fn one(tx: &Transaction<'_>, context: &str, sql: &str, arg: &str) -> Resul
 }
 
 async fn table_exists(exec: &impl Exec, table: &'static str) -> Result<bool> {
-    let row = one_row(exec, &postgres::TABLE_EXISTS, &[], &Args::new().set("table", table)).await?;
-    row.try_get(0).map_err(|e| Error::corrupt_row(format!("table_exists: {e}")))
+    answer(exec, &postgres::TABLE_EXISTS, &[], &Args::new().set("table", table)).await
 }
 
 async fn applied(exec: &impl Exec, migration: &Migration) -> Result<bool> {
-    let args = Args::new().set("name", migration.file_name);
-    let row = one_row(exec, &postgres::MIGRATION_APPLIED, &[], &args).await?;
-    row.try_get(0).map_err(|e| Error::corrupt_row(format!("migration_applied: {e}")))
+    answer(exec, &postgres::MIGRATION_APPLIED, &[], &Args::new().set("name", migration.file_name)).await
 }
 
 async fn apply(client: &mut Client, migration: &Migration) -> Result<()> {
@@ -118,14 +115,8 @@ async fn apply(client: &mut Client, migration: &Migration) -> Result<()> {
 /// A table never analyzed gets one ANALYZE after migrating; autovacuum
 /// keeps the statistics fresh from then on (when it is on at all).
 async fn refresh_statistics(exec: &impl Exec) -> Result<()> {
-    let analyzed: bool = one_row(exec, &postgres::TASKS_ANALYZED, &[], &Args::new())
-        .await?
-        .try_get(0)
-        .map_err(|e| Error::corrupt_row(format!("tasks_analyzed: {e}")))?;
-    let autovacuum: bool = one_row(exec, &postgres::OPTIMIZE_PLANNER, &[], &Args::new())
-        .await?
-        .try_get(0)
-        .map_err(|e| Error::corrupt_row(format!("optimize_planner: {e}")))?;
+    let analyzed = answer(exec, &postgres::TASKS_ANALYZED, &[], &Args::new()).await?;
+    let autovacuum = answer(exec, &postgres::OPTIMIZE_PLANNER, &[], &Args::new()).await?;
     if !analyzed || !autovacuum {
         rows(exec, &postgres::ANALYZE_TASKS, &[], &Args::new()).await?;
     }

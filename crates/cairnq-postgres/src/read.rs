@@ -5,7 +5,7 @@ use cairnq_core::store::{ListParams, ProbeParams};
 use cairnq_core::{Result, Task, TaskCount, TaskRef, TaskSelector};
 use cairnq_protocol::postgres;
 
-use crate::exec::{Exec, one_row, opt_row, rows};
+use crate::exec::{Exec, answer, one_row, opt_row, rows};
 use crate::row::{self, col};
 use crate::sql::Args;
 
@@ -68,8 +68,7 @@ pub(crate) async fn count_queued(exec: &impl Exec, queue: &str, at_most: u64) ->
 /// The claim gate: anything due here, or any expired lease?
 pub(crate) async fn claimable(exec: &impl Exec, params: &ProbeParams) -> Result<bool> {
     let (flags, args) = scope(&params.queues, params.names.as_deref(), Args::new());
-    let row = one_row(exec, &postgres::PROBE_CLAIMABLE, &flags, &args).await?;
-    row.try_get(0).map_err(|e| cairnq_core::Error::corrupt_row(format!("probe_claimable: {e}")))
+    answer(exec, &postgres::PROBE_CLAIMABLE, &flags, &args).await
 }
 
 /// The queue and name filter forms (`one_*` / `many_*`) of a probe or claim.
