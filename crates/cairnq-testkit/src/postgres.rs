@@ -142,6 +142,8 @@ impl BackendFactory for PostgresFactory {
 pub struct TestServer {
     dir: PathBuf,
     dsn: String,
+    /// A private server's directory goes when it does.
+    private: bool,
 }
 
 impl TestServer {
@@ -155,7 +157,27 @@ impl TestServer {
             .find(|l| l.starts_with("postgres"))
             .ok_or_else(|| server_error(format!("pg-test-server.sh printed no DSN: {stdout}")))?
             .to_string();
-        Ok(Self { dir, dsn })
+        Ok(Self { dir, dsn, private: false })
+    }
+
+    /// A server of its own, on a free port, in a new directory under the
+    /// system temp dir that is removed when the server is dropped: for tests
+    /// that restart or reconfigure a server, which would disturb every other
+    /// test on the shared one.
+    pub fn private(name: &str) -> Result<Self> {
+        let probe =
+            std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| server_error(format!("no free port: {e}")))?;
+        let port = probe.local_addr().map_err(|e| server_error(format!("no free port: {e}")))?.port();
+        drop(probe);
+        let dir = std::env::temp_dir().join(format!("cairnq-pg-{name}-{}-{port}", std::process::id()));
+        let mut server = Self::start(dir, port)?;
+        server.private = true;
+        Ok(server)
+    }
+
+    /// The server's directory (its data directory is `data` inside).
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// The superuser DSN of the test database.
@@ -183,6 +205,11 @@ impl TestServer {
 impl Drop for TestServer {
     fn drop(&mut self) {
         let _ = self.stop();
+        if self.private {
+            let _ = std::fs::remove_dir_all(&self.dir);
+            // The script's lock file sits beside the directory.
+            let _ = std::fs::remove_file(format!("{}.lock", self.dir.display()));
+        }
     }
 }
 

@@ -14,9 +14,7 @@ use crate::wakeups::until_listening;
 async fn the_store_reconnects_after_a_server_restart() {
     // A server of its own: restarting the shared one would cut every
     // other test's connections.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
-    let server = TestServer::start(format!("/tmp/cairnq-pg-restart-{}-{port}", std::process::id()), port)
-        .expect("start a private server");
+    let server = TestServer::private("restart").expect("start a private server");
     let store = PostgresStore::connect_with(server.dsn(), PostgresOptions::new().schema("restart").pool_size(2))
         .await
         .expect("connect");

@@ -13,8 +13,8 @@ use crate::support::raw;
 
 /// Writes a self-signed certificate and key for 127.0.0.1 into `dir`, owned
 /// by the server's user, and returns the certificate (PEM).
-fn self_signed(dir: &str) -> Vec<u8> {
-    let (cert, key) = (format!("{dir}/server.crt"), format!("{dir}/server.key"));
+fn self_signed(dir: &std::path::Path) -> Vec<u8> {
+    let (cert, key) = (dir.join("server.crt").display().to_string(), dir.join("server.key").display().to_string());
     let made = Command::new("openssl")
         .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1"])
         .args(["-addext", "subjectAltName=IP:127.0.0.1", "-keyout", &key, "-out", &cert])
@@ -29,10 +29,8 @@ fn self_signed(dir: &str) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trusted_server_certificate_connects_over_tls() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
-    let dir = format!("/tmp/cairnq-pg-tls-{}-{port}", std::process::id());
-    let server = TestServer::start(&dir, port).expect("start a private server");
-    let pem = self_signed(&format!("{dir}/data"));
+    let server = TestServer::private("tls").expect("start a private server");
+    let pem = self_signed(&server.dir().join("data"));
     let admin = raw(server.dsn()).await;
     // One statement each: ALTER SYSTEM refuses to run in a transaction block.
     for setting in ["ssl = on", "ssl_cert_file = 'server.crt'", "ssl_key_file = 'server.key'"] {
