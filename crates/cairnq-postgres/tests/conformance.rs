@@ -1,18 +1,11 @@
-//! The shared conformance suite on Postgres: every built-in scenario, from
-//! the same code that holds SQLite to the protocol, one fresh schema per
-//! scenario. (The worker suite runs on Postgres from cairnq-worker's
-//! `tests/suite.rs`, through the same `PostgresFactory`.)
+//! The shared conformance suite on Postgres: every built-in scenario and
+//! every worker-suite test (real worker loops, real worker processes), from
+//! the same code that holds SQLite and third-party backends to the protocol,
+//! one fresh schema per scenario or test on the test server
+//! (`CAIRNQ_TEST_PG_DSN`, else the throwaway cluster the testkit starts).
 
-use cairnq_testkit::postgres::PostgresFactory;
-use cairnq_testkit::scenario::{self, builtin_scenarios};
-
-fn factory() -> PostgresFactory {
-    PostgresFactory::from_test_server().expect("a test Postgres server")
+fn factory() -> cairnq_testkit::postgres::PostgresFactory {
+    cairnq_testkit::postgres::PostgresFactory::from_test_server().expect("a Postgres test server")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_builtin_scenario_passes_on_postgres() {
-    let report = scenario::run_all(&factory()).await;
-    assert_eq!(report.outcomes.len(), builtin_scenarios().len());
-    report.assert_all_passed();
-}
+cairnq_testkit::conformance_tests!(factory());
