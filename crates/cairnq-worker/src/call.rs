@@ -8,6 +8,12 @@
 //! | returned `Err(e)` | `fail(e)` | `fail(e)`, each with its own backoff |
 //! | panicked | retryable `fail`, type `Panic` | the same |
 //! | outran `max_run` | retryable `handler_timeout`, lease marked lost | the same |
+//!
+//! The call's slot is freed as soon as the handler is done, before the
+//! settle writes: `concurrency` counts handler calls, and a slot held
+//! through a commit would cap a fast worker at `concurrency` tasks per
+//! commit. The settle still runs on the call's task, so a drain waits for
+//! it, and the lease stays renewed until the write is done.
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -33,17 +39,22 @@ enum Ending<T> {
     TimedOut(Duration),
 }
 
-/// Runs one call and settles its tasks; `_load` is released at the end.
-pub(crate) async fn run_call(core: Arc<WorkerCore>, handler: Handler, contexts: Vec<TaskContext>, _load: CallGuard) {
+/// Runs one call and settles its tasks; `load` is released when the
+/// handler is done, before the settle writes.
+pub(crate) async fn run_call(core: Arc<WorkerCore>, handler: Handler, contexts: Vec<TaskContext>, load: CallGuard) {
     match handler {
         Handler::Single(call) => {
+            let mut endings = Vec::with_capacity(contexts.len());
             for ctx in contexts {
                 let ending = guarded(core.options.max_run, call(ctx.clone())).await;
-                settle_single(&core, &ctx, ending).await;
+                endings.push((ctx, ending));
             }
+            drop(load);
+            join_all(endings.into_iter().map(|(ctx, ending)| settle_single(&core, ctx, ending))).await;
         }
         Handler::Batch(call) => {
             let ending = guarded(core.options.max_run, call(contexts.clone())).await;
+            drop(load);
             settle_batch(&core, &contexts, ending).await;
         }
     }
@@ -64,12 +75,12 @@ async fn guarded<T>(max_run: Option<Duration>, call: BoxFuture<'static, T>) -> E
     }
 }
 
-async fn settle_single(core: &WorkerCore, ctx: &TaskContext, ending: Ending<SingleResult>) {
+async fn settle_single(core: &WorkerCore, ctx: TaskContext, ending: Ending<SingleResult>) {
     let how = match ending {
         Ending::Returned(Ok(result)) => Settlement::Complete(result),
         Ending::Returned(Err(error)) => Settlement::Fail(error),
         Ending::Panicked(message) => Settlement::Fail(panic_error(&message)),
-        Ending::TimedOut(limit) => return abandon(core, ctx, limit).await,
+        Ending::TimedOut(limit) => return abandon(core, &ctx, limit).await,
     };
     core.settle_outcome(ctx.task(), ctx.state(), how).await;
 }

@@ -4,19 +4,48 @@
 //! Each round sizes a claim from the current load ([`plan_claim`]); with no
 //! room it waits for a call to end (a freed slot triggers the next claim at
 //! once). With room it asks the read-only probe first, so an idle worker
-//! never takes the write lock, then runs one claim transaction and hands
-//! every row to a call. After a claim that took rows it looks again at once;
-//! when idle it sleeps in [`Store::wait_for_change`](cairnq_core::Store),
-//! which a push wakeup may cut short. On stop it stops claiming, drains the
-//! running calls up to the drain timeout, abandons the rest (their leases
-//! expire), and only then stops the heartbeat.
+//! never takes the write lock, then runs one claim transaction. The probe is
+//! skipped right after a claim that took every row it could: work was due a
+//! moment ago, so the probe would only cost a read. When idle the loop
+//! sleeps in [`Store::wait_for_change`](cairnq_core::Store), which a push
+//! wakeup may cut short.
+//!
+//! # Prefetch
+//!
+//! A claim and a settle each wait for a commit, so a worker that claims
+//! only its free slots runs at most about `concurrency` tasks per commit.
+//! When every name shares one draw (no per-name `batch`, `concurrency` or
+//! resource, no byte budget), a claim may take more rows than free slots:
+//! the extra rows wait in a local buffer, their leases renewed by the
+//! heartbeat like running ones, and start as slots free. The claim runs
+//! alongside the calls (one claim in flight at a time), so handlers keep
+//! running from the buffer while the next claim commits. The room beyond
+//! the slots is twice the calls that ended while the previous claim was in
+//! flight (at most [`MAX_PREFETCH`]): fast handlers get a deep buffer,
+//! slow ones (none ended during a claim) get none, so a slow worker never
+//! hoards tasks another worker could run, and the buffer holds about two
+//! claim round-trips of work. A buffered task whose lease the heartbeat
+//! finds lost is dropped unstarted.
+//!
+//! # Stop
+//!
+//! On stop the loop stops claiming, waits for a claim in flight (its write
+//! cannot be withdrawn), and then RUNS the buffered tasks as slots free,
+//! within the drain timeout, rather than releasing them: a release through
+//! `fail` would record an error and use up an attempt (and fail outright a
+//! task on its last attempt), and the buffer holds only a few claim
+//! round-trips of work of handlers that proved fast. Past the drain timeout,
+//! running calls are abandoned and buffered tasks dropped; their leases
+//! expire as before, and only then does the heartbeat stop.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use cairnq_core::store::ProbeParams;
+use cairnq_core::store::{ClaimParams, ProbeParams};
 use cairnq_core::{ErrorEnvelope, Task, Wake, codes};
+use futures::FutureExt;
+use futures::future::BoxFuture;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -30,6 +59,9 @@ use crate::options::{TaskOptions, WorkerIssue};
 use crate::state::{CallLoad, TaskState};
 use crate::task_error::TaskError;
 
+/// The most rows a worker buffers beyond its free call slots.
+pub(crate) const MAX_PREFETCH: usize = 1024;
+
 /// A handler with its per-name options.
 #[derive(Clone)]
 pub(crate) struct Registered {
@@ -37,16 +69,24 @@ pub(crate) struct Registered {
     pub(crate) options: TaskOptions,
 }
 
-/// What one round found.
-enum Round {
-    /// Rows were claimed (or a left-out draw may still find some): go again.
-    Busy,
-    /// No room: wait for a call to end.
-    Full,
-    /// Nothing due: sleep until a change or the poll interval.
+/// How a claim in flight ended.
+enum Claimed {
+    /// Rows were taken; `filled`: as many as the plan allowed.
+    Rows { tasks: Vec<Task>, filled: bool },
+    /// The claim took nothing (a left-out draw may still find some).
+    Empty { left_out_draws: bool },
+    /// The probe found nothing due.
+    NothingDue,
+    /// The store failed during this step.
+    Failed(&'static str, cairnq_core::Error),
+}
+
+/// What to do after a step.
+enum Next {
+    /// Look again at once.
+    Go,
+    /// Nothing due (or the store failed): sleep up to the poll interval.
     Idle,
-    /// The store failed: reported; pause one poll interval.
-    Failed,
 }
 
 pub(crate) struct ClaimLoop {
@@ -57,6 +97,15 @@ pub(crate) struct ClaimLoop {
     calls: JoinSet<()>,
     rotation: usize,
     empty_retries: usize,
+    /// Claimed tasks waiting for a free slot.
+    buffer: VecDeque<TaskContext>,
+    /// The claim running alongside the calls, with the ended-calls count
+    /// when it started.
+    in_flight: Option<(BoxFuture<'static, Claimed>, u64)>,
+    /// Room for rows beyond the free slots in the next claim.
+    prefetch: usize,
+    /// Whether the next claim asks the probe first.
+    probe_next: bool,
 }
 
 impl ClaimLoop {
@@ -67,7 +116,19 @@ impl ClaimLoop {
         stop: watch::Receiver<bool>,
     ) -> Self {
         let handlers = Arc::new(handlers);
-        Self { core, handlers, names, stop, calls: JoinSet::new(), rotation: 0, empty_retries: 0 }
+        Self {
+            core,
+            handlers,
+            names,
+            stop,
+            calls: JoinSet::new(),
+            rotation: 0,
+            empty_retries: 0,
+            buffer: VecDeque::new(),
+            in_flight: None,
+            prefetch: 0,
+            probe_next: true,
+        }
     }
 
     /// Runs until stopped, then drains.
@@ -87,13 +148,29 @@ impl ClaimLoop {
     async fn claim_until_stopped(&mut self) {
         while !self.stopped() {
             while self.calls.try_join_next().is_some() {}
-            let wait = match self.round().await {
-                Round::Busy => continue,
-                Round::Full => None,
-                Round::Idle | Round::Failed => Some(self.core.options.poll_interval),
-            };
-            self.pause(wait).await;
+            self.start_buffered();
+            if self.in_flight.is_none() && !self.start_claim() {
+                self.pause(None).await;
+                continue;
+            }
+            let next = self.await_claim_or_freed().await;
+            if let Next::Idle = next {
+                self.pause(Some(self.core.options.poll_interval)).await;
+            }
         }
+    }
+
+    /// Waits for the claim in flight to finish, a call to end, or a stop.
+    async fn await_claim_or_freed(&mut self) -> Next {
+        let core = self.core.clone();
+        let mut stop = self.stop.clone();
+        let Some((claim, _)) = self.in_flight.as_mut() else { return Next::Go };
+        let claimed = tokio::select! {
+            claimed = claim => claimed,
+            _ = core.load.freed.notified() => return Next::Go,
+            _ = stop.wait_for(|s| *s) => return Next::Go,
+        };
+        self.finish_claim(claimed)
     }
 
     /// Waits for a freed slot (`None`) or up to `idle` for a change, and
@@ -121,102 +198,149 @@ impl ClaimLoop {
         }
     }
 
-    async fn round(&mut self) -> Round {
+    /// Plans and starts the next claim; false when there is no room (or
+    /// the buffer still holds more than half the prefetch room).
+    fn start_claim(&mut self) -> bool {
+        if self.buffer.len() > self.prefetch / 2 {
+            return false;
+        }
         let core = self.core.clone();
-        let view = core.load.view();
-        let Some(plan) = plan_claim(&core.options, &core.worker_id, &self.names, self.rotation, &view) else {
-            return Round::Full;
+        let mut view = core.load.view();
+        view.calls += self.buffer.len();
+        let prefetch = if self.may_prefetch() { self.prefetch } else { 0 };
+        let Some(plan) = plan_claim(&core.options, &core.worker_id, &self.names, self.rotation, &view, prefetch) else {
+            return false;
         };
         self.rotation = self.rotation.wrapping_add(1);
-        let probe = ProbeParams::new(core.options.queues.clone(), self.names.probe_names());
-        match core.client.store().claimable(&probe).await {
-            Ok(true) => {}
-            Ok(false) => return Round::Idle,
-            Err(error) => return self.failed("probe", error),
+        let probe = self.probe_next.then(|| ProbeParams::new(core.options.queues.clone(), self.names.probe_names()));
+        let claim = claim_rows(core.clone(), probe, plan.params, plan.max_rows, plan.left_out_draws);
+        self.in_flight = Some((claim.boxed(), core.load.ended()));
+        true
+    }
+
+    fn may_prefetch(&self) -> bool {
+        self.names.only_shared() && self.core.options.max_in_flight_bytes.is_none()
+    }
+
+    /// Takes in what a finished claim found and says what to do next.
+    fn finish_claim(&mut self, claimed: Claimed) -> Next {
+        if let Some((_, ended_at_start)) = self.in_flight.take() {
+            let ended = self.core.load.ended().saturating_sub(ended_at_start);
+            self.prefetch = usize::try_from(ended.saturating_mul(2)).unwrap_or(MAX_PREFETCH).min(MAX_PREFETCH);
         }
-        match core.client.claim(&plan.params).await {
-            Ok(tasks) if tasks.is_empty() => self.empty_round(plan.left_out_draws),
-            Ok(tasks) => {
+        match claimed {
+            Claimed::Rows { tasks, filled } => {
                 self.empty_retries = 0;
+                self.probe_next = !filled;
                 self.dispatch(tasks);
-                Round::Busy
+                self.start_buffered();
+                Next::Go
             }
-            Err(error) => self.failed("claim", error),
+            Claimed::Empty { left_out_draws } => {
+                self.probe_next = true;
+                self.empty_round(left_out_draws)
+            }
+            Claimed::NothingDue => {
+                self.probe_next = true;
+                Next::Idle
+            }
+            Claimed::Failed(during, error) => {
+                self.probe_next = true;
+                self.core.report(WorkerIssue::Store { during, error });
+                Next::Idle
+            }
         }
     }
 
     /// A claim found nothing. If limits left draws out, the next rotation
     /// may include them: retry at once, at most once per draw.
-    fn empty_round(&mut self, left_out_draws: bool) -> Round {
+    fn empty_round(&mut self, left_out_draws: bool) -> Next {
         if left_out_draws && self.empty_retries < self.names.own.len() {
             self.empty_retries += 1;
-            return Round::Busy;
+            return Next::Go;
         }
         self.empty_retries = 0;
-        Round::Idle
+        Next::Idle
     }
 
-    fn failed(&self, during: &'static str, error: cairnq_core::Error) -> Round {
-        self.core.report(WorkerIssue::Store { during, error });
-        Round::Failed
+    /// Starts buffered tasks while call slots are free; a task whose lease
+    /// was lost while it waited is dropped unstarted.
+    fn start_buffered(&mut self) {
+        let mut running = self.core.load.view().calls;
+        while running < self.core.options.concurrency {
+            let Some(ctx) = self.buffer.pop_front() else { return };
+            if ctx.lost_lease() {
+                continue;
+            }
+            let Some(registered) = self.handlers.get(ctx.name()).cloned() else {
+                self.refuse(ctx);
+                continue;
+            };
+            let name = ctx.name().to_string();
+            self.start_call(&name, &registered, vec![ctx]);
+            running += 1;
+        }
     }
 
-    /// Hands claimed rows to calls: one call per task, or per batch of up
-    /// to the batch size for batch names.
+    /// Takes claimed rows in: each lease joins the heartbeat's list; batch
+    /// names start their calls now (their draws reserved the slots), single
+    /// tasks queue in the buffer, rows without a handler are refused.
     fn dispatch(&mut self, tasks: Vec<Task>) {
-        let mut by_name: HashMap<String, Vec<TaskContext>> = HashMap::new();
+        let mut batches: HashMap<String, Vec<TaskContext>> = HashMap::new();
         for task in tasks {
             let state = Arc::new(TaskState::new(task.cancel_requested_at_ms.is_some()));
             self.core.leases.insert(&task.id, state.clone());
-            let name = task.name.clone();
-            by_name.entry(name).or_default().push(TaskContext::new(task, state, self.core.clone()));
+            let ctx = TaskContext::new(task, state, self.core.clone());
+            match self.handlers.get(ctx.name()).map(|r| &r.handler) {
+                Some(Handler::Batch(_)) => batches.entry(ctx.name().to_string()).or_default().push(ctx),
+                Some(Handler::Single(_)) => self.buffer.push_back(ctx),
+                None => self.refuse(ctx),
+            }
         }
-        for (name, contexts) in by_name {
-            match self.handlers.get(&name).cloned() {
-                Some(registered) => self.start_calls(&name, registered, contexts),
-                None => self.refuse(contexts),
+        for (name, contexts) in batches {
+            if let Some(registered) = self.handlers.get(&name).cloned() {
+                let per_call = registered.options.batch.unwrap_or(1).max(1);
+                let mut contexts = contexts.into_iter().peekable();
+                while contexts.peek().is_some() {
+                    self.start_call(&name, &registered, contexts.by_ref().take(per_call).collect());
+                }
             }
         }
     }
 
-    fn start_calls(&mut self, name: &str, registered: Registered, contexts: Vec<TaskContext>) {
-        let per_call = match registered.handler {
-            Handler::Batch(_) => registered.options.batch.unwrap_or(1).max(1),
-            Handler::Single(_) => 1,
+    fn start_call(&mut self, name: &str, registered: &Registered, call: Vec<TaskContext>) {
+        let bytes = match self.core.options.max_in_flight_bytes {
+            Some(_) => call.iter().map(payload_bytes).sum(),
+            None => 0,
         };
-        let mut contexts = contexts.into_iter().peekable();
-        while contexts.peek().is_some() {
-            let call: Vec<TaskContext> = contexts.by_ref().take(per_call).collect();
-            let load = CallLoad {
-                name: name.to_string(),
-                resource: registered.options.resource.clone(),
-                tasks: u32::try_from(call.len()).unwrap_or(u32::MAX),
-                bytes: call.iter().map(payload_bytes).sum(),
-            };
-            let guard = self.core.load.start(load);
-            self.calls.spawn(run_call(self.core.clone(), registered.handler.clone(), call, guard));
-        }
+        let load = CallLoad {
+            name: name.to_string(),
+            resource: registered.options.resource.clone(),
+            tasks: u32::try_from(call.len()).unwrap_or(u32::MAX),
+            bytes,
+        };
+        let guard = self.core.load.start(load);
+        self.calls.spawn(run_call(self.core.clone(), registered.handler.clone(), call, guard));
     }
 
-    /// Claimed rows this worker has no handler for fail permanently.
-    fn refuse(&mut self, contexts: Vec<TaskContext>) {
-        for ctx in contexts {
-            let core = self.core.clone();
-            let message = format!("no handler is registered for {:?} on worker {}", ctx.name(), core.worker_id);
-            let envelope = ErrorEnvelope::new("NoHandler", codes::NO_HANDLER, message, false);
-            let how = Settlement::Fail(TaskError::from_envelope(envelope));
-            self.calls.spawn(async move { core.settle_outcome(ctx.task(), ctx.state(), how).await });
-        }
+    /// A claimed row this worker has no handler for fails permanently.
+    fn refuse(&mut self, ctx: TaskContext) {
+        let core = self.core.clone();
+        let message = format!("no handler is registered for {:?} on worker {}", ctx.name(), core.worker_id);
+        let envelope = ErrorEnvelope::new("NoHandler", codes::NO_HANDLER, message, false);
+        let how = Settlement::Fail(TaskError::from_envelope(envelope));
+        self.calls.spawn(async move { core.settle_outcome(ctx.task(), ctx.state(), how).await });
     }
 
-    /// Waits for running calls up to the drain timeout, then abandons the
-    /// rest: their contexts see a lost lease and their leases expire.
+    /// Finishes the claim in flight, runs the buffered tasks and waits for
+    /// every call up to the drain timeout, then abandons the rest: their
+    /// contexts see a lost lease and their leases expire.
     async fn drain(&mut self) {
-        let calls = &mut self.calls;
-        let finished = async { while calls.join_next().await.is_some() {} };
-        if tokio::time::timeout(self.core.options.drain_timeout, finished).await.is_ok() {
+        let timeout = self.core.options.drain_timeout;
+        if tokio::time::timeout(timeout, self.run_out()).await.is_ok() {
             return;
         }
+        self.buffer.clear();
         let abandoned = self.calls.len();
         self.calls.shutdown().await;
         for (id, state) in self.core.leases.snapshot() {
@@ -224,6 +348,50 @@ impl ClaimLoop {
             self.core.leases.remove(&id);
         }
         self.core.report(WorkerIssue::Abandoned { calls: abandoned });
+    }
+
+    /// Claims nothing more; lets the claim in flight land, starts every
+    /// buffered task as slots free and waits for all calls.
+    async fn run_out(&mut self) {
+        if let Some((claim, _)) = self.in_flight.as_mut() {
+            let claimed = claim.await;
+            self.finish_claim(claimed);
+        }
+        loop {
+            while self.calls.try_join_next().is_some() {}
+            self.start_buffered();
+            if self.buffer.is_empty() {
+                break;
+            }
+            self.core.load.freed.notified().await;
+        }
+        while self.calls.join_next().await.is_some() {}
+    }
+}
+
+/// One claim step, run alongside the calls: the probe (unless skipped),
+/// then the claim transaction.
+async fn claim_rows(
+    core: Arc<WorkerCore>,
+    probe: Option<ProbeParams>,
+    params: ClaimParams,
+    max_rows: usize,
+    left_out_draws: bool,
+) -> Claimed {
+    if let Some(probe) = probe {
+        match core.client.store().claimable(&probe).await {
+            Ok(true) => {}
+            Ok(false) => return Claimed::NothingDue,
+            Err(error) => return Claimed::Failed("probe", error),
+        }
+    }
+    match core.client.claim(&params).await {
+        Ok(tasks) if tasks.is_empty() => Claimed::Empty { left_out_draws },
+        Ok(tasks) => {
+            let filled = tasks.len() >= max_rows;
+            Claimed::Rows { tasks, filled }
+        }
+        Err(error) => Claimed::Failed("claim", error),
     }
 }
 

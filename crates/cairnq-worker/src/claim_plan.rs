@@ -6,7 +6,9 @@
 //! shared budgets of [`ClaimParams`], so the store applies them inside the
 //! one transaction, each draw sized by what the earlier ones took:
 //!
-//! - budget 0: free call slots for single-task draws (one row = one call);
+//! - budget 0: free call slots for single-task draws (one row = one call),
+//!   plus the prefetch room of a worker whose names all share one draw
+//!   (rows beyond the free slots wait in the claim loop's local buffer);
 //!   a batch draw instead reserves one whole slot before the transaction;
 //! - budget 1: rows this claim may take at all (claim batch size and the
 //!   byte budget's estimate);
@@ -23,12 +25,14 @@ const SLOTS: usize = 0;
 const ROWS: usize = 1;
 const FIRST_RESOURCE: usize = 2;
 
-/// A claim ready to run, and whether the limits left a draw out (then a
-/// second claim right away may still find work).
+/// A claim ready to run, whether the limits left a draw out (then a
+/// second claim right away may still find work), and the most rows it can
+/// take (a claim that took them all likely left more due work behind).
 #[derive(Debug)]
 pub(crate) struct ClaimPlan {
     pub(crate) params: ClaimParams,
     pub(crate) left_out_draws: bool,
+    pub(crate) max_rows: usize,
 }
 
 /// Names as the claim loop sees them: each own-draw name with its options,
@@ -47,6 +51,13 @@ impl NameTable {
         Some(self.own.iter().map(|(n, _)| n.clone()).chain(shared.iter().cloned()).collect())
     }
 
+    /// Whether every name shares the one draw: only then may a claim take
+    /// more rows than free call slots (no per-name cap, batch or resource
+    /// has to be gated by what is running).
+    pub(crate) fn only_shared(&self) -> bool {
+        self.own.is_empty()
+    }
+
     fn has_shared_draw(&self) -> bool {
         self.shared.as_ref().is_none_or(|names| !names.is_empty())
     }
@@ -54,16 +65,22 @@ impl NameTable {
 
 /// Plans the next claim, or `None` when the worker has no room at all
 /// (every slot busy, the byte budget reached, or every draw capped).
+/// `load.calls` counts the locally buffered tasks too (each will take a
+/// slot); `prefetch` is the room for rows beyond the free slots (0 unless
+/// [`NameTable::only_shared`]).
 pub(crate) fn plan_claim(
     options: &WorkerOptions,
     worker_id: &str,
     names: &NameTable,
     rotation: usize,
     load: &LoadView,
+    prefetch: usize,
 ) -> Option<ClaimPlan> {
-    let mut calls_left = options.concurrency.saturating_sub(load.calls);
+    let free = options.concurrency.saturating_sub(load.calls);
+    let mut calls_left = free;
     let rows = row_allowance(options, load)?;
-    if calls_left == 0 {
+    let beyond_slots = (options.concurrency + prefetch).saturating_sub(load.calls) - free;
+    if free + beyond_slots == 0 {
         return None;
     }
     let resources = resource_budgets(&options.resources, load);
@@ -84,14 +101,25 @@ pub(crate) fn plan_claim(
     if draws.is_empty() {
         return None;
     }
-    let mut budgets = vec![clamp(calls_left), rows];
+    let mut budgets = vec![clamp(calls_left + beyond_slots), rows];
     budgets.extend(resources);
     let params = ClaimParams::with_draws(worker_id, options.lease_ms(), draws, budgets);
     // Every draw capped at zero (a busy resource): no transaction can take
     // anything until a call ends.
-    let draw_plan = params.plan();
-    let any_room = (0..params.draws.len()).any(|i| draw_plan.limit(i) > 0);
-    any_room.then(|| ClaimPlan { params: params.clone(), left_out_draws: left_out })
+    let max_rows = max_rows(&params);
+    (max_rows > 0).then_some(ClaimPlan { params, left_out_draws: left_out, max_rows })
+}
+
+/// The most rows the draws can take together, spending the budgets in order.
+fn max_rows(params: &ClaimParams) -> usize {
+    let mut plan = params.plan();
+    (0..params.draws.len())
+        .map(|i| {
+            let limit = plan.limit(i) as usize;
+            plan.took(i, limit);
+            limit
+        })
+        .sum()
 }
 
 /// The draw units in this poll's order: own-draw names, and `None` for the
@@ -190,7 +218,7 @@ mod tests {
 
     #[test]
     fn a_batch_reserves_one_slot_and_a_resource_caps_its_draw() {
-        let plan = plan_claim(&options(), "w", &table(), 0, &LoadView::default());
+        let plan = plan_claim(&options(), "w", &table(), 0, &LoadView::default(), 0);
         let params = plan.map(|p| p.params);
         let Some(params) = params else { panic!("expected a plan") };
         let p = params.plan();
@@ -202,7 +230,7 @@ mod tests {
     #[test]
     fn rotation_changes_the_first_draw() {
         let first = |rotation| {
-            plan_claim(&options(), "w", &table(), rotation, &LoadView::default())
+            plan_claim(&options(), "w", &table(), rotation, &LoadView::default(), 0)
                 .and_then(|p| p.params.draws.first().and_then(|d| d.names.clone()))
         };
         assert_ne!(first(0), first(1));
@@ -212,7 +240,7 @@ mod tests {
     fn a_full_byte_budget_stops_claiming() {
         let options = options().max_in_flight_bytes(100);
         let load = LoadView { bytes: 100, ..LoadView::default() };
-        assert!(plan_claim(&options, "w", &table(), 0, &load).is_none());
+        assert!(plan_claim(&options, "w", &table(), 0, &load, 0).is_none());
         let load = LoadView { bytes: 40, mean_payload: Some(30), ..LoadView::default() };
         assert_eq!(row_allowance(&options, &load), Some(2));
     }

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 use tokio::sync::{Notify, watch};
@@ -110,11 +110,14 @@ struct Totals {
     payloads_seen: u64,
 }
 
-/// The worker's current load; `freed` is notified whenever a call ends.
+/// The worker's current load; `freed` is notified whenever a call ends,
+/// and `ended` counts the calls that ended so far (the claim loop sizes its
+/// prefetch from how many end while a claim is in flight).
 #[derive(Debug, Default)]
 pub(crate) struct Load {
     totals: Mutex<Totals>,
     pub(crate) freed: Notify,
+    ended: AtomicU64,
 }
 
 /// A read of the load for sizing one claim.
@@ -138,6 +141,11 @@ impl Load {
             bytes: t.bytes,
             mean_payload: t.bytes_seen.checked_div(t.payloads_seen),
         }
+    }
+
+    /// How many calls have ended so far.
+    pub(crate) fn ended(&self) -> u64 {
+        self.ended.load(Ordering::Acquire)
     }
 
     /// Records a call starting; the guard releases it when dropped.
@@ -165,6 +173,7 @@ impl Load {
         }
         t.bytes = t.bytes.saturating_sub(call.bytes);
         drop(t);
+        self.ended.fetch_add(1, Ordering::AcqRel);
         self.freed.notify_one();
     }
 }
