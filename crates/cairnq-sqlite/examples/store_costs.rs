@@ -31,6 +31,11 @@ async fn main() -> cairnq_core::Result<()> {
     let start = Instant::now();
     client.submit_many(&specs).await?;
     report("submit_many (one call)", tasks, start);
+    let start = Instant::now();
+    for _ in 0..50 {
+        client.stats(Some("default")).await?;
+    }
+    report(&format!("stats of one queue ({tasks} rows)"), 50, start);
 
     for batch in [1u32, 64] {
         let rounds = 200;
