@@ -9,6 +9,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use cairnq_core::store::ClaimParams;
@@ -302,19 +303,37 @@ async fn bulk_submit(backend: &BenchBackend, count: usize) -> Result<f64> {
     Ok(rate)
 }
 
-fn noop_worker(store: Arc<dyn Store>, concurrency: usize) -> Result<Worker> {
+/// A worker whose `noop` handler only counts its calls: the count tells the
+/// harness when to look at the store, so the harness does not compete with
+/// the worker for the store while it drains (a stats() poll every few
+/// milliseconds costs more than the work it watches).
+fn noop_worker(store: Arc<dyn Store>, concurrency: usize, calls: Arc<AtomicUsize>) -> Result<Worker> {
     let mut worker = Worker::new(CairnQ::from_shared(store), WorkerOptions::new().concurrency(concurrency))?;
-    worker.task("noop", |_ctx: TaskContext, _payload: Value| async move { Ok::<_, TaskError>(Value::Null) })?;
+    worker.task("noop", move |_ctx: TaskContext, _payload: Value| {
+        calls.fetch_add(1, Ordering::Relaxed);
+        async move { Ok::<_, TaskError>(Value::Null) }
+    })?;
     Ok(worker)
+}
+
+/// Waits until the handler ran `count` times, then until the store shows
+/// every task succeeded (the settle writes trail the handler calls).
+async fn wait_for_drain(client: &CairnQ, calls: &AtomicUsize, count: usize) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while calls.load(Ordering::Relaxed) < count && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    wait_for_count(client, TaskStatus::Succeeded, count, Duration::from_secs(60)).await
 }
 
 async fn burn_down(backend: &BenchBackend, count: usize, concurrency: usize) -> Result<f64> {
     let (_, store) = backend.fresh("burn").await?;
     let client = CairnQ::from_shared(store.clone());
     client.submit_many(&noop_specs(count, &json!({}))).await?;
+    let calls = Arc::new(AtomicUsize::new(0));
     let start = Instant::now();
-    let handle = noop_worker(store, concurrency)?.spawn();
-    wait_for_count(&client, TaskStatus::Succeeded, count, Duration::from_secs(600)).await?;
+    let handle = noop_worker(store, concurrency, calls.clone())?.spawn();
+    wait_for_drain(&client, &calls, count).await?;
     let rate = per_second(count, start.elapsed());
     handle.stop_and_join().await?;
     Ok(rate)
@@ -335,7 +354,7 @@ async fn timed_calls(client: &CairnQ, calls: usize) -> Result<(f64, f64)> {
 
 async fn call_in_process(backend: &BenchBackend, calls: usize) -> Result<(f64, f64)> {
     let (_, store) = backend.fresh("call").await?;
-    let handle = noop_worker(store.clone(), 1)?.spawn();
+    let handle = noop_worker(store.clone(), 1, Arc::default())?.spawn();
     let latency = timed_calls(&CairnQ::from_shared(store), calls).await;
     handle.stop_and_join().await?;
     latency
@@ -381,7 +400,7 @@ async fn claim_at_backlog(backend: &BenchBackend, queued: usize, backing_off: us
 
 async fn idle_worker_cpu(backend: &BenchBackend, idle: Duration) -> Result<f64> {
     let (_, store) = backend.fresh("idle").await?;
-    let handle = noop_worker(store, 8)?.spawn();
+    let handle = noop_worker(store, 8, Arc::default())?.spawn();
     tokio::time::sleep(Duration::from_millis(300)).await;
     let (cpu_before, wall_before) = (process_cpu_seconds(), Instant::now());
     tokio::time::sleep(idle).await;
@@ -414,11 +433,12 @@ async fn worker_rss(backend: &BenchBackend, count: usize, exe: &Path) -> Result<
 pub async fn run_child_role(role: &str, backend: &BenchBackend, locator: &str, count: usize) -> Result<()> {
     let store = backend.open(locator).await?;
     match role {
-        "serve-noop" => noop_worker(store, 8)?.run().await,
+        "serve-noop" => noop_worker(store, 8, Arc::default())?.run().await,
         "drain-report-rss" => {
             let client = CairnQ::from_shared(store.clone());
-            let handle = noop_worker(store, 8)?.spawn();
-            wait_for_count(&client, TaskStatus::Succeeded, count, Duration::from_secs(600)).await?;
+            let calls = Arc::new(AtomicUsize::new(0));
+            let handle = noop_worker(store, 8, calls.clone())?.spawn();
+            wait_for_drain(&client, &calls, count).await?;
             handle.stop_and_join().await?;
             println!("peak_rss_kb {}", peak_rss_kb());
             Ok(())
@@ -464,7 +484,7 @@ async fn wait_for_count(client: &CairnQ, status: TaskStatus, expected: usize, li
             let sample = client.list(&ListFilter::new().page(3, 0)).await?;
             return Err(Error::validation("benchmark", format!("not drained in {limit:?}; newest rows: {sample:?}")));
         }
-        tokio::time::sleep(Duration::from_millis(2)).await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
