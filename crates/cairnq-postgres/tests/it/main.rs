@@ -11,3 +11,4 @@ mod support;
 #[cfg(feature = "tls")]
 mod tls;
 mod wakeups;
+mod workers;

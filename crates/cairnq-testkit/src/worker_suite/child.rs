@@ -7,11 +7,16 @@
 //!
 //! ```text
 //! cairnq-test-worker --sqlite PATH --mode hang|sleep [--lease-ms N] [--drain-ms N] [--concurrency N]
+//!                    [--poll-ms N] [--no-listen] [--report-issues]
 //! ```
 //!
 //! - `hang`: handler `crash` prints `started <task id>` and never returns.
 //! - `sleep`: handler `sleep` sleeps `payload.ms` milliseconds and returns
 //!   `{"slept": ms}`.
+//!
+//! With `--report-issues` every [`WorkerIssue`] prints as `issue <text>`. A
+//! Postgres store opened with `--no-listen` has no LISTEN connection, so the
+//! worker finds tasks by polling every `--poll-ms` only.
 //!
 //! The worker runs until SIGINT/SIGTERM, then drains and exits 0.
 
@@ -21,7 +26,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use cairnq_core::{Error, Result, Store};
-use cairnq_worker::{TaskContext, TaskError, Worker, WorkerOptions};
+use cairnq_worker::{TaskContext, TaskError, Worker, WorkerIssue, WorkerOptions};
 use serde_json::{Value, json};
 
 use crate::StoreLocator;
@@ -48,12 +53,28 @@ pub struct ChildArgs {
     pub drain_ms: u64,
     /// Worker concurrency.
     pub concurrency: usize,
+    /// The worker's poll interval.
+    pub poll_ms: u64,
+    /// Whether a Postgres store holds a LISTEN connection (push wakeups).
+    pub listen: bool,
+    /// Print every [`WorkerIssue`] as an `issue <text>` stdout line.
+    pub report_issues: bool,
 }
 
 impl ChildArgs {
-    /// Defaults: lease 1 s, drain 1 s, concurrency 1.
+    /// Defaults: lease 1 s, drain 1 s, concurrency 1, poll every 50 ms,
+    /// push wakeups on, issues not printed.
     pub fn new(locator: StoreLocator, mode: ChildMode) -> Self {
-        Self { locator, mode, lease_ms: 1_000, drain_ms: 1_000, concurrency: 1 }
+        Self {
+            locator,
+            mode,
+            lease_ms: 1_000,
+            drain_ms: 1_000,
+            concurrency: 1,
+            poll_ms: 50,
+            listen: true,
+            report_issues: false,
+        }
     }
 
     /// As command-line arguments.
@@ -66,6 +87,13 @@ impl ChildArgs {
         args.extend(["--mode".into(), mode.into(), "--lease-ms".into(), self.lease_ms.to_string()]);
         args.extend(["--drain-ms".into(), self.drain_ms.to_string()]);
         args.extend(["--concurrency".into(), self.concurrency.to_string()]);
+        args.extend(["--poll-ms".into(), self.poll_ms.to_string()]);
+        if !self.listen {
+            args.push("--no-listen".into());
+        }
+        if self.report_issues {
+            args.push("--report-issues".into());
+        }
         args
     }
 
@@ -84,6 +112,9 @@ impl ChildArgs {
                 "--lease-ms" => parsed.lease_ms = number(flag, &value()?)?,
                 "--drain-ms" => parsed.drain_ms = number(flag, &value()?)?,
                 "--concurrency" => parsed.concurrency = number(flag, &value()?)?,
+                "--poll-ms" => parsed.poll_ms = number(flag, &value()?)?,
+                "--no-listen" => parsed.listen = false,
+                "--report-issues" => parsed.report_issues = true,
                 other => return Err(format!("unknown argument {other:?}")),
             }
         }
@@ -118,15 +149,31 @@ pub async fn open_store(locator: &StoreLocator) -> Result<Arc<dyn Store>> {
     }
 }
 
+/// Opens the store a locator names without push wakeups: a Postgres store
+/// with no LISTEN connection (other backends as [`open_store`] does).
+async fn open_store_polling(locator: &StoreLocator) -> Result<Arc<dyn Store>> {
+    match locator {
+        #[cfg(feature = "postgres")]
+        StoreLocator::Postgres { dsn, schema } => {
+            let options = cairnq_postgres::PostgresOptions::new().schema(schema).pool_size(4).listen(false);
+            Ok(Arc::new(cairnq_postgres::PostgresStore::connect_with(dsn, options).await?))
+        }
+        other => open_store(other).await,
+    }
+}
+
 /// The child worker: opens the store, registers the mode's handler, and
 /// runs until SIGINT/SIGTERM.
 pub async fn run_child(args: &ChildArgs) -> Result<()> {
-    let store = open_store(&args.locator).await?;
-    let options = WorkerOptions::new()
+    let store = if args.listen { open_store(&args.locator).await? } else { open_store_polling(&args.locator).await? };
+    let mut options = WorkerOptions::new()
         .lease(Duration::from_millis(args.lease_ms))
         .drain_timeout(Duration::from_millis(args.drain_ms))
         .concurrency(args.concurrency)
-        .poll_interval(Duration::from_millis(50));
+        .poll_interval(Duration::from_millis(args.poll_ms));
+    if args.report_issues {
+        options = options.on_error(|issue: WorkerIssue| println!("issue {issue}"));
+    }
     let mut worker = Worker::new(cairnq_core::CairnQ::from_shared(store), options)?;
     match args.mode {
         ChildMode::Hang => worker.task("crash", hang)?,
