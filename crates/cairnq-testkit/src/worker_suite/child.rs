@@ -240,3 +240,20 @@ fn build_child_binary() -> std::result::Result<PathBuf, String> {
         .find_map(|m| m["executable"].as_str().map(PathBuf::from))
         .ok_or_else(|| "cargo built no cairnq-test-worker executable".to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_round_trips() {
+        let locator = StoreLocator::Postgres { dsn: "postgres://x@h/db".into(), schema: "s".into() };
+        let mut args = ChildArgs::new(locator, ChildMode::Hang);
+        (args.lease_ms, args.drain_ms, args.concurrency, args.poll_ms) = (7, 8, 9, 5_000);
+        (args.listen, args.report_issues) = (false, true);
+        assert_eq!(ChildArgs::parse(&args.to_args()), Ok(args.clone()));
+        let defaults = ChildArgs::new(StoreLocator::Sqlite { path: "q.db".into() }, ChildMode::Sleep);
+        assert_eq!(ChildArgs::parse(&defaults.to_args()), Ok(defaults));
+        assert!(ChildArgs::parse(&["--poll-ms".into(), "soon".into()]).is_err());
+    }
+}
