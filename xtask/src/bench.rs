@@ -47,8 +47,15 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), String> {
     };
     let postgres = postgres_wired(root).then(|| test_env::bench_postgres_dsn(root).ok()).flatten();
     let features = if postgres.is_some() { "bench,postgres" } else { "bench" };
-    cargo(root, &["build", "--release", "-p", "cairnq-testkit", "--bin", "cairnq-bench", "--features", features])?;
-    let bench = root.join("target/release/cairnq-bench");
+    // --quick only proves the benchmarks still work (CI; nothing recorded), so
+    // it reuses the debug build the tests made instead of two release builds.
+    let profile = if flags.quick { "debug" } else { "release" };
+    let mut build = vec!["build", "-p", "cairnq-testkit", "--bin", "cairnq-bench", "--features", features];
+    if !flags.quick {
+        build.push("--release");
+    }
+    cargo(root, &build)?;
+    let bench = root.join("target").join(profile).join("cairnq-bench");
     let mut rows = Vec::new();
     let mut backends = vec![("sqlite", None)];
     if let Some(dsn) = &postgres {
@@ -192,16 +199,15 @@ fn add_peer_numbers(
     Ok(())
 }
 
-/// Runs the criterion benches; returns (name, median time) pairs.
+/// Runs the criterion benches; returns (name, median time) pairs. With
+/// `quick`, criterion's test mode runs each benchmark once on the debug build.
 fn criterion(root: &Path, quick: bool) -> Result<Vec<(String, String)>, String> {
-    let timing: &[&str] = if quick {
-        &["--warm-up-time", "0.2", "--measurement-time", "0.5", "--sample-size", "10"]
-    } else {
-        &["--warm-up-time", "1", "--measurement-time", "3"]
-    };
-    let mut args = vec!["bench", "-p", "cairnq-testkit", "--bench", "seam", "--", "--noplot"];
-    args.extend_from_slice(timing);
-    let output = cargo(root, &args)?;
+    if quick {
+        cargo(root, &["test", "-p", "cairnq-testkit", "--bench", "seam"])?;
+        return Ok(Vec::new());
+    }
+    let args = ["bench", "-p", "cairnq-testkit", "--bench", "seam", "--", "--noplot", "--warm-up-time", "1"];
+    let output = cargo(root, &[&args[..], &["--measurement-time", "3"]].concat())?;
     let mut out = Vec::new();
     let mut last_name = String::new();
     for line in output.lines() {
@@ -231,7 +237,8 @@ fn render(rows: &[Row], micro: &[(String, String)], flags: &Flags, postgres: boo
     let _ = writeln!(s, "{}\n", machine_facts());
     let _ = writeln!(
         s,
-        "Settings: release build; SQLite temp files at default durability (WAL + synchronous FULL); {}; one process per workload.\n",
+        "Settings: {}; SQLite temp files at default durability (WAL + synchronous FULL); {}; one process per workload.\n",
+        if flags.quick { "debug build, smallest sizes (a smoke run, not a measurement)" } else { "release build" },
         if postgres {
             "Postgres: the local throwaway test server (fsync on)"
         } else {
