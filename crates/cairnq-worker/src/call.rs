@@ -17,9 +17,10 @@
 
 use std::any::Any;
 use std::collections::HashMap;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use cairnq_core::{ErrorEnvelope, codes};
 use futures::FutureExt;
@@ -46,18 +47,26 @@ pub(crate) async fn run_call(core: Arc<WorkerCore>, handler: Handler, contexts: 
         Handler::Single(call) => {
             let mut endings = Vec::with_capacity(contexts.len());
             for ctx in contexts {
-                let ending = guarded(core.options.max_run, call(ctx.clone())).await;
+                let ending = timed(&core, guarded(core.options.max_run, call(ctx.clone()))).await;
                 endings.push((ctx, ending));
             }
             drop(load);
             join_all(endings.into_iter().map(|(ctx, ending)| settle_single(&core, ctx, ending))).await;
         }
         Handler::Batch(call) => {
-            let ending = guarded(core.options.max_run, call(contexts.clone())).await;
+            let ending = timed(&core, guarded(core.options.max_run, call(contexts.clone()))).await;
             drop(load);
             settle_batch(&core, &contexts, ending).await;
         }
     }
+}
+
+/// Runs a handler call, recording how long it took.
+async fn timed<T>(core: &WorkerCore, call: impl Future<Output = T>) -> T {
+    let start = Instant::now();
+    let out = call.await;
+    core.load.record_call(start.elapsed());
+    out
 }
 
 async fn guarded<T>(max_run: Option<Duration>, call: BoxFuture<'static, T>) -> Ending<T> {

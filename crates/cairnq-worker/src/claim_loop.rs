@@ -5,8 +5,8 @@
 //! room it waits for a call to end (a freed slot triggers the next claim at
 //! once). With room it asks the read-only probe first, so an idle worker
 //! never takes the write lock, then runs one claim transaction. The probe is
-//! skipped right after a claim that took every row it could: work was due a
-//! moment ago, so the probe would only cost a read. When idle the loop
+//! skipped right after a claim that took every row it could (more than
+//! one): work was due a moment ago, so the probe would only cost a read. When idle the loop
 //! sleeps in [`Store::wait_for_change`](cairnq_core::Store), which a push
 //! wakeup may cut short.
 //!
@@ -20,12 +20,12 @@
 //! heartbeat like running ones, and start as slots free. The claim runs
 //! alongside the calls (one claim in flight at a time), so handlers keep
 //! running from the buffer while the next claim commits. The room beyond
-//! the slots is twice the calls that ended while the previous claim was in
-//! flight (at most [`MAX_PREFETCH`]): fast handlers get a deep buffer,
-//! slow ones (none ended during a claim) get none, so a slow worker never
-//! hoards tasks another worker could run, and the buffer holds about two
-//! claim round-trips of work. A buffered task whose lease the heartbeat
-//! finds lost is dropped unstarted.
+//! the slots is what the slots get through in two claim round-trips: 2 x
+//! concurrency x (last claim's duration / mean handler call), at most
+//! [`MAX_PREFETCH`]. Fast handlers get a deep buffer; handlers slower than
+//! a claim get almost none, so a slow worker does not hoard tasks another
+//! worker could run. A buffered task whose lease the heartbeat finds lost
+//! is dropped unstarted.
 //!
 //! # Stop
 //!
@@ -40,7 +40,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use cairnq_core::store::{ClaimParams, ProbeParams};
 use cairnq_core::{ErrorEnvelope, Task, Wake, codes};
@@ -99,9 +99,8 @@ pub(crate) struct ClaimLoop {
     empty_retries: usize,
     /// Claimed tasks waiting for a free slot.
     buffer: VecDeque<TaskContext>,
-    /// The claim running alongside the calls, with the ended-calls count
-    /// when it started.
-    in_flight: Option<(BoxFuture<'static, Claimed>, u64)>,
+    /// The claim running alongside the calls, and when it started.
+    in_flight: Option<(BoxFuture<'static, Claimed>, Instant)>,
     /// Room for rows beyond the free slots in the next claim.
     prefetch: usize,
     /// Whether the next claim asks the probe first.
@@ -214,7 +213,7 @@ impl ClaimLoop {
         self.rotation = self.rotation.wrapping_add(1);
         let probe = self.probe_next.then(|| ProbeParams::new(core.options.queues.clone(), self.names.probe_names()));
         let claim = claim_rows(core.clone(), probe, plan.params, plan.max_rows, plan.left_out_draws);
-        self.in_flight = Some((claim.boxed(), core.load.ended()));
+        self.in_flight = Some((claim.boxed(), Instant::now()));
         true
     }
 
@@ -224,9 +223,8 @@ impl ClaimLoop {
 
     /// Takes in what a finished claim found and says what to do next.
     fn finish_claim(&mut self, claimed: Claimed) -> Next {
-        if let Some((_, ended_at_start)) = self.in_flight.take() {
-            let ended = self.core.load.ended().saturating_sub(ended_at_start);
-            self.prefetch = usize::try_from(ended.saturating_mul(2)).unwrap_or(MAX_PREFETCH).min(MAX_PREFETCH);
+        if let Some((_, started)) = self.in_flight.take() {
+            self.prefetch = prefetch_room(self.core.options.concurrency, started.elapsed(), self.core.load.mean_call());
         }
         match claimed {
             Claimed::Rows { tasks, filled } => {
@@ -388,13 +386,43 @@ async fn claim_rows(
     match core.client.claim(&params).await {
         Ok(tasks) if tasks.is_empty() => Claimed::Empty { left_out_draws },
         Ok(tasks) => {
-            let filled = tasks.len() >= max_rows;
+            // One row of one says little about what is left; skipping the
+            // probe then would cost a lone worker an empty claim per task.
+            let filled = tasks.len() >= max_rows && max_rows > 1;
             Claimed::Rows { tasks, filled }
         }
         Err(error) => Claimed::Failed("claim", error),
     }
 }
 
+/// Rows worth buffering beyond the free slots: what `concurrency` slots get
+/// through in two claims of `claim_took`, given calls of `mean_call` (none
+/// before any call has ended).
+fn prefetch_room(concurrency: usize, claim_took: Duration, mean_call: Duration) -> usize {
+    if mean_call.is_zero() {
+        return 0;
+    }
+    let per_slot = claim_took.as_secs_f64() / mean_call.as_secs_f64();
+    let room = 2.0 * concurrency as f64 * per_slot;
+    if room >= MAX_PREFETCH as f64 { MAX_PREFETCH } else { room as usize }
+}
+
 fn payload_bytes(ctx: &TaskContext) -> u64 {
     u64::try_from(cairnq_core::json::to_text(ctx.payload_json()).len()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The prefetch sizing rule.
+
+    use super::*;
+
+    #[test]
+    fn fast_handlers_get_a_deep_buffer_and_slow_ones_none() {
+        let claim = Duration::from_millis(4);
+        assert_eq!(prefetch_room(8, claim, Duration::ZERO), 0, "no call has ended yet");
+        assert_eq!(prefetch_room(8, claim, Duration::from_micros(5)), MAX_PREFETCH);
+        assert_eq!(prefetch_room(8, claim, Duration::from_millis(4)), 16);
+        assert_eq!(prefetch_room(8, claim, Duration::from_secs(1)), 0);
+    }
 }

@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 use tokio::sync::{Notify, watch};
@@ -110,14 +111,14 @@ struct Totals {
     payloads_seen: u64,
 }
 
-/// The worker's current load; `freed` is notified whenever a call ends,
-/// and `ended` counts the calls that ended so far (the claim loop sizes its
-/// prefetch from how many end while a claim is in flight).
+/// The worker's current load; `freed` is notified whenever a call ends.
+/// It also keeps a moving mean of how long handler calls take (the claim
+/// loop sizes its prefetch from it).
 #[derive(Debug, Default)]
 pub(crate) struct Load {
     totals: Mutex<Totals>,
     pub(crate) freed: Notify,
-    ended: AtomicU64,
+    mean_call_nanos: AtomicU64,
 }
 
 /// A read of the load for sizing one claim.
@@ -143,9 +144,18 @@ impl Load {
         }
     }
 
-    /// How many calls have ended so far.
-    pub(crate) fn ended(&self) -> u64 {
-        self.ended.load(Ordering::Acquire)
+    /// The moving mean duration of handler calls (zero before the first).
+    pub(crate) fn mean_call(&self) -> Duration {
+        Duration::from_nanos(self.mean_call_nanos.load(Ordering::Relaxed))
+    }
+
+    /// Folds one call's duration into the moving mean (weight 1/8). Two
+    /// calls ending at once may lose one sample: harmless for an estimate.
+    pub(crate) fn record_call(&self, took: Duration) {
+        let sample = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        let mean = self.mean_call_nanos.load(Ordering::Relaxed);
+        let next = if mean == 0 { sample } else { mean - mean / 8 + sample / 8 };
+        self.mean_call_nanos.store(next, Ordering::Relaxed);
     }
 
     /// Records a call starting; the guard releases it when dropped.
@@ -173,7 +183,6 @@ impl Load {
         }
         t.bytes = t.bytes.saturating_sub(call.bytes);
         drop(t);
-        self.ended.fetch_add(1, Ordering::AcqRel);
         self.freed.notify_one();
     }
 }
