@@ -35,9 +35,19 @@
 //!   rotates every round. The store applies the limits as shared budgets,
 //!   each draw sized by what earlier ones took, so blocked work stays queued
 //!   for other workers. Only registered names are claimed. After a claim that
-//!   took rows the loop looks again at once; with every slot busy it waits
-//!   for a call to end; when idle it sleeps in `Store::wait_for_change`
-//!   (a push wakeup may cut the poll short).
+//!   took rows the loop looks again at once (skipping the probe when the
+//!   claim filled its limit); with every slot busy it waits for a call to
+//!   end; when idle it sleeps in `Store::wait_for_change` (a push wakeup may
+//!   cut the poll short).
+//! - **Prefetch.** When every name shares the one draw (no per-name
+//!   `batch`, `concurrency` or resource, no byte budget), a claim may take
+//!   more rows than free slots: about what the slots get through in two
+//!   claim round-trips (2 x concurrency x claim time / mean handler call,
+//!   at most 1024), so handlers slower than a claim get almost no buffer.
+//!   Buffered rows are leased like running ones (the heartbeat renews them;
+//!   one whose lease is lost is dropped unstarted) and start as slots free,
+//!   while the next claim runs alongside the calls. Claims and settles of
+//!   many tasks then share commits.
 //! - **Heartbeat loop** (one per worker). Every `max(50 ms, lease/3)` it
 //!   renews all unsettled leases with one `heartbeat_batch`. A task missing
 //!   from the reply lost its lease: only that context is flagged
@@ -46,13 +56,22 @@
 //!   A tick late by more than a third of the lease reports a blocked runtime.
 //! - **Calls.** Each call runs on its own tokio task under a panic guard and
 //!   the `max_run` ceiling; blocking handlers run on tokio's blocking
-//!   threads. How the call ends settles every task it did not settle itself,
-//!   through `complete` (so a requested cancel wins) or `fail` with an error
-//!   envelope and an attempt-based backoff delay. Settling is exactly once.
+//!   threads. The call's slot frees when the handler is done; the settle
+//!   writes follow on the same task (a drain waits for them, the heartbeat
+//!   renews their leases until written). How the call ends settles every
+//!   task it did not settle itself, through `complete` (so a requested
+//!   cancel wins) or `fail` with an error envelope and an attempt-based
+//!   backoff delay. Settling is exactly once.
 //! - **Stop.** `stop()`, a dropped [`WorkerHandle`] or SIGINT/SIGTERM under
-//!   [`Worker::serve`] stop claiming; running calls get `drain_timeout` to
-//!   finish, then are abandoned and their leases left to expire, so another
-//!   worker retries them.
+//!   [`Worker::serve`] stop claiming; a claim in flight lands, buffered
+//!   (not yet started) tasks are run as slots free, and everything gets
+//!   `drain_timeout` to finish; then running calls are abandoned and
+//!   buffered tasks dropped, their leases left to expire, so another worker
+//!   retries them. Buffered tasks are run rather than released through
+//!   `fail(retryable, delay 0)`: a release would record an error envelope,
+//!   use up the attempt the claim counted, and fail outright a task on its
+//!   last attempt, while the buffer holds only a few claim round-trips of
+//!   work of handlers that proved fast.
 //!
 //! # Outcomes
 //!
