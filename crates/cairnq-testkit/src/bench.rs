@@ -149,6 +149,7 @@ pub const WORKLOADS: &[&str] = &[
     "burn_down_c64",
     "call_in_process",
     "call_two_processes",
+    "wakeup_latency",
     "claim_backlog",
     "idle_worker_cpu",
     "worker_rss",
@@ -207,6 +208,14 @@ pub async fn run_workload(name: &str, backend: &BenchBackend, sizes: Sizes, exe:
             vec![
                 m(name, "p50_ms", p50, format!("{} calls, worker in another process", sizes.calls)),
                 m(name, "p95_ms", p95, format!("{} calls", sizes.calls)),
+            ]
+        }
+        "wakeup_latency" => {
+            let (p50, p95) = wakeup_latency(backend, sizes.calls.min(50)).await?;
+            let detail = |n| format!("{n} submits to an idle worker polling every 5 s; submit to handler start");
+            vec![
+                m(name, "p50_ms", p50, detail(sizes.calls.min(50))),
+                m(name, "p95_ms", p95, detail(sizes.calls.min(50))),
             ]
         }
         "claim_backlog" => {
@@ -347,9 +356,7 @@ async fn timed_calls(client: &CairnQ, calls: usize) -> Result<(f64, f64)> {
         client.call("noop", &json!({ "i": i }), &SubmitOptions::new(), &wait).await?;
         samples.push(start.elapsed().as_secs_f64() * 1000.0);
     }
-    samples.sort_by(f64::total_cmp);
-    let pick = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
-    Ok((pick(0.5), pick(0.95)))
+    Ok(percentiles(samples))
 }
 
 async fn call_in_process(backend: &BenchBackend, calls: usize) -> Result<(f64, f64)> {
@@ -370,6 +377,43 @@ async fn call_two_processes(backend: &BenchBackend, calls: usize, exe: &Path) ->
     let _ = child.kill();
     let _ = child.wait();
     latency
+}
+
+/// Submit-to-start latency of an idle worker whose poll is 5 s: what push
+/// wakeups buy (without them it would average half the poll).
+async fn wakeup_latency(backend: &BenchBackend, submits: usize) -> Result<(f64, f64)> {
+    let (_, store) = backend.fresh("wakeup").await?;
+    let client = CairnQ::from_shared(store.clone());
+    let (started_tx, mut started_rx) = tokio::sync::mpsc::unbounded_channel::<Instant>();
+    let options = WorkerOptions::new().poll_interval(Duration::from_secs(5));
+    let mut worker = Worker::new(CairnQ::from_shared(store), options)?;
+    worker.task("noop", move |_ctx: TaskContext, _payload: Value| {
+        let _ = started_tx.send(Instant::now());
+        async move { Ok::<_, TaskError>(Value::Null) }
+    })?;
+    let handle = worker.spawn();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut samples = Vec::with_capacity(submits);
+    for i in 0..submits {
+        let submitted = Instant::now();
+        client.submit("noop", &json!({ "i": i })).await?;
+        let started = tokio::time::timeout(Duration::from_secs(30), started_rx.recv())
+            .await
+            .ok()
+            .flatten()
+            .ok_or_else(|| Error::validation("wakeup_latency", "the worker did not start the task"))?;
+        samples.push(started.duration_since(submitted).as_secs_f64() * 1000.0);
+        // Let the worker go idle again before the next submit.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    handle.stop_and_join().await?;
+    Ok(percentiles(samples))
+}
+
+fn percentiles(mut samples: Vec<f64>) -> (f64, f64) {
+    samples.sort_by(f64::total_cmp);
+    let pick = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+    (pick(0.5), pick(0.95))
 }
 
 async fn claim_at_backlog(backend: &BenchBackend, queued: usize, backing_off: usize) -> Result<f64> {
