@@ -22,9 +22,10 @@ use crate::keys::Conflict;
 use crate::model::{Stats, Task, TaskRef, TaskStatus, fold_stats};
 use crate::retention::{Retention, SweeperHandle};
 use crate::store::{
-    ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ListParams, NewTask, ProgressParams, PurgeParams,
-    SettleParams, Store, TaskSelector, Wake,
+    ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, NewTask, ProgressParams, SettleParams, Store,
+    TaskSelector, Wake,
 };
+pub use crate::store::{ListFilter, PurgeFilter};
 
 /// Options of a submit. `Default` gives PROTOCOL.md's defaults: queue
 /// `default`, max_attempts 3, priority 0, no delay, no key.
@@ -222,146 +223,6 @@ impl WaitOptions {
         self.poll = poll;
         self.max_poll = max_poll.max(poll);
         self
-    }
-}
-
-/// Filters of [`CairnQ::list`]. `Default`: no filter, limit 100, offset 0.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ListFilter {
-    /// Only this status.
-    pub status: Option<TaskStatus>,
-    /// Only this queue.
-    pub queue: Option<String>,
-    /// Only this handler name.
-    pub name: Option<String>,
-    /// Only this chain.
-    pub root_id: Option<String>,
-    /// Only this correlation id.
-    pub correlation_id: Option<String>,
-    /// At most this many rows (>= 0).
-    pub limit: i64,
-    /// Skip this many rows (>= 0).
-    pub offset: i64,
-}
-
-impl Default for ListFilter {
-    fn default() -> Self {
-        Self { status: None, queue: None, name: None, root_id: None, correlation_id: None, limit: 100, offset: 0 }
-    }
-}
-
-impl ListFilter {
-    /// No filter.
-    pub fn new() -> Self {
-        Self::default()
-    }
-    /// Only this status.
-    pub fn status(mut self, status: TaskStatus) -> Self {
-        self.status = Some(status);
-        self
-    }
-    /// Only this queue.
-    pub fn queue(mut self, queue: impl Into<String>) -> Self {
-        self.queue = Some(queue.into());
-        self
-    }
-    /// Only this name.
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = Some(name.into());
-        self
-    }
-    /// Only this root id.
-    pub fn root_id(mut self, id: impl Into<String>) -> Self {
-        self.root_id = Some(id.into());
-        self
-    }
-    /// Only this correlation id.
-    pub fn correlation_id(mut self, id: impl Into<String>) -> Self {
-        self.correlation_id = Some(id.into());
-        self
-    }
-    /// Page size and offset.
-    pub fn page(mut self, limit: i64, offset: i64) -> Self {
-        self.limit = limit;
-        self.offset = offset;
-        self
-    }
-}
-
-/// Filters of [`CairnQ::purge`]. `Default`: any age, every terminal status,
-/// limit 1000.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct PurgeFilter {
-    /// Only rows completed more than this long ago (>= 0).
-    pub older_than_ms: i64,
-    /// Only this queue.
-    pub queue: Option<String>,
-    /// Only this status (must be terminal).
-    pub status: Option<TaskStatus>,
-    /// Only this handler name.
-    pub name: Option<String>,
-    /// At most this many rows (>= 1).
-    pub limit: i64,
-}
-
-impl Default for PurgeFilter {
-    fn default() -> Self {
-        Self { older_than_ms: 0, queue: None, status: None, name: None, limit: 1000 }
-    }
-}
-
-impl PurgeFilter {
-    /// No filter.
-    pub fn new() -> Self {
-        Self::default()
-    }
-    /// Only rows completed more than `ms` ago.
-    pub fn older_than_ms(mut self, ms: i64) -> Self {
-        self.older_than_ms = ms;
-        self
-    }
-    /// Only this queue.
-    pub fn queue(mut self, queue: impl Into<String>) -> Self {
-        self.queue = Some(queue.into());
-        self
-    }
-    /// Only this status.
-    pub fn status(mut self, status: TaskStatus) -> Self {
-        self.status = Some(status);
-        self
-    }
-    /// Only this name.
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = Some(name.into());
-        self
-    }
-    /// At most this many rows.
-    pub fn limit(mut self, limit: i64) -> Self {
-        self.limit = limit;
-        self
-    }
-
-    /// Validates the filter into store parameters.
-    pub fn to_params(&self) -> Result<PurgeParams> {
-        require_non_negative("older_than_ms", self.older_than_ms)?;
-        if self.limit < 1 {
-            return Err(Error::validation("limit", format!("{} is below 1", self.limit)));
-        }
-        if let Some(status) = self.status.filter(|s| !s.is_terminal()) {
-            return Err(Error::validation(
-                "status",
-                format!("{status} is not terminal; only terminal rows can be purged"),
-            ));
-        }
-        Ok(PurgeParams {
-            older_than_ms: self.older_than_ms,
-            queue: self.queue.clone(),
-            status: self.status,
-            name: self.name.clone(),
-            limit: self.limit,
-        })
     }
 }
 
@@ -600,16 +461,7 @@ impl CairnQ {
     pub async fn list(&self, filter: &ListFilter) -> Result<Vec<Task>> {
         require_non_negative("limit", filter.limit)?;
         require_non_negative("offset", filter.offset)?;
-        let params = ListParams {
-            status: filter.status,
-            queue: filter.queue.clone(),
-            name: filter.name.clone(),
-            root_id: filter.root_id.clone(),
-            correlation_id: filter.correlation_id.clone(),
-            limit: filter.limit,
-            offset: filter.offset,
-        };
-        self.store.list(&params).await
+        self.store.list(filter).await
     }
 
     /// Counts per queue and status, every status zero-filled; with a queue,
@@ -652,8 +504,8 @@ impl CairnQ {
 
     /// Deletes terminal tasks; returns the deleted ids (not in any order).
     pub async fn purge(&self, filter: &PurgeFilter) -> Result<Vec<String>> {
-        let params = filter.to_params()?;
-        self.store.purge(&params).await
+        filter.validate()?;
+        self.store.purge(filter).await
     }
 
     /// Waits until the task is terminal and returns its row, whatever the

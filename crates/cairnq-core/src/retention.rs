@@ -13,7 +13,7 @@ use std::time::Duration;
 use crate::client::PurgeFilter;
 use crate::error::{Error, Result};
 use crate::model::TaskStatus;
-use crate::store::{PurgeParams, Store};
+use crate::store::Store;
 
 /// Rows one purge call deletes at most, unless a rule says otherwise.
 const DEFAULT_BATCH: i64 = 500;
@@ -97,7 +97,10 @@ impl Retention {
         if self.interval.is_zero() {
             return Err(Error::validation("interval", "must be above zero"));
         }
-        let rules = self.rules.iter().map(PurgeFilter::to_params).collect::<Result<Vec<_>>>()?;
+        for rule in &self.rules {
+            rule.validate()?;
+        }
+        let rules = self.rules.clone();
         Ok(Sweeper { store, rules, interval: self.interval })
     }
 }
@@ -105,7 +108,7 @@ impl Retention {
 /// Runs [`Retention`] rules against one store.
 pub struct Sweeper {
     store: Arc<dyn Store>,
-    rules: Vec<PurgeParams>,
+    rules: Vec<PurgeFilter>,
     interval: Duration,
 }
 

@@ -109,10 +109,11 @@ pub struct NewTask {
     pub conflict: Conflict,
 }
 
-/// Filters for [`Store::list`]; `None` filters are left out of the SQL.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Filters of [`Store::list`] (and [`CairnQ::list`](crate::CairnQ::list)); `None` filters are left
+/// out of the SQL. `Default`: no filter, limit 100, offset 0.
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct ListParams {
+pub struct ListFilter {
     /// Only this status.
     pub status: Option<TaskStatus>,
     /// Only this queue.
@@ -123,27 +124,129 @@ pub struct ListParams {
     pub root_id: Option<String>,
     /// Only this correlation id.
     pub correlation_id: Option<String>,
-    /// At most this many rows.
+    /// At most this many rows (>= 0).
     pub limit: i64,
-    /// Skip this many rows.
+    /// Skip this many rows (>= 0).
     pub offset: i64,
 }
 
-/// What [`Store::purge`] deletes: terminal rows completed strictly before
-/// `now - older_than_ms`, oldest first, at most `limit`.
+impl Default for ListFilter {
+    fn default() -> Self {
+        Self { status: None, queue: None, name: None, root_id: None, correlation_id: None, limit: 100, offset: 0 }
+    }
+}
+
+impl ListFilter {
+    /// No filter.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Only this status.
+    pub fn status(mut self, status: TaskStatus) -> Self {
+        self.status = Some(status);
+        self
+    }
+    /// Only this queue.
+    pub fn queue(mut self, queue: impl Into<String>) -> Self {
+        self.queue = Some(queue.into());
+        self
+    }
+    /// Only this name.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+    /// Only this root id.
+    pub fn root_id(mut self, id: impl Into<String>) -> Self {
+        self.root_id = Some(id.into());
+        self
+    }
+    /// Only this correlation id.
+    pub fn correlation_id(mut self, id: impl Into<String>) -> Self {
+        self.correlation_id = Some(id.into());
+        self
+    }
+    /// Page size and offset.
+    pub fn page(mut self, limit: i64, offset: i64) -> Self {
+        self.limit = limit;
+        self.offset = offset;
+        self
+    }
+}
+
+/// What [`Store::purge`] (and [`CairnQ::purge`](crate::CairnQ::purge)) deletes: terminal rows
+/// completed strictly before `now - older_than_ms`, oldest first, at most
+/// `limit`. `Default`: any age, every terminal status,
+/// limit 1000.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct PurgeParams {
-    /// Age threshold (>= 0).
+pub struct PurgeFilter {
+    /// Only rows completed more than this long ago (>= 0).
     pub older_than_ms: i64,
     /// Only this queue.
     pub queue: Option<String>,
-    /// Only this terminal status (`None`: every terminal status).
+    /// Only this status (must be terminal).
     pub status: Option<TaskStatus>,
     /// Only this handler name.
     pub name: Option<String>,
     /// At most this many rows (>= 1).
     pub limit: i64,
+}
+
+impl Default for PurgeFilter {
+    fn default() -> Self {
+        Self { older_than_ms: 0, queue: None, status: None, name: None, limit: 1000 }
+    }
+}
+
+impl PurgeFilter {
+    /// No filter.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Only rows completed more than `ms` ago.
+    pub fn older_than_ms(mut self, ms: i64) -> Self {
+        self.older_than_ms = ms;
+        self
+    }
+    /// Only this queue.
+    pub fn queue(mut self, queue: impl Into<String>) -> Self {
+        self.queue = Some(queue.into());
+        self
+    }
+    /// Only this status.
+    pub fn status(mut self, status: TaskStatus) -> Self {
+        self.status = Some(status);
+        self
+    }
+    /// Only this name.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+    /// At most this many rows.
+    pub fn limit(mut self, limit: i64) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    /// Refuses what no store may be asked: a negative age, a limit below 1,
+    /// a non-terminal status.
+    pub fn validate(&self) -> Result<()> {
+        if self.older_than_ms < 0 {
+            return Err(Error::validation("older_than_ms", format!("{} is negative", self.older_than_ms)));
+        }
+        if self.limit < 1 {
+            return Err(Error::validation("limit", format!("{} is below 1", self.limit)));
+        }
+        if let Some(status) = self.status.filter(|s| !s.is_terminal()) {
+            return Err(Error::validation(
+                "status",
+                format!("{status} is not terminal; only terminal rows can be purged"),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// The read-only "anything to do?" question a worker asks before it takes
@@ -437,7 +540,7 @@ pub trait Store: Send + Sync + 'static {
     async fn get_status(&self, task: &TaskSelector) -> Result<Option<TaskRef>>;
 
     /// Rows matching the filters, newest first (`created_at_ms desc, id desc`).
-    async fn list(&self, params: &ListParams) -> Result<Vec<Task>>;
+    async fn list(&self, filter: &ListFilter) -> Result<Vec<Task>>;
 
     /// Row counts grouped by queue and status (only non-zero groups needed),
     /// for one queue or all.
@@ -455,7 +558,7 @@ pub trait Store: Send + Sync + 'static {
     async fn retry(&self, task: &TaskSelector, reset_attempt: bool) -> Result<Option<Task>>;
 
     /// Deletes terminal rows; returns their ids.
-    async fn purge(&self, params: &PurgeParams) -> Result<Vec<String>>;
+    async fn purge(&self, filter: &PurgeFilter) -> Result<Vec<String>>;
 
     /// Read-only: is anything due for these queues and names, or has any
     /// lease expired?

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use cairnq_core::store::{
-    ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ListParams, NewTask, ProbeParams, ProgressParams,
-    PurgeParams, SettleParams,
+    ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams,
+    PurgeFilter, SettleParams,
 };
 use cairnq_core::{Capabilities, HeldLease, Result, Store, Task, TaskCount, TaskRef, TaskSelector, Wake};
 use deadpool_postgres::{Client, Pool};
@@ -160,7 +160,7 @@ impl Store for PostgresStore {
         read::get_status(&self.client().await?, task).await
     }
 
-    async fn list(&self, params: &ListParams) -> Result<Vec<Task>> {
+    async fn list(&self, params: &ListFilter) -> Result<Vec<Task>> {
         read::list(&self.client().await?, params).await
     }
 
@@ -180,7 +180,7 @@ impl Store for PostgresStore {
         write::retry(&self.client().await?, task, reset_attempt).await
     }
 
-    async fn purge(&self, params: &PurgeParams) -> Result<Vec<String>> {
+    async fn purge(&self, params: &PurgeFilter) -> Result<Vec<String>> {
         write::purge(&self.client().await?, params).await
     }
 

@@ -1,7 +1,7 @@
 //! Client-side writes: submit (plain and keyed), cancel, retry, purge.
 
 use cairnq_core::keys::{KeyedSubmit, resolve_key_conflict};
-use cairnq_core::store::{NewTask, PurgeParams};
+use cairnq_core::store::{NewTask, PurgeFilter};
 use cairnq_core::{Error, Result, Task, TaskSelector};
 use cairnq_protocol::postgres;
 use serde_json::Value;
@@ -78,7 +78,7 @@ pub(crate) async fn retry(exec: &impl Exec, task: &TaskSelector, reset_attempt: 
 }
 
 /// Deletes terminal rows; returns their ids.
-pub(crate) async fn purge(exec: &impl Exec, params: &PurgeParams) -> Result<Vec<String>> {
+pub(crate) async fn purge(exec: &impl Exec, params: &PurgeFilter) -> Result<Vec<String>> {
     let mut args = Args::new().set("older_than_ms", params.older_than_ms).set("limit", params.limit);
     let mut flags = Vec::new();
     match params.status {

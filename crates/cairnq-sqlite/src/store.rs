@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use cairnq_core::store::{
-    ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ListParams, NewTask, ProbeParams, ProgressParams,
-    PurgeParams, SettleParams, TaskSelector,
+    ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams,
+    PurgeFilter, SettleParams, TaskSelector,
 };
 use cairnq_core::{Capabilities, Clock, Error, HeldLease, Result, Store, Task, TaskCount, TaskRef, Wake};
 use parking_lot::Mutex;
@@ -263,7 +263,7 @@ impl Store for SqliteStore {
         self.read(move |conn, _| read::get_status(conn, &task)).await
     }
 
-    async fn list(&self, params: &ListParams) -> Result<Vec<Task>> {
+    async fn list(&self, params: &ListFilter) -> Result<Vec<Task>> {
         let params = params.clone();
         self.read(move |conn, _| read::list(conn, &params)).await
     }
@@ -288,7 +288,7 @@ impl Store for SqliteStore {
         self.write(move |mut ctx| write::retry(&mut ctx, &task, reset_attempt)).await
     }
 
-    async fn purge(&self, params: &PurgeParams) -> Result<Vec<String>> {
+    async fn purge(&self, params: &PurgeFilter) -> Result<Vec<String>> {
         let params = params.clone();
         self.write(move |mut ctx| write::purge(&mut ctx, &params)).await
     }

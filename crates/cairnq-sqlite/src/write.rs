@@ -5,7 +5,7 @@ use cairnq_core::envelope::ErrorEnvelope;
 use cairnq_core::json::to_text;
 use cairnq_core::keys::{KeyedSubmit, resolve_key_conflict};
 use cairnq_core::store::{
-    ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, NewTask, ProgressParams, PurgeParams, SettleParams,
+    ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, NewTask, ProgressParams, PurgeFilter, SettleParams,
     TaskSelector, lost_lease,
 };
 use cairnq_core::{Error, HeldLease, Result, Task};
@@ -83,7 +83,7 @@ pub(crate) fn retry(ctx: &mut WriteCtx<'_>, task: &TaskSelector, reset_attempt: 
     returning_task(ctx, render(&sqlite::RETRY_TASK, flags), &args.set("now_ms", ctx.now_ms))
 }
 
-pub(crate) fn purge(ctx: &mut WriteCtx<'_>, params: &PurgeParams) -> Result<Vec<String>> {
+pub(crate) fn purge(ctx: &mut WriteCtx<'_>, params: &PurgeFilter) -> Result<Vec<String>> {
     let mut flags = vec![if params.status.is_some() { "status" } else { "any_status" }];
     flags.extend(params.queue.as_ref().map(|_| "queue"));
     flags.extend(params.name.as_ref().map(|_| "name"));

@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use cairnq_core::Result;
 use cairnq_core::model::{HeldLease, Task, TaskCount, TaskRef};
 use cairnq_core::store::{
-    ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ListParams, NewTask, ProbeParams, ProgressParams,
-    PurgeParams, SettleParams, Store, TaskSelector,
+    ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams,
+    PurgeFilter, SettleParams, Store, TaskSelector,
 };
 use cairnq_testkit::scenario::{self, Report};
 use cairnq_testkit::sqlite::SqliteFactory;
@@ -47,7 +47,7 @@ impl Store for BrokenStore {
     async fn get_status(&self, task: &TaskSelector) -> Result<Option<TaskRef>> {
         self.inner.get_status(task).await
     }
-    async fn list(&self, params: &ListParams) -> Result<Vec<Task>> {
+    async fn list(&self, params: &ListFilter) -> Result<Vec<Task>> {
         self.inner.list(params).await
     }
     async fn stats(&self, queue: Option<&str>) -> Result<Vec<TaskCount>> {
@@ -62,7 +62,7 @@ impl Store for BrokenStore {
     async fn retry(&self, task: &TaskSelector, reset_attempt: bool) -> Result<Option<Task>> {
         self.inner.retry(task, reset_attempt).await
     }
-    async fn purge(&self, params: &PurgeParams) -> Result<Vec<String>> {
+    async fn purge(&self, params: &PurgeFilter) -> Result<Vec<String>> {
         self.inner.purge(params).await
     }
     async fn claimable(&self, params: &ProbeParams) -> Result<bool> {
