@@ -240,7 +240,7 @@ fn render(rows: &[Row], micro: &[(String, String)], flags: &Flags, postgres: boo
         "Settings: {}; SQLite temp files at default durability (WAL + synchronous FULL); {}; one process per workload.\n",
         if flags.quick { "debug build, smallest sizes (a smoke run, not a measurement)" } else { "release build" },
         if postgres {
-            "Postgres: the local throwaway test server (fsync on)"
+            "Postgres 15: a throwaway local cluster of its own with fsync on"
         } else {
             "Postgres: no server at hand, not measured"
         }
