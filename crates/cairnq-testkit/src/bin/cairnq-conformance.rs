@@ -44,10 +44,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Options, String>
 fn factory_for(options: &Options) -> Result<Box<dyn BackendFactory>, String> {
     match options.backend.as_deref().unwrap_or("sqlite") {
         "sqlite" => sqlite_factory(),
-        "postgres" => {
-            let _dsn = options.dsn.as_deref().ok_or("--backend postgres needs --dsn")?;
-            Err("postgres backend not built in".to_string())
-        }
+        "postgres" => postgres_factory(options.dsn.as_deref().ok_or("--backend postgres needs --dsn")?),
         other => Err(format!("unknown backend {other:?} (sqlite or postgres)")),
     }
 }
@@ -61,6 +58,17 @@ fn sqlite_factory() -> Result<Box<dyn BackendFactory>, String> {
 #[cfg(not(feature = "sqlite"))]
 fn sqlite_factory() -> Result<Box<dyn BackendFactory>, String> {
     Err("sqlite backend not built in (enable the `sqlite` feature)".to_string())
+}
+
+/// Each scenario gets a fresh schema in the database `dsn` names.
+#[cfg(feature = "postgres")]
+fn postgres_factory(dsn: &str) -> Result<Box<dyn BackendFactory>, String> {
+    Ok(Box::new(cairnq_testkit::postgres::PostgresFactory::new(dsn)))
+}
+
+#[cfg(not(feature = "postgres"))]
+fn postgres_factory(_dsn: &str) -> Result<Box<dyn BackendFactory>, String> {
+    Err("postgres backend not built in (enable the `postgres` feature)".to_string())
 }
 
 async fn run(options: &Options, factory: &dyn BackendFactory) -> Report {

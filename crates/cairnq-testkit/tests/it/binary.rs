@@ -63,10 +63,17 @@ fn an_unreadable_file_is_a_failure_not_a_skip() {
 }
 
 #[test]
-fn postgres_is_refused_clearly_until_it_is_built_in() {
-    let output = conformance(&["--backend", "postgres", "--dsn", "postgres://localhost/x"]);
+fn postgres_runs_scenarios_on_the_test_server_and_unknown_backends_are_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    write(dir.path(), "pg_submit.json", PASSING);
+    let dsn = cairnq_testkit::postgres::test_dsn().expect("a Postgres test server");
+    let output = conformance(&["--backend", "postgres", "--dsn", &dsn, dir.path().to_str().expect("UTF-8 temp path")]);
+    let lines = stdout_lines(&output);
+    assert_eq!(lines.last().map(String::as_str), Some("1 passed, 0 failed"), "{lines:?}");
+    assert_eq!(output.status.code(), Some(0));
+    let output = conformance(&["--backend", "postgres"]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("postgres backend not built in"));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("needs --dsn"));
     let output = conformance(&["--backend", "oracle"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("unknown backend \"oracle\""));
