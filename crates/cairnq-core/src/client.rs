@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use crate::HeldLease;
 use crate::backpressure::{Backpressure, BackpressureGate};
 use crate::envelope::ErrorEnvelope;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, require_non_empty, require_non_negative, require_positive};
 use crate::id::new_task_id;
 use crate::json::to_json;
 use crate::keys::Conflict;
@@ -158,9 +158,7 @@ impl SubmitOptions {
         }
         let priority = i32::try_from(self.priority)
             .map_err(|_| Error::validation("priority", format!("{} is outside the 32-bit range", self.priority)))?;
-        if self.max_attempts < 1 {
-            return Err(Error::validation("max_attempts", format!("{} is below 1", self.max_attempts)));
-        }
+        require_positive("max_attempts", self.max_attempts)?;
         let max_attempts = i32::try_from(self.max_attempts).map_err(|_| {
             Error::validation("max_attempts", format!("{} is outside the 32-bit range", self.max_attempts))
         })?;
@@ -644,16 +642,4 @@ pub fn task_outcome(task: Task) -> Result<Value> {
             Err(Error::validation("task", format!("task {} is {} and has no outcome yet", task.id, task.status)))
         }
     }
-}
-
-fn require_non_empty(field: &'static str, value: &str) -> Result<()> {
-    if value.is_empty() { Err(Error::validation(field, "must not be empty")) } else { Ok(()) }
-}
-
-fn require_non_negative(field: &'static str, value: i64) -> Result<()> {
-    if value < 0 { Err(Error::validation(field, format!("{value} is negative"))) } else { Ok(()) }
-}
-
-fn require_positive(field: &'static str, value: i64) -> Result<()> {
-    if value < 1 { Err(Error::validation(field, format!("{value} is below 1"))) } else { Ok(()) }
 }

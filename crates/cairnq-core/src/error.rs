@@ -242,3 +242,18 @@ impl Error {
         Self::Storage { message: message.into(), source: None, transient: false }
     }
 }
+
+// Argument checks shared by the client and the seam's parameter types, so
+// every refusal of the same kind reads the same.
+
+pub(crate) fn require_non_empty(field: &'static str, value: &str) -> Result<()> {
+    if value.is_empty() { Err(Error::validation(field, "must not be empty")) } else { Ok(()) }
+}
+
+pub(crate) fn require_non_negative(field: &'static str, value: i64) -> Result<()> {
+    if value < 0 { Err(Error::validation(field, format!("{value} is negative"))) } else { Ok(()) }
+}
+
+pub(crate) fn require_positive(field: &'static str, value: i64) -> Result<()> {
+    if value < 1 { Err(Error::validation(field, format!("{value} is below 1"))) } else { Ok(()) }
+}

@@ -23,7 +23,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, require_non_negative, require_positive};
 use crate::keys::Conflict;
 use crate::model::{HeldLease, Task, TaskCount, TaskRef, TaskStatus};
 
@@ -233,12 +233,8 @@ impl PurgeFilter {
     /// Refuses what no store may be asked: a negative age, a limit below 1,
     /// a non-terminal status.
     pub fn validate(&self) -> Result<()> {
-        if self.older_than_ms < 0 {
-            return Err(Error::validation("older_than_ms", format!("{} is negative", self.older_than_ms)));
-        }
-        if self.limit < 1 {
-            return Err(Error::validation("limit", format!("{} is below 1", self.limit)));
-        }
+        require_non_negative("older_than_ms", self.older_than_ms)?;
+        require_positive("limit", self.limit)?;
         if let Some(status) = self.status.filter(|s| !s.is_terminal()) {
             return Err(Error::validation(
                 "status",
