@@ -45,12 +45,11 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), String> {
         peers: args.iter().any(|a| a == "--peers"),
         record: !args.iter().any(|a| a == "--no-record"),
     };
-    let postgres = postgres_wired(root).then(|| test_env::bench_postgres_dsn(root).ok()).flatten();
-    let features = if postgres.is_some() { "bench,postgres" } else { "bench" };
+    let postgres = test_env::bench_postgres_dsn(root).ok();
     // --quick only proves the benchmarks still work (CI; nothing recorded), so
     // it reuses the debug build the tests made instead of two release builds.
     let profile = if flags.quick { "debug" } else { "release" };
-    let mut build = vec!["build", "-p", "cairnq-testkit", "--bin", "cairnq-bench", "--features", features];
+    let mut build = vec!["build", "-p", "cairnq-testkit", "--bin", "cairnq-bench"];
     if !flags.quick {
         build.push("--release");
     }
@@ -79,12 +78,6 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), String> {
         record(root, &report)?;
     }
     Ok(())
-}
-
-/// Whether the testkit's `postgres` feature reaches the Postgres backend.
-fn postgres_wired(root: &Path) -> bool {
-    std::fs::read_to_string(root.join("crates/cairnq-testkit/Cargo.toml"))
-        .is_ok_and(|t| t.contains("dep:cairnq-postgres"))
 }
 
 fn cargo(root: &Path, args: &[&str]) -> Result<String, String> {
