@@ -22,8 +22,8 @@ use crate::keys::Conflict;
 use crate::model::{Stats, Task, TaskRef, TaskStatus, fold_stats};
 use crate::retention::{Retention, SweeperHandle};
 use crate::store::{
-    ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, NewTask, ProgressParams, SettleParams, Store,
-    TaskSelector, Wake,
+    ClaimParams, CompleteBatchParams, FailParams, HeartbeatBatchParams, HeartbeatParams, NewTask, ProgressParams,
+    SettleParams, Store, TaskSelector, Wake,
 };
 pub use crate::store::{ListFilter, PurgeFilter};
 
@@ -605,6 +605,28 @@ impl CairnQ {
     /// Running -> succeeded, or canceled when a cancel is pending.
     pub async fn complete(&self, params: &SettleParams) -> Result<Task> {
         self.store.complete(params).await
+    }
+
+    /// Completes many tasks of one worker in one write (see
+    /// [`Store::complete_batch`]): the tasks settled, in the order asked.
+    ///
+    /// ```
+    /// # use cairnq_core::store::CompleteBatchParams;
+    /// # async fn demo(client: &cairnq_core::CairnQ) -> cairnq_core::Result<()> {
+    /// let params = CompleteBatchParams::new("worker-1", vec![("t1".into(), serde_json::json!(1))]);
+    /// let settled = client.complete_batch(&params).await?;
+    /// assert!(settled.len() <= 1);
+    /// # Ok(()) }
+    /// ```
+    pub async fn complete_batch(&self, params: &CompleteBatchParams) -> Result<Vec<TaskRef>> {
+        let mut seen = std::collections::HashSet::with_capacity(params.completions.len());
+        if let Some((twice, _)) = params.completions.iter().find(|(id, _)| !seen.insert(id.as_str())) {
+            return Err(Error::validation("completions", format!("task {twice} is listed twice")));
+        }
+        if params.completions.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.store.complete_batch(params).await
     }
 
     /// Fails an attempt (requeue, fail, or cancel-wins).

@@ -463,6 +463,24 @@ impl SettleParams {
     }
 }
 
+/// Settle many tasks of one worker with `complete` semantics in one write
+/// (see [`Store::complete_batch`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct CompleteBatchParams {
+    /// Their owner.
+    pub worker_id: String,
+    /// `(task id, result)` pairs; each id at most once.
+    pub completions: Vec<(String, Value)>,
+}
+
+impl CompleteBatchParams {
+    /// Complete each listed task with its result.
+    pub fn new(worker_id: impl Into<String>, completions: Vec<(String, Value)>) -> Self {
+        Self { worker_id: worker_id.into(), completions }
+    }
+}
+
 /// Fail an attempt.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -581,6 +599,23 @@ pub trait Store: Send + Sync + 'static {
     /// leaving result and progress as they were.
     async fn complete(&self, params: &SettleParams) -> Result<Task>;
 
+    /// [`complete`](Self::complete) for many tasks of one worker in one
+    /// write: the tasks settled (id and the status they ended in), in the
+    /// order asked; an absent id lost its lease. Workers settle through this
+    /// so one write (and, on a durable store, one commit) covers every task
+    /// that finished meanwhile. The default completes one task at a time.
+    async fn complete_batch(&self, params: &CompleteBatchParams) -> Result<Vec<TaskRef>> {
+        let mut settled = Vec::with_capacity(params.completions.len());
+        for (task_id, result) in &params.completions {
+            match self.complete(&SettleParams::new(task_id, &params.worker_id, result.clone())).await {
+                Ok(task) => settled.push(TaskRef { id: task.id, status: task.status }),
+                Err(Error::LostLease { .. }) => {}
+                Err(other) => return Err(other),
+            }
+        }
+        Ok(settled)
+    }
+
     /// Cancel requested -> canceled; retryable with attempts left -> queued
     /// after `delay_ms` (clearing worker, progress, message); else failed.
     /// The error is recorded on every branch.
@@ -604,4 +639,17 @@ pub trait Store: Send + Sync + 'static {
 /// The `LostLease` error for an ownership-checked write that matched nothing.
 pub fn lost_lease(task_id: &str, worker_id: &str) -> Error {
     Error::LostLease { task_id: task_id.to_string(), worker_id: worker_id.to_string() }
+}
+
+/// `found` rearranged into the order the ids were `asked`, for batch writes
+/// whose statements return rows in no particular order; an id that found
+/// nothing is left out.
+pub fn in_asked_order<'a, T>(
+    asked: impl IntoIterator<Item = &'a str>,
+    found: Vec<T>,
+    id: impl Fn(&T) -> &str,
+) -> Vec<T> {
+    let mut by_id: std::collections::HashMap<String, T> =
+        found.into_iter().map(|item| (id(&item).to_string(), item)).collect();
+    asked.into_iter().filter_map(|wanted| by_id.remove(wanted)).collect()
 }

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use cairnq_core::store::{
-    ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams,
-    PurgeFilter, SettleParams,
+    ClaimParams, CompleteBatchParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask,
+    ProbeParams, ProgressParams, PurgeFilter, SettleParams,
 };
 use cairnq_core::{Capabilities, HeldLease, Result, Store, Task, TaskCount, TaskRef, TaskSelector, Wake};
 use deadpool_postgres::{Client, Pool};
@@ -214,6 +214,10 @@ impl Store for PostgresStore {
 
     async fn complete(&self, params: &SettleParams) -> Result<Task> {
         worker::complete(&self.client().await?, params).await
+    }
+
+    async fn complete_batch(&self, params: &CompleteBatchParams) -> Result<Vec<TaskRef>> {
+        worker::complete_batch(&self.client().await?, params).await
     }
 
     async fn fail(&self, params: &FailParams) -> Result<Task> {

@@ -4,9 +4,10 @@
 //! lost.
 
 use cairnq_core::store::{
-    ClaimDraw, ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ProgressParams, SettleParams, lost_lease,
+    ClaimDraw, ClaimParams, CompleteBatchParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ProgressParams,
+    SettleParams, in_asked_order, lost_lease,
 };
-use cairnq_core::{ErrorEnvelope, HeldLease, Result, Task};
+use cairnq_core::{ErrorEnvelope, HeldLease, Result, Task, TaskRef};
 use cairnq_protocol::{Statement, postgres};
 
 use crate::exec::{Exec, opt_row, rows};
@@ -77,7 +78,7 @@ pub(crate) async fn heartbeat_batch(exec: &impl Exec, p: &HeartbeatBatchParams) 
         Args::new().set("ids", p.task_ids.clone()).set("worker_id", p.worker_id.clone()).set("lease_ms", p.lease_ms);
     let held = rows(exec, &postgres::HEARTBEAT_TASKS, &[], &args).await?;
     let held = held.iter().map(row::held_lease).collect::<Result<Vec<_>>>()?;
-    Ok(p.task_ids.iter().filter_map(|id| held.iter().find(|h| &h.id == id).cloned()).collect())
+    Ok(in_asked_order(p.task_ids.iter().map(String::as_str), held, |h| &h.id))
 }
 
 /// Records progress and/or message.
@@ -99,6 +100,20 @@ pub(crate) async fn complete(exec: &impl Exec, p: &SettleParams) -> Result<Task>
 async fn settle(exec: &impl Exec, statement: &'static Statement, p: &SettleParams) -> Result<Task> {
     check_jsonb("result", &p.result)?;
     owned(exec, statement, &p.task_id, &p.worker_id, Args::new().set("result", p.result.clone())).await
+}
+
+/// Completes many tasks in one statement; the settled ones in the order asked.
+pub(crate) async fn complete_batch(exec: &impl Exec, p: &CompleteBatchParams) -> Result<Vec<TaskRef>> {
+    p.completions.iter().try_for_each(|(_, result)| check_jsonb("result", result))?;
+    let ids: Vec<String> = p.completions.iter().map(|(id, _)| id.clone()).collect();
+    let results: serde_json::Map<String, serde_json::Value> = p.completions.iter().cloned().collect();
+    let args = Args::new()
+        .set("ids", ids)
+        .set("results", serde_json::Value::Object(results))
+        .set("worker_id", p.worker_id.clone());
+    let settled = rows(exec, &postgres::COMPLETE_TASKS, &[], &args).await?;
+    let settled = settled.iter().map(row::task_ref).collect::<Result<Vec<_>>>()?;
+    Ok(in_asked_order(p.completions.iter().map(|(id, _)| id.as_str()), settled, |t| &t.id))
 }
 
 /// Fails an attempt: cancel wins, else requeue or fail.

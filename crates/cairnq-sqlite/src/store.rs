@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use cairnq_core::store::{
-    ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams,
-    PurgeFilter, SettleParams, TaskSelector,
+    ClaimParams, CompleteBatchParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask,
+    ProbeParams, ProgressParams, PurgeFilter, SettleParams, TaskSelector,
 };
 use cairnq_core::{Capabilities, Clock, Error, HeldLease, Result, Store, Task, TaskCount, TaskRef, Wake};
 use parking_lot::Mutex;
@@ -326,6 +326,11 @@ impl Store for SqliteStore {
     async fn complete(&self, params: &SettleParams) -> Result<Task> {
         let params = params.clone();
         self.write(move |mut ctx| write::complete(&mut ctx, &params)).await
+    }
+
+    async fn complete_batch(&self, params: &CompleteBatchParams) -> Result<Vec<TaskRef>> {
+        let params = params.clone();
+        self.write(move |mut ctx| write::complete_batch(&mut ctx, &params)).await
     }
 
     async fn fail(&self, params: &FailParams) -> Result<Task> {

@@ -5,10 +5,10 @@ use cairnq_core::envelope::ErrorEnvelope;
 use cairnq_core::json::to_text;
 use cairnq_core::keys::{KeyedSubmit, resolve_key_conflict};
 use cairnq_core::store::{
-    ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, NewTask, ProgressParams, PurgeFilter, SettleParams,
-    TaskSelector, lost_lease,
+    ClaimParams, CompleteBatchParams, FailParams, HeartbeatBatchParams, HeartbeatParams, NewTask, ProgressParams,
+    PurgeFilter, SettleParams, TaskSelector, in_asked_order, lost_lease,
 };
-use cairnq_core::{Error, HeldLease, Result, Task};
+use cairnq_core::{Error, HeldLease, Result, Task, TaskRef};
 use cairnq_protocol::{Statement, sqlite};
 
 use crate::read::{json_array, scope, selector};
@@ -162,14 +162,8 @@ pub(crate) fn heartbeat_batch(ctx: &mut WriteCtx<'_>, params: &HeartbeatBatchPar
         .text("worker_id", &params.worker_id)
         .set("lease_ms", params.lease_ms)
         .set("now_ms", ctx.now_ms);
-    let mut held = query(ctx.conn, render(&sqlite::HEARTBEAT_TASKS, &[]), &args, row::held_lease)?;
-    let mut ordered = Vec::with_capacity(held.len());
-    for id in &params.task_ids {
-        if let Some(at) = held.iter().position(|h| &h.id == id) {
-            ordered.push(held.swap_remove(at));
-        }
-    }
-    Ok(ordered)
+    let held = query(ctx.conn, render(&sqlite::HEARTBEAT_TASKS, &[]), &args, row::held_lease)?;
+    Ok(in_asked_order(params.task_ids.iter().map(String::as_str), held, |h| &h.id))
 }
 
 pub(crate) fn progress(ctx: &mut WriteCtx<'_>, params: &ProgressParams) -> Result<Task> {
@@ -185,6 +179,17 @@ pub(crate) fn succeed(ctx: &mut WriteCtx<'_>, params: &SettleParams) -> Result<T
 pub(crate) fn complete(ctx: &mut WriteCtx<'_>, params: &SettleParams) -> Result<Task> {
     let args = Args::new().set("result", to_text(&params.result));
     owned_write(ctx, &sqlite::COMPLETE_TASK, &params.task_id, &params.worker_id, args)
+}
+
+/// The tasks settled, in the order asked; each is done for its waiters.
+pub(crate) fn complete_batch(ctx: &mut WriteCtx<'_>, params: &CompleteBatchParams) -> Result<Vec<TaskRef>> {
+    let settles = serde_json::to_string(&params.completions).map_err(|e| Error::Serialization(e.to_string()))?;
+    let args = Args::new().set("settles", settles).text("worker_id", &params.worker_id).set("now_ms", ctx.now_ms);
+    let settled = query(ctx.conn, render(&sqlite::COMPLETE_TASKS, &[]), &args, row::task_ref)?;
+    for task in &settled {
+        ctx.changes.finished(task.id.clone());
+    }
+    Ok(in_asked_order(params.completions.iter().map(|(id, _)| id.as_str()), settled, |t| &t.id))
 }
 
 pub(crate) fn fail(ctx: &mut WriteCtx<'_>, params: &FailParams) -> Result<Task> {

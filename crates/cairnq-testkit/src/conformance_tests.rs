@@ -56,6 +56,7 @@ macro_rules! worker_suite_tests {
             "multi_thread": the_byte_budget_bounds_payloads_in_flight,
             "multi_thread": backpressure_refuses_submits_to_a_full_queue,
             "multi_thread": retention_sweeps_by_rule,
+            "multi_thread": complete_batch_settles_each_task_as_complete_would,
         );
     };
 }

@@ -23,6 +23,7 @@ mod lifecycle;
 mod limits;
 mod outcomes;
 mod queue_ops;
+mod settling;
 mod support;
 
 pub use lifecycle::{
@@ -42,3 +43,4 @@ pub use outcomes::{
     retries_follow_the_backoff_windows,
 };
 pub use queue_ops::{backpressure_refuses_submits_to_a_full_queue, retention_sweeps_by_rule};
+pub use settling::complete_batch_settles_each_task_as_complete_would;

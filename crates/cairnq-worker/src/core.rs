@@ -14,6 +14,7 @@ use cairnq_core::store::{FailParams, SettleParams, lost_lease};
 use cairnq_core::{CairnQ, Error, Result, Task};
 use serde_json::Value;
 
+use crate::completions::CompletionQueue;
 use crate::options::{OnError, WorkerIssue, WorkerOptions};
 use crate::state::{Leases, Load, TaskState};
 use crate::task_error::TaskError;
@@ -37,6 +38,7 @@ pub(crate) struct WorkerCore {
     pub(crate) worker_id: String,
     pub(crate) leases: Leases,
     pub(crate) load: Arc<Load>,
+    completions: Arc<CompletionQueue>,
     on_error: Option<OnError>,
 }
 
@@ -48,7 +50,8 @@ impl WorkerCore {
             None => client,
         };
         let on_error = options.on_error.clone();
-        Self { client, options, worker_id, leases: Leases::default(), load: Arc::default(), on_error }
+        let completions = CompletionQueue::new(client.clone(), worker_id.clone());
+        Self { client, options, worker_id, leases: Leases::default(), load: Arc::default(), completions, on_error }
     }
 
     /// Hands a survived problem to the hook (stderr by default).
@@ -73,8 +76,18 @@ impl WorkerCore {
 
     /// Settles what the call's outcome says, reporting failures the loop
     /// survives (a lost lease is expected and not reported).
+    ///
+    /// Completions share writes with other calls' (see [`CompletionQueue`]);
+    /// failures, rarer and each with its own backoff, are written alone.
     pub(crate) async fn settle_outcome(&self, task: &Task, state: &TaskState, how: Settlement) {
-        self.reported(self.settle(task, state, how).await);
+        if state.is_lost() || !state.begin_settle() {
+            return;
+        }
+        let written = match how {
+            Settlement::Complete(result) => self.completions.complete(&task.id, result).await,
+            Settlement::Fail(_) => self.write_settlement(task, &how).await.map(drop),
+        };
+        self.reported(self.finish_write(task, state, written));
     }
 
     /// Gives up an attempt that outran `max_run`: the context reads as
@@ -101,6 +114,12 @@ impl WorkerCore {
         // a settle queued behind many others (a large batch) must not lose
         // its lease while it waits.
         let written = self.write_settlement(task, &how).await;
+        self.finish_write(task, state, written)
+    }
+
+    /// After a settle write: stop renewing the lease; a lost lease marks
+    /// the attempt lost.
+    fn finish_write<T>(&self, task: &Task, state: &TaskState, written: Result<T>) -> Result<T> {
         self.leases.remove(&task.id);
         if matches!(written, Err(Error::LostLease { .. })) {
             state.mark_lost();
@@ -109,22 +128,15 @@ impl WorkerCore {
     }
 
     async fn write_settlement(&self, task: &Task, how: &Settlement) -> Result<Task> {
-        let mut tries = 1;
-        loop {
-            let written = match how {
+        with_transient_retries(|| async {
+            match how {
                 Settlement::Complete(result) => {
                     self.client.complete(&SettleParams::new(&task.id, &self.worker_id, result.clone())).await
                 }
                 Settlement::Fail(error) => self.client.fail(&self.fail_params(task, error)).await,
-            };
-            match written {
-                Err(e) if e.is_transient() && tries < SETTLE_TRIES => {
-                    tries += 1;
-                    tokio::time::sleep(SETTLE_RETRY_PAUSE).await;
-                }
-                other => return other,
             }
-        }
+        })
+        .await
     }
 
     fn fail_params(&self, task: &Task, error: &TaskError) -> FailParams {
@@ -132,5 +144,24 @@ impl WorkerCore {
         let delay = if error.is_retryable() { self.options.backoff.delay_ms(attempt) } else { 0 };
         let delay_ms = i64::try_from(delay).unwrap_or(i64::MAX);
         FailParams::new(&task.id, &self.worker_id, error.envelope().to_value(), error.is_retryable(), delay_ms)
+    }
+}
+
+/// Runs a settle write, again (up to [`SETTLE_TRIES`] in all) while the
+/// store reports a transient error.
+pub(crate) async fn with_transient_retries<T, F, Fut>(mut write: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    let mut tries = 1;
+    loop {
+        match write().await {
+            Err(e) if e.is_transient() && tries < SETTLE_TRIES => {
+                tries += 1;
+                tokio::time::sleep(SETTLE_RETRY_PAUSE).await;
+            }
+            other => return other,
+        }
     }
 }

@@ -103,6 +103,7 @@
 mod call;
 mod claim_loop;
 mod claim_plan;
+mod completions;
 mod context;
 mod core;
 mod handler;

@@ -128,7 +128,7 @@ with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigin
 update cairnq_tasks t set lease_until_ms = clock.now_ms + :lease_ms::bigint, updated_at_ms = clock.now_ms
 from clock
 where t.id = any(:ids::text[])
-  and t.status = 'running' and t.worker_id = :worker_id and t.lease_until_ms > clock.now_ms
+  and t.status || '' = 'running' and t.worker_id = :worker_id and t.lease_until_ms > clock.now_ms
 returning t.id, t.cancel_requested_at_ms
 
 -- A null argument leaves the old value alone.
@@ -170,6 +170,26 @@ update cairnq_tasks t set
 from clock
 where t.id = :id and t.status = 'running' and t.worker_id = :worker_id and t.lease_until_ms > clock.now_ms
 returning t.*
+
+-- complete_task for many tasks of one worker in one statement: :results
+-- maps each task id in :ids to its result. Returns only the rows settled:
+-- an absent id lost its lease. The rows are found by primary key
+-- (`= any`); `status || ''` keeps the status and lease indexes out of
+-- the plan, as a busy worker leaves thousands of dead 'running' entries in
+-- them between vacuums (and a fresh table has no statistics to say so).
+-- name: complete_tasks
+with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms)
+update cairnq_tasks t set
+    status = case when t.cancel_requested_at_ms is null then 'succeeded' else 'canceled' end,
+    result = case when t.cancel_requested_at_ms is null then :results::jsonb -> t.id else t.result end,
+    progress = case when t.cancel_requested_at_ms is null then 1.0 else t.progress end,
+    lease_until_ms = null,
+    completed_at_ms = clock.now_ms,
+    updated_at_ms = clock.now_ms
+from clock
+where t.id = any(:ids::text[])
+  and t.status || '' = 'running' and t.worker_id = :worker_id and t.lease_until_ms > clock.now_ms
+returning t.id, t.status
 
 -- Cancel requested -> canceled; retryable with attempts left -> queued after
 -- :delay_ms (worker, progress, message cleared); else failed. The error is

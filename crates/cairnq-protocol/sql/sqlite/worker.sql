@@ -132,6 +132,23 @@ update or fail cairnq_tasks set
 where id = :id and status = 'running' and worker_id = :worker_id and lease_until_ms > :now_ms
 returning *
 
+-- complete_task for many tasks of one worker in one statement. :settles
+-- is a JSON array of [id, result] pairs; the rows are found by primary key
+-- (the unary `+` keeps the other terms off their indexes). Returns only the
+-- rows settled: an absent id lost its lease.
+-- name: complete_tasks
+update or fail cairnq_tasks set
+    status = iif(cancel_requested_at_ms is null, 'succeeded', 'canceled'),
+    result = iif(cancel_requested_at_ms is null, settle.result, cairnq_tasks.result),
+    progress = iif(cancel_requested_at_ms is null, 1.0, progress),
+    lease_until_ms = null,
+    completed_at_ms = :now_ms,
+    updated_at_ms = :now_ms
+from (select value ->> 0 as id, value -> 1 as result from json_each(:settles)) as settle
+where cairnq_tasks.id = settle.id
+  and +status = 'running' and +worker_id = :worker_id and +lease_until_ms > :now_ms
+returning id, status
+
 -- Cancel requested -> canceled; retryable with attempts left -> queued after
 -- :delay_ms (worker, progress, message cleared); else failed. The error is
 -- recorded on every branch. `branch.requeue` is decided once per row.

@@ -1,0 +1,52 @@
+//! Settling many tasks in one write (`complete_batch`), the path every
+//! worker's completions take: each task must end exactly as `complete`
+//! would have ended it alone.
+
+use cairnq_core::store::{ClaimParams, CompleteBatchParams};
+use cairnq_core::{Error, TaskRef, TaskStatus};
+use serde_json::json;
+
+use super::support::fresh;
+use crate::BackendFactory;
+
+/// `complete_batch` settles the owned tasks in the order asked, with their
+/// own results (JSON null included); a pending cancel wins; a task held by
+/// another worker, or not running, is left out and left alone; a repeated
+/// id is refused before anything is written.
+pub async fn complete_batch_settles_each_task_as_complete_would(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    for i in 0..4 {
+        client.submit("job", &i).await.expect("submit");
+    }
+    let claim = |worker: &str, limit| ClaimParams::single(worker, 60_000, vec!["default".into()], None, limit);
+    let mine = client.claim(&claim("w", 3)).await.expect("claim");
+    let theirs = client.claim(&claim("other", 1)).await.expect("claim");
+    let [a, b, c] = [&mine[0].id, &mine[1].id, &mine[2].id].map(String::clone);
+    client.cancel(&c).await.expect("cancel requested");
+    let batch = |pairs: Vec<(&String, serde_json::Value)>| {
+        CompleteBatchParams::new("w", pairs.into_iter().map(|(id, r)| (id.clone(), r)).collect())
+    };
+
+    let twice = batch(vec![(&a, json!(1)), (&a, json!(2))]);
+    assert!(matches!(client.complete_batch(&twice).await, Err(Error::Validation { .. })));
+    assert_eq!(client.get(&a).await.expect("get").expect("row").status, TaskStatus::Running, "nothing written");
+
+    let asked = batch(vec![(&c, json!("late")), (&theirs[0].id, json!(0)), (&b, json!(null)), (&a, json!({"n": [1]}))]);
+    let settled = client.complete_batch(&asked).await.expect("complete_batch");
+    let expected = [(&c, TaskStatus::Canceled), (&b, TaskStatus::Succeeded), (&a, TaskStatus::Succeeded)]
+        .map(|(id, status)| TaskRef { id: id.clone(), status });
+    assert_eq!(settled, expected, "settled ones only, in the order asked");
+
+    let row = |id: String| {
+        let client = client.clone();
+        async move { client.get(&id).await.expect("get").expect("row") }
+    };
+    let (a, b, c, other) = (row(a).await, row(b).await, row(c).await, row(theirs[0].id.clone()).await);
+    assert_eq!((a.result, a.progress, a.lease_until_ms.is_none()), (Some(json!({"n": [1]})), Some(1.0), true));
+    assert_eq!(b.result, Some(json!(null)), "a null result is stored as JSON null");
+    assert_eq!((c.result, c.progress), (None, None), "cancel wins: result and progress untouched");
+    assert!(a.completed_at_ms.is_some() && c.completed_at_ms.is_some());
+    assert_eq!((other.status, other.worker_id.as_deref()), (TaskStatus::Running, Some("other")), "not ours");
+    let again = client.complete_batch(&batch(vec![(&a.id, json!(2))])).await.expect("complete_batch");
+    assert!(again.is_empty(), "a settled task is no longer running: left out");
+}
