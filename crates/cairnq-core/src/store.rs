@@ -109,6 +109,39 @@ pub struct NewTask {
     pub conflict: Conflict,
 }
 
+impl NewTask {
+    /// The row inserting this task at `now_ms` writes, the columns the
+    /// insert leaves to their defaults included: for a backend whose insert
+    /// returns nothing.
+    pub fn inserted_row(&self, now_ms: i64) -> Task {
+        Task {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            queue: self.queue.clone(),
+            status: TaskStatus::Queued,
+            payload: self.payload.clone(),
+            result: None,
+            error: None,
+            metadata: self.metadata.clone(),
+            progress: None,
+            message: None,
+            attempt: 0,
+            max_attempts: i64::from(self.max_attempts),
+            priority: i64::from(self.priority),
+            worker_id: None,
+            lease_until_ms: None,
+            run_at_ms: now_ms.saturating_add(self.delay_ms),
+            cancel_requested_at_ms: None,
+            parent_id: self.parent_id.clone(),
+            root_id: Some(self.root_id.clone()),
+            correlation_id: self.correlation_id.clone(),
+            created_at_ms: now_ms,
+            updated_at_ms: now_ms,
+            completed_at_ms: None,
+        }
+    }
+}
+
 /// Filters of [`Store::list`] (and [`CairnQ::list`](crate::CairnQ::list)); `None` filters are left
 /// out of the SQL. `Default`: no filter, limit 100, offset 0.
 #[derive(Debug, Clone, PartialEq, Eq)]

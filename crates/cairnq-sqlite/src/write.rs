@@ -59,8 +59,9 @@ fn insert(ctx: &mut WriteCtx<'_>, task: &NewTask) -> Result<Task> {
         .text("root_id", &task.root_id)
         .opt_text("correlation_id", task.correlation_id.as_deref())
         .set("now_ms", ctx.now_ms);
-    returning_task(ctx, render(&sqlite::INSERT_TASK, &[]), &args)?
-        .ok_or_else(|| Error::corrupt_row("insert_task returned no row"))
+    query(ctx.conn, render(&sqlite::INSERT_TASK, &[]), &args, |_| Ok(()))?;
+    ctx.changes.queued_on(&task.queue);
+    Ok(task.inserted_row(ctx.now_ms))
 }
 
 /// Runs a statement that returns at most one task row, noting the change.

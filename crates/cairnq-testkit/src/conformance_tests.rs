@@ -57,6 +57,7 @@ macro_rules! worker_suite_tests {
             "multi_thread": backpressure_refuses_submits_to_a_full_queue,
             "multi_thread": retention_sweeps_by_rule,
             "multi_thread": complete_batch_settles_each_task_as_complete_would,
+            "multi_thread": a_submit_returns_the_row_it_wrote,
         );
     };
 }

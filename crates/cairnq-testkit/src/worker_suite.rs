@@ -42,5 +42,7 @@ pub use outcomes::{
     exhausted_attempts_fail_with_the_envelope, max_run_abandons_a_hung_handler, only_registered_names_are_claimed,
     retries_follow_the_backoff_windows,
 };
-pub use queue_ops::{backpressure_refuses_submits_to_a_full_queue, retention_sweeps_by_rule};
+pub use queue_ops::{
+    a_submit_returns_the_row_it_wrote, backpressure_refuses_submits_to_a_full_queue, retention_sweeps_by_rule,
+};
 pub use settling::complete_batch_settles_each_task_as_complete_would;

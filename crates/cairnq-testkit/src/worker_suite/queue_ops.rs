@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use cairnq_core::store::{ClaimParams, FailParams, SettleParams};
-use cairnq_core::{Backpressure, CairnQ, Error, ErrorEnvelope, ErrorKind, Retention, TaskStatus};
+use cairnq_core::{
+    Backpressure, CairnQ, Error, ErrorEnvelope, ErrorKind, Retention, SubmitOptions, TaskSpec, TaskStatus,
+};
 use cairnq_worker::{TaskContext, TaskError};
 use serde_json::{Value, json};
 
@@ -88,4 +90,34 @@ async fn submit_rows(client: &CairnQ, n: usize, queue: &str) -> Vec<String> {
         ids.push(client.submit("row", &i).queue(queue).await.expect("submit").id);
     }
     ids
+}
+
+/// What `submit` and `submit_many` return is exactly the row the store
+/// holds afterwards, every option set (a backend may build the answer
+/// from what it inserted rather than read it back).
+pub async fn a_submit_returns_the_row_it_wrote(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    let parent = client.submit("parent", &json!([1, 2.5, "x"])).await.expect("submit");
+    let options = SubmitOptions::new()
+        .queue("q2")
+        .priority(7)
+        .max_attempts(5)
+        .delay_ms(60_000)
+        .metadata(json!({"tenant": "t1", "n": 1.0}))
+        .parent_id(&parent.id)
+        .root_id(&parent.id)
+        .correlation_id("corr-1")
+        .key("k-1");
+    let child = client.submit("child", &json!({"deep": {"a": [null, true]}})).options(options).await.expect("submit");
+    let many = client
+        .submit_many(&[
+            TaskSpec::new("m", &json!(u64::MAX)),
+            TaskSpec::new("m", &json!("s")).options(SubmitOptions::new().key("k-2")),
+        ])
+        .await
+        .expect("submit_many");
+    for written in [parent, child].into_iter().chain(many) {
+        let stored = client.get(&written.id).await.expect("get").expect("row");
+        assert_eq!(written, stored, "submit answered with a row the store does not hold");
+    }
 }
