@@ -62,6 +62,13 @@ use crate::task_error::TaskError;
 /// The most rows a worker buffers beyond its free call slots.
 pub(crate) const MAX_PREFETCH: usize = 1024;
 
+/// The most calls whose handlers are done but whose settle writes are not:
+/// a call's slot frees before its write (see `call`), so a store slower at
+/// settling than the handlers are at finishing would otherwise let claimed,
+/// unsettled tasks pile up without bound. Past this the loop claims nothing
+/// until writes catch up.
+const MAX_SETTLING: usize = 1024;
+
 /// A handler with its per-name options.
 #[derive(Clone)]
 pub(crate) struct Registered {
@@ -184,6 +191,8 @@ impl ClaimLoop {
             // holds (a resource of capacity 0) frees nothing.
             None => tokio::select! {
                 _ = core.load.freed.notified() => {},
+                // A call whose settle write finished (see MAX_SETTLING).
+                _ = self.calls.join_next(), if !self.calls.is_empty() => {},
                 _ = tokio::time::sleep(core.options.poll_interval) => {},
                 _ = stopped => {},
             },
@@ -200,7 +209,7 @@ impl ClaimLoop {
     /// Plans and starts the next claim; false when there is no room (or
     /// the buffer still holds more than half the prefetch room).
     fn start_claim(&mut self) -> bool {
-        if self.buffer.len() > self.prefetch / 2 {
+        if self.buffer.len() > self.prefetch / 2 || self.calls.len() >= self.core.options.concurrency + MAX_SETTLING {
             return false;
         }
         let core = self.core.clone();
