@@ -144,10 +144,7 @@ impl Store for PostgresStore {
     async fn submit_many(&self, tasks: &[NewTask]) -> Result<Vec<Task>> {
         let mut client = self.client().await?;
         let tx = begin(&mut client).await?;
-        let mut submitted = Vec::with_capacity(tasks.len());
-        for task in tasks {
-            submitted.push(write::submit(&tx, task).await?);
-        }
+        let submitted = write::submit_all(&tx, tasks).await?;
         commit(tx).await?;
         Ok(submitted)
     }

@@ -4,6 +4,7 @@ use cairnq_core::keys::{KeyedSubmit, resolve_key_conflict};
 use cairnq_core::store::{NewTask, PurgeFilter};
 use cairnq_core::{Error, Result, Task, TaskSelector};
 use cairnq_protocol::postgres;
+use futures::future::try_join_all;
 use serde_json::Value;
 
 use crate::exec::{Exec, one_row, opt_row, rows, run_sql};
@@ -46,6 +47,33 @@ pub(crate) async fn submit(exec: &impl Exec, task: &NewTask) -> Result<Task> {
     let args = Args::new().set("key", key.clone()).set("task_id", inserted.id.clone());
     rows(exec, &postgres::UPSERT_TASK_KEY, &[], &args).await?;
     Ok(inserted)
+}
+
+/// At most this many inserts in flight at once on one connection.
+const PIPELINE: usize = 256;
+
+/// Submits `tasks` in order; must run inside one transaction. A run of
+/// unkeyed tasks is pipelined (sent without waiting for each answer, which
+/// on a loopback connection costs more than the insert); a keyed task waits
+/// for everything before it, as it must see an earlier item's key.
+pub(crate) async fn submit_all(exec: &impl Exec, tasks: &[NewTask]) -> Result<Vec<Task>> {
+    // Every item is checked before the first insert is sent.
+    tasks
+        .iter()
+        .try_for_each(|t| check_jsonb("payload", &t.payload).and_then(|()| check_jsonb("metadata", &t.metadata)))?;
+    let mut submitted = Vec::with_capacity(tasks.len());
+    let mut rest = tasks;
+    while let Some(first) = rest.first() {
+        let run = rest.iter().take(PIPELINE).take_while(|t| t.key.is_none()).count().max(1);
+        let (now, later) = rest.split_at(run);
+        if first.key.is_some() {
+            submitted.push(submit(exec, first).await?);
+        } else {
+            submitted.extend(try_join_all(now.iter().map(|task| submit(exec, task))).await?);
+        }
+        rest = later;
+    }
+    Ok(submitted)
 }
 
 async fn insert(exec: &impl Exec, task: &NewTask) -> Result<Task> {
