@@ -521,14 +521,24 @@ impl CairnQ {
 
     async fn wait_selected(&self, selector: TaskSelector, options: &WaitOptions) -> Result<Task> {
         let deadline = Instant::now() + options.timeout;
-        let first = self.store.get_status(&selector).await?;
-        let Some(mut status) = first else {
-            return Err(Error::NotFound { task_id: selector.as_str().to_string() });
+        let by_id = match selector {
+            TaskSelector::Id(_) => selector,
+            TaskSelector::Key(_) => match self.store.get_status(&selector).await? {
+                Some(found) => TaskSelector::Id(found.id),
+                None => return Err(Error::NotFound { task_id: selector.as_str().to_string() }),
+            },
         };
-        let by_id = TaskSelector::Id(status.id.clone());
-        let wake = Wake::TaskDone(status.id.clone());
+        let wake = Wake::TaskDone(by_id.as_str().to_string());
         let mut poll = options.poll;
         loop {
+            // Watch first, then read: a finish committed after the read
+            // still ends the wait below.
+            let watch = self.store.watch_for_change(&wake);
+            let status = self
+                .store
+                .get_status(&by_id)
+                .await?
+                .ok_or_else(|| Error::NotFound { task_id: by_id.as_str().to_string() })?;
             if status.status.is_terminal()
                 && let Some(task) = self.store.get(&by_id).await?
                 && task.status.is_terminal()
@@ -540,13 +550,8 @@ impl CairnQ {
                 let timeout_ms = u64::try_from(options.timeout.as_millis()).unwrap_or(u64::MAX);
                 return Err(Error::TaskTimeout { task_id: status.id, timeout_ms });
             }
-            self.store.wait_for_change(&wake, poll.min(deadline - now)).await;
+            let _ = tokio::time::timeout(poll.min(deadline - now), watch).await;
             poll = poll.mul_f64(1.5).min(options.max_poll.max(options.poll));
-            status = self
-                .store
-                .get_status(&by_id)
-                .await?
-                .ok_or_else(|| Error::NotFound { task_id: by_id.as_str().to_string() })?;
         }
     }
 

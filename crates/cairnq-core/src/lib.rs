@@ -39,5 +39,5 @@ pub use error::{BoxError, Error, ErrorKind, Result};
 pub use keys::Conflict;
 pub use model::{HeldLease, QueueCounts, Stats, Task, TaskCount, TaskRef, TaskStatus};
 pub use retention::{Retention, Sweeper, SweeperHandle};
-pub use store::{Capabilities, Store, TaskSelector, Wake};
+pub use store::{Capabilities, ChangeWatch, Store, TaskSelector, Wake};
 pub use typed::TaskDef;

@@ -543,6 +543,10 @@ impl FailParams {
     }
 }
 
+/// A watch from [`Store::watch_for_change`]: completes once something it
+/// watches may have changed since it was taken.
+pub type ChangeWatch = futures::future::BoxFuture<'static, ()>;
+
 /// What a sleeper in [`Store::wait_for_change`] is waiting for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -654,12 +658,22 @@ pub trait Store: Send + Sync + 'static {
     /// The error is recorded on every branch.
     async fn fail(&self, params: &FailParams) -> Result<Task>;
 
-    /// Sleeps until something relevant to `wake` may have changed, or
-    /// `timeout` passes. Polling stays the source of truth: this only cuts
-    /// sleeps short. The default just sleeps.
-    async fn wait_for_change(&self, wake: &Wake, timeout: Duration) {
+    /// Starts watching for `wake` NOW; the future completes once something
+    /// relevant to it may have changed since this call. Take the watch
+    /// before reading the store and await it (under a timeout) after, so a
+    /// change that commits between the read and the wait still cuts the
+    /// wait short. Polling stays the source of truth: a watch only cuts
+    /// sleeps short. The default never completes (no push wakeups).
+    fn watch_for_change(&self, wake: &Wake) -> ChangeWatch {
         let _ = wake;
-        tokio::time::sleep(timeout).await;
+        Box::pin(std::future::pending())
+    }
+
+    /// Sleeps until something relevant to `wake` may have changed, or
+    /// `timeout` passes: a watch taken now (see
+    /// [`watch_for_change`](Self::watch_for_change)), bounded by `timeout`.
+    async fn wait_for_change(&self, wake: &Wake, timeout: Duration) {
+        let _ = tokio::time::timeout(timeout, self.watch_for_change(wake)).await;
     }
 
     /// Releases the backend's connections and threads. Calls after close

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use cairnq_core::Wake;
+use cairnq_core::{ChangeWatch, Wake};
 use futures::StreamExt;
 use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::task::JoinHandle;
@@ -84,24 +84,24 @@ impl Listener {
         self.live.load(Ordering::Acquire)
     }
 
-    /// Sleeps until a notice relevant to `wake` arrives or `timeout` passes.
-    pub(crate) async fn wait(&self, wake: &Wake, timeout: Duration) {
+    /// Subscribes now; the watch completes on the next notice relevant to
+    /// `wake` (never while the connection is down: sleepers then poll).
+    pub(crate) fn watch(&self, wake: &Wake) -> ChangeWatch {
         let mut notices = self.notices.subscribe();
         if !self.is_live() {
-            tokio::time::sleep(timeout).await;
-            return;
+            return Box::pin(std::future::pending());
         }
-        let relevant = async {
+        let wake = wake.clone();
+        Box::pin(async move {
             loop {
                 match notices.recv().await {
-                    Ok(notice) if notice.wakes(wake) => return,
+                    Ok(notice) if notice.wakes(&wake) => return,
                     Ok(_) => {}
                     Err(RecvError::Lagged(_)) => return,
                     Err(RecvError::Closed) => std::future::pending::<()>().await,
                 }
             }
-        };
-        let _ = tokio::time::timeout(timeout, relevant).await;
+        })
     }
 
     /// Stops the task (idempotent).

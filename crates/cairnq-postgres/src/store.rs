@@ -2,14 +2,13 @@
 //! plus the operations that join an application's own transaction.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use cairnq_core::store::{
     ClaimParams, CompleteBatchParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask,
     ProbeParams, ProgressParams, PurgeFilter, SettleParams,
 };
-use cairnq_core::{Capabilities, HeldLease, Result, Store, Task, TaskCount, TaskRef, TaskSelector, Wake};
+use cairnq_core::{Capabilities, ChangeWatch, HeldLease, Result, Store, Task, TaskCount, TaskRef, TaskSelector, Wake};
 use deadpool_postgres::{Client, Pool};
 
 use crate::exec::AppSession;
@@ -221,10 +220,10 @@ impl Store for PostgresStore {
         worker::fail(&self.client().await?, params).await
     }
 
-    async fn wait_for_change(&self, wake: &Wake, timeout: Duration) {
+    fn watch_for_change(&self, wake: &Wake) -> ChangeWatch {
         match &self.inner.listener {
-            Some(listener) => listener.wait(wake, timeout).await,
-            None => tokio::time::sleep(timeout).await,
+            Some(listener) => listener.watch(wake),
+            None => Box::pin(std::future::pending()),
         }
     }
 

@@ -10,7 +10,7 @@ use cairnq_core::store::{
     ClaimParams, CompleteBatchParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask,
     ProbeParams, ProgressParams, PurgeFilter, SettleParams, TaskSelector,
 };
-use cairnq_core::{Capabilities, Clock, Error, HeldLease, Result, Store, Task, TaskCount, TaskRef, Wake};
+use cairnq_core::{Capabilities, ChangeWatch, Clock, Error, HeldLease, Result, Store, Task, TaskCount, TaskRef, Wake};
 use parking_lot::Mutex;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
@@ -338,8 +338,8 @@ impl Store for SqliteStore {
         self.write(move |mut ctx| write::fail(&mut ctx, &params)).await
     }
 
-    async fn wait_for_change(&self, wake: &Wake, timeout: Duration) {
-        self.wakes.wait(wake, timeout).await;
+    fn watch_for_change(&self, wake: &Wake) -> ChangeWatch {
+        self.wakes.watch(wake)
     }
 
     /// Stops taking new work, lets the threads finish what is queued, and

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 
-use cairnq_core::{Task, TaskStatus, Wake};
+use cairnq_core::{ChangeWatch, Task, TaskStatus, Wake};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
@@ -105,22 +105,47 @@ impl WakeBoard {
         self.tasks.publish(&changes.done);
     }
 
-    /// Waits until `wake` may have happened or `timeout` passes.
-    pub(crate) async fn wait(&self, wake: &Wake, timeout: std::time::Duration) {
-        let notify = Arc::new(Notify::new());
-        let (channel, keys) = match wake {
-            Wake::Queued(queues) => (&self.queues, queues.clone()),
-            Wake::TaskDone(id) => (&self.tasks, vec![id.clone()]),
-            _ => (&self.tasks, Vec::new()),
+    /// Subscribes now; the watch completes on the next relevant publish
+    /// (or foreign commit) after this call.
+    pub(crate) fn watch(self: &Arc<Self>, wake: &Wake) -> ChangeWatch {
+        let keys = match wake {
+            Wake::Queued(queues) => queues.clone(),
+            Wake::TaskDone(id) => vec![id.clone()],
+            _ => Vec::new(),
         };
-        channel.subscribe(&keys, &notify);
+        let queues = matches!(wake, Wake::Queued(_));
+        let notify = Arc::new(Notify::new());
+        let subscription = Subscription { board: Arc::clone(self), queues, keys, notify };
+        subscription.channel().subscribe(&subscription.keys, &subscription.notify);
         if let Some(foreign) = &self.foreign {
-            foreign.subscribe(&notify);
+            foreign.subscribe(&subscription.notify);
         }
-        let _ = tokio::time::timeout(timeout, notify.notified()).await;
-        drop(notify);
-        channel.prune(&keys);
-        if let Some(foreign) = &self.foreign {
+        Box::pin(async move { subscription.notify.notified().await })
+    }
+}
+
+/// One watch's registrations, withdrawn when the watch is dropped (woken
+/// or not).
+struct Subscription {
+    board: Arc<WakeBoard>,
+    queues: bool,
+    keys: Vec<String>,
+    notify: Arc<Notify>,
+}
+
+impl Subscription {
+    fn channel(&self) -> &Channel {
+        if self.queues { &self.board.queues } else { &self.board.tasks }
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        // The channels hold only weak references: once the last strong one
+        // is gone, pruning forgets this sleeper.
+        drop(std::mem::replace(&mut self.notify, Arc::new(Notify::new())));
+        self.channel().prune(&self.keys);
+        if let Some(foreign) = &self.board.foreign {
             foreign.prune();
         }
     }

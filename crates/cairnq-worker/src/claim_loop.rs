@@ -6,9 +6,11 @@
 //! once). With room it asks the read-only probe first, so an idle worker
 //! never takes the write lock, then runs one claim transaction. The probe is
 //! skipped right after a claim that took every row it could (more than
-//! one): work was due a moment ago, so the probe would only cost a read. When idle the loop
-//! sleeps in [`Store::wait_for_change`](cairnq_core::Store), which a push
-//! wakeup may cut short.
+//! one): work was due a moment ago, so the probe would only cost a read.
+//! When idle the loop sleeps on a watch
+//! ([`Store::watch_for_change`](cairnq_core::Store::watch_for_change)) taken
+//! BEFORE the probe read the store, so a push wakeup for a submit that
+//! committed between the probe and the sleep still cuts the poll short.
 //!
 //! # Prefetch
 //!
@@ -43,7 +45,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cairnq_core::store::{ClaimParams, ProbeParams};
-use cairnq_core::{ErrorEnvelope, Task, Wake, codes};
+use cairnq_core::{ChangeWatch, ErrorEnvelope, Task, Wake, codes};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use tokio::sync::watch;
@@ -112,6 +114,10 @@ pub(crate) struct ClaimLoop {
     prefetch: usize,
     /// Whether the next claim asks the probe first.
     probe_next: bool,
+    /// Taken before a probe reads the store, awaited if the loop then goes
+    /// idle: a submit committed between the probe and the sleep still ends
+    /// the sleep.
+    watch: Option<ChangeWatch>,
 }
 
 impl ClaimLoop {
@@ -134,6 +140,7 @@ impl ClaimLoop {
             in_flight: None,
             prefetch: 0,
             probe_next: true,
+            watch: None,
         }
     }
 
@@ -183,7 +190,7 @@ impl ClaimLoop {
     /// always for a stop.
     async fn pause(&mut self, idle: Option<Duration>) {
         let core = self.core.clone();
-        let wake = Wake::Queued(core.options.queues.clone());
+        let (wake, watch) = (Wake::Queued(core.options.queues.clone()), self.watch.take());
         let mut stop = self.stop.clone();
         let stopped = stop.wait_for(|s| *s);
         match idle {
@@ -198,11 +205,14 @@ impl ClaimLoop {
             },
             // A call ending may unblock a resource or a per-name cap that
             // left due work queued, so it ends an idle wait too.
-            Some(timeout) => tokio::select! {
-                _ = core.client.store().wait_for_change(&wake, timeout) => {},
-                _ = core.load.freed.notified() => {},
-                _ = stopped => {},
-            },
+            Some(timeout) => {
+                let watch = watch.unwrap_or_else(|| core.client.store().watch_for_change(&wake));
+                tokio::select! {
+                    _ = tokio::time::timeout(timeout, watch) => {},
+                    _ = core.load.freed.notified() => {},
+                    _ = stopped => {},
+                }
+            }
         }
     }
 
@@ -221,6 +231,11 @@ impl ClaimLoop {
         };
         self.rotation = self.rotation.wrapping_add(1);
         let probe = self.probe_next.then(|| ProbeParams::new(core.options.queues.clone(), self.names.probe_names()));
+        // Only before a probe: a loop that keeps filling its claims never
+        // goes idle, and a watch held there would keep SQLite's commit
+        // watcher polling for nothing.
+        self.watch =
+            probe.as_ref().map(|_| core.client.store().watch_for_change(&Wake::Queued(core.options.queues.clone())));
         let claim = claim_rows(core.clone(), probe, plan.params, plan.max_rows, plan.left_out_draws);
         self.in_flight = Some((claim.boxed(), Instant::now()));
         true
@@ -237,6 +252,7 @@ impl ClaimLoop {
         }
         match claimed {
             Claimed::Rows { tasks, filled } => {
+                self.watch = None;
                 self.empty_retries = 0;
                 self.probe_next = !filled;
                 self.dispatch(tasks);

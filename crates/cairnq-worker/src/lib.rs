@@ -37,8 +37,9 @@
 //!   for other workers. Only registered names are claimed. After a claim that
 //!   took rows the loop looks again at once (skipping the probe when the
 //!   claim filled its limit); with every slot busy it waits for a call to
-//!   end; when idle it sleeps in `Store::wait_for_change` (a push wakeup may
-//!   cut the poll short).
+//!   end; when idle it sleeps on a `Store::watch_for_change` watch taken
+//!   before its probe (a push wakeup may cut the poll short, also for a
+//!   submit that committed between the probe and the sleep).
 //! - **Prefetch.** When every name shares the one draw (no per-name
 //!   `batch`, `concurrency` or resource, no byte budget), a claim may take
 //!   more rows than free slots: about what the slots get through in two
