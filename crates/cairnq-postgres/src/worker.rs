@@ -17,12 +17,27 @@ use crate::sql::Args;
 use crate::write::check_jsonb;
 
 /// Recovers every expired lease, then runs the draws with the budget plan.
-/// Must run inside one transaction.
+/// Must run inside one transaction. The three recovery statements and the
+/// first draw are pipelined: sent together, run by the server in the order
+/// sent, answered in one round trip instead of four.
 pub(crate) async fn claim(exec: &impl Exec, params: &ClaimParams) -> Result<Vec<Task>> {
-    recover_leases(exec).await?;
     let mut plan = params.plan();
-    let mut claimed = Vec::new();
-    for (index, draw) in params.draws.iter().enumerate() {
+    let first = params.draws.first().filter(|_| plan.limit(0) > 0).map(|draw| (draw, plan.limit(0)));
+    let (none, expired) = (Args::new(), Args::new().set("error", ErrorEnvelope::lease_expired().to_value()));
+    let (_, _, _, first_rows) = futures::try_join!(
+        rows(exec, &postgres::RECOVER_CANCELED_LEASES, &[], &none),
+        rows(exec, &postgres::RECOVER_REQUEUED_LEASES, &[], &none),
+        rows(exec, &postgres::RECOVER_FAILED_LEASES, &[], &expired),
+        async {
+            match first {
+                Some((draw, limit)) => claim_draw(exec, params, draw, limit).await,
+                None => Ok(Vec::new()),
+            }
+        },
+    )?;
+    plan.took(0, first_rows.len());
+    let mut claimed = first_rows;
+    for (index, draw) in params.draws.iter().enumerate().skip(1) {
         let limit = plan.limit(index);
         if limit == 0 {
             continue;
@@ -32,15 +47,6 @@ pub(crate) async fn claim(exec: &impl Exec, params: &ClaimParams) -> Result<Vec<
         claimed.extend(taken);
     }
     Ok(claimed)
-}
-
-/// Cancel wins, then requeue, then fail — each branch one statement.
-async fn recover_leases(exec: &impl Exec) -> Result<()> {
-    rows(exec, &postgres::RECOVER_CANCELED_LEASES, &[], &Args::new()).await?;
-    rows(exec, &postgres::RECOVER_REQUEUED_LEASES, &[], &Args::new()).await?;
-    let expired = Args::new().set("error", ErrorEnvelope::lease_expired().to_value());
-    rows(exec, &postgres::RECOVER_FAILED_LEASES, &[], &expired).await?;
-    Ok(())
 }
 
 async fn claim_draw(exec: &impl Exec, params: &ClaimParams, draw: &ClaimDraw, limit: u32) -> Result<Vec<Task>> {
