@@ -53,11 +53,13 @@
 //!
 //! Another process's commits cut sleeps in
 //! [`Store::wait_for_change`](cairnq_core::Store::wait_for_change) short too:
-//! while (and only while) someone sleeps, a watcher thread reads
-//! `PRAGMA data_version` on its own connection every
+//! while (and only while) someone watches, a watcher thread reads the
+//! wal-index header SQLite rewrites on every commit (one `pread` of the
+//! `-shm` file, confirmed by `PRAGMA data_version` on its own connection
+//! once a second and whenever the header moved) every
 //! [`SqliteOptions::watch_interval`] (1 ms by default; stepping down to
-//! 16x that after about 1.5 s without any commit, back to 1 ms at the next
-//! one) and wakes the sleepers when it changed. With nobody sleeping the
+//! 16x that after about 0.4 s without any commit, back to 1 ms at the next
+//! one) and wakes the watchers when it changed. With nobody watching the
 //! watcher is parked.
 //!
 //! # SQL

@@ -20,7 +20,7 @@ use crate::open::{open_reader, open_writer};
 use crate::options::SqliteOptions;
 use crate::reader::{ReadJob, run_reader};
 use crate::wake::WakeBoard;
-use crate::watch::{CommitWatch, run_watcher};
+use crate::watch::{CommitWatch, ShmHeader, run_watcher};
 use crate::writer::{Counters, Job, WriteCtx, WriteStats, WriterEnv, job, run_writer};
 use crate::{read, write};
 
@@ -229,8 +229,10 @@ async fn spawn_watcher(
     exits: &mut Vec<oneshot::Receiver<()>>,
 ) -> Result<()> {
     let (path, options, watch) = (path.to_path_buf(), options.clone(), Arc::clone(watch));
+    let shm = ShmHeader::of(&path);
     let open = move || open_reader(&path, &options);
-    spawn_connection("cairnq-sqlite-watcher".into(), exits, open, move |conn| run_watcher(conn, watch, interval)).await
+    spawn_connection("cairnq-sqlite-watcher".into(), exits, open, move |conn| run_watcher(conn, shm, watch, interval))
+        .await
 }
 
 #[async_trait]

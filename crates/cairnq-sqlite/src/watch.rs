@@ -3,9 +3,11 @@
 //! another SDK, another store in this process) and wakes every sleeper of
 //! [`Store::wait_for_change`](cairnq_core::Store::wait_for_change).
 //!
-//! The watcher asks its own connection for `PRAGMA data_version`, which
-//! SQLite changes exactly when another connection committed (reading it
-//! takes only the WAL-index header from shared memory). It polls every
+//! The watcher reads the wal-index header from the `-shm` file, which
+//! SQLite rewrites on every commit, and confirms with `PRAGMA
+//! data_version` on its own connection (which SQLite changes exactly when
+//! another connection committed) when the header moved or a second has
+//! passed. It polls every
 //! [`SqliteOptions::watch_interval`](crate::SqliteOptions::watch_interval)
 //! (slower, up to 16x, while the file stays quiet) ONLY while someone
 //! sleeps; with no sleeper it parks on a condvar and costs nothing. A foreign commit says nothing about which tasks changed,
@@ -14,8 +16,9 @@
 //! wake sleepers spuriously; harmless, since polling stays the source of
 //! truth and a wakeup never decides anything.
 
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 use rusqlite::Connection;
@@ -74,31 +77,92 @@ impl CommitWatch {
 }
 
 /// Quiet polls (no change seen) before the pause doubles.
-const QUIET_POLLS_PER_STEP: u32 = 100;
+const QUIET_POLLS_PER_STEP: u32 = 25;
 /// The longest pause, as a multiple of the watch interval.
 const MAX_SLOWDOWN: u32 = 16;
 
-/// The watcher thread's loop: parked while nobody sleeps, polling
-/// `data_version` while someone does. It polls every `interval` while the
-/// file is busy and backs off step by step (up to 16x) while it stays
-/// quiet, so a long-idle worker costs little and the first commit after a
-/// lull is still seen within a few milliseconds. The version is not re-read
-/// after a park, so a commit that landed while parked (just before a
-/// sleeper subscribed) still wakes it: at worst one spurious wakeup, never
-/// a missed one.
-pub(crate) fn run_watcher(conn: Connection, watch: Arc<CommitWatch>, interval: Duration) {
-    let mut seen = data_version(&conn);
+/// How often the watcher also reads `data_version` while the wal-index
+/// header is readable: the header is read without SQLite's locks, and this
+/// keeps a wakeup from ever hanging on that read alone.
+const CONFIRM_EVERY: Duration = Duration::from_secs(1);
+
+/// The watcher thread's loop: parked while nobody sleeps, polling while
+/// someone does. A poll reads the wal-index header (see [`ShmHeader`]); a
+/// change, an unreadable header, or [`CONFIRM_EVERY`] passing brings a
+/// `data_version` read too. It polls every `interval` while the file is
+/// busy and backs off step by step (up to 16x) while it stays quiet, so a
+/// long-idle worker costs little and the first commit after a lull is
+/// still seen within a few milliseconds. Nothing is re-read after a park,
+/// so a commit that landed while parked (just before a sleeper subscribed)
+/// still wakes it: at worst one spurious wakeup, never a missed one.
+pub(crate) fn run_watcher(conn: Connection, mut shm: ShmHeader, watch: Arc<CommitWatch>, interval: Duration) {
+    let (mut header, mut version) = (shm.read(), data_version(&conn));
+    let mut confirmed = Instant::now();
     let mut quiet: u32 = 0;
     while watch.await_sleeper() {
         std::thread::sleep(pause(interval, quiet));
-        let now = data_version(&conn);
-        if now == seen {
-            quiet = quiet.saturating_add(1);
-        } else {
-            seen = now;
+        let now_header = shm.read();
+        let mut changed = now_header.is_some() && now_header != header;
+        if now_header.is_none() || changed || confirmed.elapsed() >= CONFIRM_EVERY {
+            confirmed = Instant::now();
+            let now_version = data_version(&conn);
+            changed |= now_version != version;
+            version = now_version;
+        }
+        header = now_header;
+        if changed {
             quiet = 0;
             watch.wake_all();
+        } else {
+            quiet = quiet.saturating_add(1);
         }
+    }
+}
+
+/// The wal-index header at the start of the database's `-shm` file. SQLite
+/// rewrites it on every commit (its change counter and last valid frame
+/// move), so reading it tells a commit from none for the price of one
+/// `pread`; `data_version` asks the same through a read transaction, about
+/// a hundred times the work. A torn read (no lock is taken) only looks like
+/// a change: one spurious wakeup. `None` where it cannot be read (no such
+/// file, or not a Unix system).
+pub(crate) struct ShmHeader {
+    path: PathBuf,
+    file: Option<std::fs::File>,
+}
+
+/// The two copies of the wal-index header plus the checkpoint info.
+const SHM_HEADER_BYTES: usize = 136;
+
+impl ShmHeader {
+    /// The header of the database at `path` (SQLite names the file `<path>-shm`).
+    pub(crate) fn of(path: &Path) -> Self {
+        let mut shm = path.as_os_str().to_owned();
+        shm.push("-shm");
+        Self { path: PathBuf::from(shm), file: None }
+    }
+
+    #[cfg(unix)]
+    fn read(&mut self) -> Option<[u8; SHM_HEADER_BYTES]> {
+        use std::os::unix::fs::FileExt;
+        if self.file.is_none() {
+            self.file = std::fs::File::open(&self.path).ok();
+        }
+        let mut header = [0u8; SHM_HEADER_BYTES];
+        match self.file.as_ref()?.read_exact_at(&mut header, 0) {
+            Ok(()) => Some(header),
+            Err(_) => {
+                // Opened again next time: the file may have been recreated.
+                self.file = None;
+                None
+            }
+        }
+    }
+
+    #[cfg(not(unix))]
+    fn read(&mut self) -> Option<[u8; SHM_HEADER_BYTES]> {
+        let _ = (&self.path, &self.file);
+        None
     }
 }
 
@@ -126,5 +190,31 @@ mod tests {
         assert_eq!(pause(base, QUIET_POLLS_PER_STEP - 1), base);
         assert_eq!(pause(base, QUIET_POLLS_PER_STEP), base * 2);
         assert_eq!(pause(base, u32::MAX), base * MAX_SLOWDOWN);
+    }
+
+    /// The header read is what a poll relies on: it must move with every
+    /// commit (even one that leaves the WAL's length alone) and only then.
+    #[cfg(unix)]
+    #[test]
+    fn the_wal_index_header_moves_with_each_commit_and_only_then() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("watched.db");
+        let writer = Connection::open(&path).expect("open");
+        writer.pragma_update(None, "journal_mode", "wal").expect("wal");
+        writer.execute_batch("create table t (x); insert into t values (0);").expect("seed");
+        let mut shm = ShmHeader::of(&path);
+        let mut seen = shm.read().expect("the -shm file is readable");
+        for i in 1..=20 {
+            assert_eq!(shm.read(), Some(seen), "no commit, no change");
+            writer.execute("update t set x = ?1", [i]).expect("commit");
+            let now = shm.read().expect("readable");
+            assert_ne!(now, seen, "commit {i} left the header as it was");
+            seen = now;
+            if i == 10 {
+                // The next commit rewrites the WAL from its start.
+                writer.execute_batch("pragma wal_checkpoint(restart)").expect("checkpoint");
+                seen = shm.read().expect("readable");
+            }
+        }
     }
 }

@@ -534,6 +534,22 @@ async fn wait_for_count(client: &CairnQ, status: TaskStatus, expected: usize, li
 
 /// User + system CPU seconds of this process, from /proc/self/stat.
 fn process_cpu_seconds() -> f64 {
+    threads_cpu_seconds().unwrap_or_else(ticked_cpu_seconds)
+}
+
+/// The scheduler's own count (nanoseconds on a CPU) summed over this
+/// process's live threads: exact, where utime/stime are sampled in 10 ms
+/// ticks, too coarse for an idle worker's few milliseconds a second.
+fn threads_cpu_seconds() -> Option<f64> {
+    let mut total_ns = 0u64;
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let schedstat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        total_ns += schedstat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(total_ns as f64 / 1e9)
+}
+
+fn ticked_cpu_seconds() -> f64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     let after_name = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");
     let fields: Vec<&str> = after_name.split_whitespace().collect();
