@@ -1,10 +1,9 @@
 //! Client-side writes: submit (plain and keyed), cancel, retry, purge.
 
 use cairnq_core::keys::{KeyedSubmit, resolve_key_conflict};
-use cairnq_core::store::{NewTask, PurgeFilter};
+use cairnq_core::store::{NewTask, PurgeFilter, in_asked_order};
 use cairnq_core::{Error, Result, Task, TaskSelector};
 use cairnq_protocol::postgres;
-use futures::future::try_join_all;
 use serde_json::Value;
 
 use crate::exec::{Exec, one_row, opt_row, rows, run_sql};
@@ -49,13 +48,12 @@ pub(crate) async fn submit(exec: &impl Exec, task: &NewTask) -> Result<Task> {
     Ok(inserted)
 }
 
-/// At most this many inserts in flight at once on one connection.
-const PIPELINE: usize = 256;
+/// The most tasks one `insert_tasks` statement carries.
+const INSERT_CHUNK: usize = 1_000;
 
-/// Submits `tasks` in order; must run inside one transaction. A run of
-/// unkeyed tasks is pipelined (sent without waiting for each answer, which
-/// on a loopback connection costs more than the insert); a keyed task waits
-/// for everything before it, as it must see an earlier item's key.
+/// Submits `tasks` in order; must run inside one transaction. A keyed task
+/// goes on its own (it must see an earlier item's key); each run of unkeyed
+/// ones goes in `insert_tasks` statements.
 pub(crate) async fn submit_all(exec: &impl Exec, tasks: &[NewTask]) -> Result<Vec<Task>> {
     // Every item is checked before the first insert is sent.
     tasks
@@ -64,16 +62,43 @@ pub(crate) async fn submit_all(exec: &impl Exec, tasks: &[NewTask]) -> Result<Ve
     let mut submitted = Vec::with_capacity(tasks.len());
     let mut rest = tasks;
     while let Some(first) = rest.first() {
-        let run = rest.iter().take(PIPELINE).take_while(|t| t.key.is_none()).count().max(1);
+        let run = rest.iter().take(INSERT_CHUNK).take_while(|t| t.key.is_none()).count().max(1);
         let (now, later) = rest.split_at(run);
         if first.key.is_some() {
             submitted.push(submit(exec, first).await?);
         } else {
-            submitted.extend(try_join_all(now.iter().map(|task| submit(exec, task))).await?);
+            submitted.extend(insert_unkeyed(exec, now).await?);
         }
         rest = later;
     }
     Ok(submitted)
+}
+
+/// One `insert_tasks` for `tasks`; the rows in the order given.
+async fn insert_unkeyed(exec: &impl Exec, tasks: &[NewTask]) -> Result<Vec<Task>> {
+    fn column<T>(tasks: &[NewTask], field: impl Fn(&NewTask) -> T) -> Vec<T> {
+        tasks.iter().map(field).collect()
+    }
+    let args = Args::new()
+        .set("ids", column(tasks, |t| t.id.clone()))
+        .set("names", column(tasks, |t| t.name.clone()))
+        .set("queues", column(tasks, |t| t.queue.clone()))
+        .set("payloads", column(tasks, |t| t.payload.clone()))
+        .set("metadatas", column(tasks, |t| t.metadata.clone()))
+        .set("max_attempts", column(tasks, |t| t.max_attempts))
+        .set("priorities", column(tasks, |t| t.priority))
+        .set("delays_ms", column(tasks, |t| t.delay_ms))
+        .set("parent_ids", column(tasks, |t| t.parent_id.clone()))
+        .set("root_ids", column(tasks, |t| t.root_id.clone()))
+        .set("correlation_ids", column(tasks, |t| t.correlation_id.clone()));
+    let inserted = rows(exec, &postgres::INSERT_TASKS, &[], &args).await?;
+    let inserted = inserted.iter().map(row::task).collect::<Result<Vec<_>>>()?;
+    let ordered = in_asked_order(tasks.iter().map(|t| t.id.as_str()), inserted, |t| &t.id);
+    if ordered.len() == tasks.len() {
+        Ok(ordered)
+    } else {
+        Err(Error::corrupt_row(format!("insert_tasks returned {} of {} rows", ordered.len(), tasks.len())))
+    }
 }
 
 async fn insert(exec: &impl Exec, task: &NewTask) -> Result<Task> {

@@ -252,7 +252,7 @@ impl Store for SqliteStore {
 
     async fn submit_many(&self, tasks: &[NewTask]) -> Result<Vec<Task>> {
         let tasks = tasks.to_vec();
-        self.write(move |mut ctx| tasks.iter().map(|t| write::submit(&mut ctx, t)).collect()).await
+        self.write(move |mut ctx| write::submit_many(&mut ctx, &tasks)).await
     }
 
     async fn get(&self, task: &TaskSelector) -> Result<Option<Task>> {

@@ -45,6 +45,55 @@ pub(crate) fn submit(ctx: &mut WriteCtx<'_>, task: &NewTask) -> Result<Task> {
     }
 }
 
+/// The most tasks one `insert_tasks` statement carries.
+const INSERT_CHUNK: usize = 1_000;
+
+/// Submits `tasks` in order: a keyed task on its own (it must see an
+/// earlier item's key), each run of unkeyed ones in `insert_tasks`
+/// statements.
+pub(crate) fn submit_many(ctx: &mut WriteCtx<'_>, tasks: &[NewTask]) -> Result<Vec<Task>> {
+    let mut submitted = Vec::with_capacity(tasks.len());
+    let mut rest = tasks;
+    while let Some(first) = rest.first() {
+        let run = rest.iter().take(INSERT_CHUNK).take_while(|t| t.key.is_none()).count().max(1);
+        let (now, later) = rest.split_at(run);
+        if first.key.is_some() {
+            submitted.push(submit(ctx, first)?);
+        } else {
+            submitted.extend(insert_unkeyed(ctx, now)?);
+        }
+        rest = later;
+    }
+    Ok(submitted)
+}
+
+fn insert_unkeyed(ctx: &mut WriteCtx<'_>, tasks: &[NewTask]) -> Result<Vec<Task>> {
+    let rows: Vec<serde_json::Value> = tasks
+        .iter()
+        .map(|t| {
+            serde_json::json!([
+                t.id,
+                t.name,
+                t.queue,
+                to_text(&t.payload),
+                to_text(&t.metadata),
+                t.max_attempts,
+                t.priority,
+                t.delay_ms,
+                t.parent_id,
+                t.root_id,
+                t.correlation_id
+            ])
+        })
+        .collect();
+    let args = Args::new().set("tasks", serde_json::Value::Array(rows).to_string()).set("now_ms", ctx.now_ms);
+    query(ctx.conn, render(&sqlite::INSERT_TASKS, &[]), &args, |_| Ok(()))?;
+    for task in tasks {
+        ctx.changes.queued_on(&task.queue);
+    }
+    Ok(tasks.iter().map(|t| t.inserted_row(ctx.now_ms)).collect())
+}
+
 fn insert(ctx: &mut WriteCtx<'_>, task: &NewTask) -> Result<Task> {
     let args = Args::new()
         .text("id", &task.id)

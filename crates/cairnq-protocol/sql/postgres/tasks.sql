@@ -18,6 +18,26 @@ insert into cairnq_tasks (
 )
 returning *
 
+-- insert_task for many unkeyed tasks in one statement: the i-th element
+-- of each array belongs to the i-th task. Rows come back in no promised
+-- order.
+-- name: insert_tasks
+with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms)
+insert into cairnq_tasks (
+    id, name, queue, status, payload, metadata, attempt, max_attempts, priority, run_at_ms,
+    parent_id, root_id, correlation_id, created_at_ms, updated_at_ms
+)
+select
+    t.id, t.name, t.queue, 'queued', t.payload, t.metadata, 0, t.max_attempts, t.priority,
+    (select now_ms from clock) + t.delay_ms, t.parent_id, t.root_id, t.correlation_id,
+    (select now_ms from clock), (select now_ms from clock)
+from unnest(
+    :ids::text[], :names::text[], :queues::text[], :payloads::jsonb[], :metadatas::jsonb[],
+    :max_attempts::integer[], :priorities::integer[], :delays_ms::bigint[], :parent_ids::text[],
+    :root_ids::text[], :correlation_ids::text[]
+) as t(id, name, queue, payload, metadata, max_attempts, priority, delay_ms, parent_id, root_id, correlation_id)
+returning *
+
 -- name: select_task
 select * from cairnq_tasks
 where id = :id -- when: by_id

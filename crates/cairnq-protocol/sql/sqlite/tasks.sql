@@ -21,6 +21,22 @@ insert or fail into cairnq_tasks (
     :parent_id, :root_id, :correlation_id, :now_ms, :now_ms
 )
 
+-- insert_task for many unkeyed tasks in one statement (about two thirds
+-- of the per-row cost of one insert each). :tasks is a JSON array with one
+-- array per task: [id, name, queue, payload, metadata, max_attempts,
+-- priority, delay_ms, parent_id, root_id, correlation_id], payload and
+-- metadata as JSON text inside a JSON string, so `->>` hands back exactly
+-- the text the SDK wrote.
+-- name: insert_tasks
+insert or fail into cairnq_tasks (
+    id, name, queue, status, payload, metadata, attempt, max_attempts, priority, run_at_ms,
+    parent_id, root_id, correlation_id, created_at_ms, updated_at_ms
+)
+select
+    value ->> 0, value ->> 1, value ->> 2, 'queued', value ->> 3, value ->> 4, 0, value ->> 5, value ->> 6,
+    :now_ms + (value ->> 7), value ->> 8, value ->> 9, value ->> 10, :now_ms, :now_ms
+from json_each(:tasks)
+
 -- name: select_task
 select * from cairnq_tasks
 where id = :id -- when: by_id

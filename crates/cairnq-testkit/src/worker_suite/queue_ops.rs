@@ -109,13 +109,20 @@ pub async fn a_submit_returns_the_row_it_wrote(factory: &dyn BackendFactory) {
         .correlation_id("corr-1")
         .key("k-1");
     let child = client.submit("child", &json!({"deep": {"a": [null, true]}})).options(options).await.expect("submit");
-    let many = client
-        .submit_many(&[
-            TaskSpec::new("m", &json!(u64::MAX)),
-            TaskSpec::new("m", &json!("s")).options(SubmitOptions::new().key("k-2")),
-        ])
-        .await
-        .expect("submit_many");
+    let busy =
+        SubmitOptions::new().queue("q3").priority(-2).delay_ms(5).metadata(json!({"m": [1]})).correlation_id("c");
+    let specs = [
+        TaskSpec::new("m", &json!(u64::MAX)),
+        TaskSpec::new("m", &json!({"text": "é\u{1F600}\"q\""})).options(busy),
+        TaskSpec::new("m", &json!(-1.5e300)),
+        TaskSpec::new("m", &json!("s")).options(SubmitOptions::new().key("k-2")),
+        TaskSpec::new("m", &json!(null)),
+        TaskSpec::new("m", &json!([])).options(SubmitOptions::new().parent_id(&parent.id)),
+    ];
+    let many = client.submit_many(&specs).await.expect("submit_many");
+    let payloads =
+        [json!(u64::MAX), json!({"text": "é\u{1F600}\"q\""}), json!(-1.5e300), json!("s"), json!(null), json!([])];
+    assert_eq!(many.iter().map(|t| t.payload.clone()).collect::<Vec<_>>(), payloads, "in the order given");
     for written in [parent, child].into_iter().chain(many) {
         let stored = client.get(&written.id).await.expect("get").expect("row");
         assert_eq!(written, stored, "submit answered with a row the store does not hold");
