@@ -1,7 +1,7 @@
 //! Client-side writes: submit (plain and keyed), cancel, retry, purge.
 
 use cairnq_core::keys::{KeyedSubmit, resolve_key_conflict};
-use cairnq_core::store::{NewTask, PurgeFilter, in_asked_order};
+use cairnq_core::store::{NewTask, PurgeFilter, SubmitRun, in_asked_order, submit_runs};
 use cairnq_core::{Error, Result, Task, TaskSelector};
 use cairnq_protocol::postgres;
 use serde_json::Value;
@@ -52,24 +52,19 @@ pub(crate) async fn submit(exec: &impl Exec, task: &NewTask) -> Result<Task> {
 const INSERT_CHUNK: usize = 1_000;
 
 /// Submits `tasks` in order; must run inside one transaction. A keyed task
-/// goes on its own (it must see an earlier item's key); each run of unkeyed
-/// ones goes in `insert_tasks` statements.
+/// goes on its own, each run of unkeyed ones in `insert_tasks` statements
+/// (see [`submit_runs`]).
 pub(crate) async fn submit_all(exec: &impl Exec, tasks: &[NewTask]) -> Result<Vec<Task>> {
     // Every item is checked before the first insert is sent.
     tasks
         .iter()
         .try_for_each(|t| check_jsonb("payload", &t.payload).and_then(|()| check_jsonb("metadata", &t.metadata)))?;
     let mut submitted = Vec::with_capacity(tasks.len());
-    let mut rest = tasks;
-    while let Some(first) = rest.first() {
-        let run = rest.iter().take(INSERT_CHUNK).take_while(|t| t.key.is_none()).count().max(1);
-        let (now, later) = rest.split_at(run);
-        if first.key.is_some() {
-            submitted.push(submit(exec, first).await?);
-        } else {
-            submitted.extend(insert_unkeyed(exec, now).await?);
+    for run in submit_runs(tasks, INSERT_CHUNK) {
+        match run {
+            SubmitRun::Keyed(task) => submitted.push(submit(exec, task).await?),
+            SubmitRun::Unkeyed(run) => submitted.extend(insert_unkeyed(exec, run).await?),
         }
-        rest = later;
     }
     Ok(submitted)
 }

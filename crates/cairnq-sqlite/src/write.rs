@@ -6,7 +6,7 @@ use cairnq_core::json::to_text;
 use cairnq_core::keys::{KeyedSubmit, resolve_key_conflict};
 use cairnq_core::store::{
     ClaimParams, CompleteBatchParams, FailParams, HeartbeatBatchParams, HeartbeatParams, NewTask, ProgressParams,
-    PurgeFilter, SettleParams, TaskSelector, in_asked_order, lost_lease,
+    PurgeFilter, SettleParams, SubmitRun, TaskSelector, in_asked_order, lost_lease, submit_runs,
 };
 use cairnq_core::{Error, HeldLease, Result, Task, TaskRef};
 use cairnq_protocol::{Statement, sqlite};
@@ -48,21 +48,15 @@ pub(crate) fn submit(ctx: &mut WriteCtx<'_>, task: &NewTask) -> Result<Task> {
 /// The most tasks one `insert_tasks` statement carries.
 const INSERT_CHUNK: usize = 1_000;
 
-/// Submits `tasks` in order: a keyed task on its own (it must see an
-/// earlier item's key), each run of unkeyed ones in `insert_tasks`
-/// statements.
+/// Submits `tasks` in order: a keyed task on its own, each run of unkeyed
+/// ones in `insert_tasks` statements (see [`submit_runs`]).
 pub(crate) fn submit_many(ctx: &mut WriteCtx<'_>, tasks: &[NewTask]) -> Result<Vec<Task>> {
     let mut submitted = Vec::with_capacity(tasks.len());
-    let mut rest = tasks;
-    while let Some(first) = rest.first() {
-        let run = rest.iter().take(INSERT_CHUNK).take_while(|t| t.key.is_none()).count().max(1);
-        let (now, later) = rest.split_at(run);
-        if first.key.is_some() {
-            submitted.push(submit(ctx, first)?);
-        } else {
-            submitted.extend(insert_unkeyed(ctx, now)?);
+    for run in submit_runs(tasks, INSERT_CHUNK) {
+        match run {
+            SubmitRun::Keyed(task) => submitted.push(submit(ctx, task)?),
+            SubmitRun::Unkeyed(run) => submitted.extend(insert_unkeyed(ctx, run)?),
         }
-        rest = later;
     }
     Ok(submitted)
 }
