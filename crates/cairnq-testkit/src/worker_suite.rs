@@ -45,4 +45,4 @@ pub use outcomes::{
 pub use queue_ops::{
     a_submit_returns_the_row_it_wrote, backpressure_refuses_submits_to_a_full_queue, retention_sweeps_by_rule,
 };
-pub use settling::complete_batch_settles_each_task_as_complete_would;
+pub use settling::{a_refused_result_fails_only_its_own_task, complete_batch_settles_each_task_as_complete_would};

@@ -2,11 +2,16 @@
 //! worker's completions take: each task must end exactly as `complete`
 //! would have ended it alone.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use cairnq_core::store::{ClaimParams, CompleteBatchParams};
-use cairnq_core::{Error, TaskRef, TaskStatus};
+use cairnq_core::{Error, TaskRef, TaskSpec, TaskStatus};
+use cairnq_worker::{TaskContext, TaskError, TaskOptions};
 use serde_json::json;
 
-use super::support::fresh;
+use super::support::{count, eventually, fresh, quick_options, start};
 use crate::BackendFactory;
 
 /// `complete_batch` settles the owned tasks in the order asked, with their
@@ -49,4 +54,41 @@ pub async fn complete_batch_settles_each_task_as_complete_would(factory: &dyn Ba
     assert_eq!((other.status, other.worker_id.as_deref()), (TaskStatus::Running, Some("other")), "not ours");
     let again = client.complete_batch(&batch(vec![(&a.id, json!(2))])).await.expect("complete_batch");
     assert!(again.is_empty(), "a settled task is no longer running: left out");
+}
+
+/// A result the store refuses (Postgres jsonb cannot hold `\u0000`) never
+/// takes the results written with it down too: a refused batch write is
+/// made again one task at a time. On a store that accepts the value, every
+/// task simply succeeds.
+pub async fn a_refused_result_fails_only_its_own_task(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    let specs: Vec<_> = (0..8).map(|i| TaskSpec::new("emit", &i)).collect();
+    let tasks = client.submit_many(&specs).await.expect("submit_many");
+    let reported = Arc::new(AtomicUsize::new(0));
+    let seen = reported.clone();
+    let options = quick_options().on_error(move |_| {
+        seen.fetch_add(1, Ordering::SeqCst);
+    });
+    let _worker = start(&client, options, |w| {
+        w.batch_task("emit", TaskOptions::new().batch(8), |batch: Vec<TaskContext>| async move {
+            let result = |ctx: &TaskContext| match ctx.payload_json().as_i64() {
+                Some(3) => json!("nul\u{0}"),
+                other => json!(other),
+            };
+            Ok::<_, TaskError>(
+                batch.iter().map(|ctx| (ctx.task_id().to_string(), result(ctx))).collect::<HashMap<_, _>>(),
+            )
+        })
+        .expect("register");
+    });
+    eventually("the seven storable results are written", || async { count(&client, TaskStatus::Succeeded).await >= 7 })
+        .await;
+    for (i, task) in tasks.iter().enumerate() {
+        let row = client.get(&task.id).await.expect("get").expect("row");
+        match (i, row.status) {
+            (3, TaskStatus::Succeeded) => assert_eq!(row.result, Some(json!("nul\u{0}")), "stored as given"),
+            (3, _) => assert!(reported.load(Ordering::SeqCst) > 0, "a refused settle is reported"),
+            (_, status) => assert_eq!((status, row.result), (TaskStatus::Succeeded, Some(json!(i)))),
+        }
+    }
 }
