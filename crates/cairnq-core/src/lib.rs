@@ -20,6 +20,7 @@ pub mod backoff;
 pub mod backpressure;
 pub mod client;
 pub mod clock;
+pub mod coalesce;
 pub mod envelope;
 pub mod error;
 pub mod id;

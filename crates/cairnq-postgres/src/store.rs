@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use cairnq_core::coalesce::Coalescer;
 use cairnq_core::store::{
     ClaimParams, CompleteBatchParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask,
     ProbeParams, ProgressParams, PurgeFilter, SettleParams,
@@ -43,6 +44,8 @@ struct Inner {
     pool: Pool,
     listener: Option<Listener>,
     schema: Option<String>,
+    /// Unkeyed submits share writes (see [`write::submit_queue`]).
+    submits: Arc<Coalescer<NewTask, Task>>,
 }
 
 impl PostgresStore {
@@ -69,7 +72,8 @@ impl PostgresStore {
         install(&mut client, options.schema.as_deref()).await?;
         drop(client);
         let listener = if options.listen { Some(Listener::start(config, tls::connector(&options)?)) } else { None };
-        Ok(Self { inner: Arc::new(Inner { pool, listener, schema: options.schema }) })
+        let submits = write::submit_queue(pool.clone());
+        Ok(Self { inner: Arc::new(Inner { pool, listener, schema: options.schema, submits }) })
     }
 
     /// The schema given at connect, if any.
@@ -130,10 +134,11 @@ impl Store for PostgresStore {
     }
 
     async fn submit(&self, task: &NewTask) -> Result<Task> {
-        let mut client = self.client().await?;
         if task.key.is_none() {
-            return write::submit(&client, task).await;
+            write::check_json(task)?;
+            return self.inner.submits.call(task.clone()).await;
         }
+        let mut client = self.client().await?;
         let tx = begin(&mut client).await?;
         let submitted = write::submit(&tx, task).await?;
         commit(tx).await?;

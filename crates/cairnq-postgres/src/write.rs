@@ -1,12 +1,18 @@
 //! Client-side writes: submit (plain and keyed), cancel, retry, purge.
 
+use std::sync::Arc;
+
+use cairnq_core::coalesce::Coalescer;
 use cairnq_core::keys::{KeyedSubmit, resolve_key_conflict};
 use cairnq_core::store::{NewTask, PurgeFilter, SubmitRun, in_asked_order, submit_runs};
 use cairnq_core::{Error, Result, Task, TaskSelector};
 use cairnq_protocol::postgres;
 use serde_json::Value;
 
+use deadpool_postgres::Pool;
+
 use crate::exec::{Exec, one_row, opt_row, rows, run_sql};
+use crate::pool;
 use crate::read::{get, selected};
 use crate::row::{self, col};
 use crate::sql::Args;
@@ -18,8 +24,7 @@ const LOCK_KEY: &str = "select pg_advisory_xact_lock(hashtextextended($1, 0))";
 /// Inserts `task`; with a key, applies the key's conflict rule. A keyed
 /// submit must run inside a transaction (the key lock lasts until commit).
 pub(crate) async fn submit(exec: &impl Exec, task: &NewTask) -> Result<Task> {
-    check_jsonb("payload", &task.payload)?;
-    check_jsonb("metadata", &task.metadata)?;
+    check_json(task)?;
     let Some(key) = &task.key else { return insert(exec, task).await };
     run_sql(exec, "lock key", LOCK_KEY, &[key]).await?;
     let args = Args::new().set("key", key.clone());
@@ -56,9 +61,7 @@ const INSERT_CHUNK: usize = 1_000;
 /// (see [`submit_runs`]).
 pub(crate) async fn submit_all(exec: &impl Exec, tasks: &[NewTask]) -> Result<Vec<Task>> {
     // Every item is checked before the first insert is sent.
-    tasks
-        .iter()
-        .try_for_each(|t| check_jsonb("payload", &t.payload).and_then(|()| check_jsonb("metadata", &t.metadata)))?;
+    tasks.iter().try_for_each(check_json)?;
     let mut submitted = Vec::with_capacity(tasks.len());
     for run in submit_runs(tasks, INSERT_CHUNK) {
         match run {
@@ -67,6 +70,40 @@ pub(crate) async fn submit_all(exec: &impl Exec, tasks: &[NewTask]) -> Result<Ve
         }
     }
     Ok(submitted)
+}
+
+/// Plain submits coalesced into shared writes (see [`Coalescer`]): every
+/// unkeyed submit waiting goes out in one `insert_tasks` statement (one
+/// commit). A batch the server refuses is written again one task at a
+/// time, so each submit gets its own outcome. Callers check the JSON first.
+pub(crate) fn submit_queue(pool: Pool) -> Arc<Coalescer<NewTask, Task>> {
+    Coalescer::new(
+        INSERT_CHUNK,
+        Arc::new(move |batch| {
+            let pool = pool.clone();
+            Box::pin(async move { insert_batch(&pool, batch).await })
+        }),
+    )
+}
+
+async fn insert_batch(pool: &Pool, batch: Vec<NewTask>) -> Vec<Result<Task>> {
+    let together = match pool::checkout(pool).await {
+        Ok(client) => insert_unkeyed(&client, &batch).await,
+        Err(e) => Err(e),
+    };
+    match together {
+        Ok(rows) => rows.into_iter().map(Ok).collect(),
+        Err(_) => {
+            let mut outcomes = Vec::with_capacity(batch.len());
+            for task in &batch {
+                outcomes.push(match pool::checkout(pool).await {
+                    Ok(client) => insert(&client, task).await,
+                    Err(e) => Err(e),
+                });
+            }
+            outcomes
+        }
+    }
 }
 
 /// One `insert_tasks` for `tasks`; the rows in the order given.
@@ -147,6 +184,12 @@ pub(crate) async fn purge(exec: &impl Exec, params: &PurgeFilter) -> Result<Vec<
 
 /// Postgres jsonb cannot hold `\u0000` inside a string (nor a key): refuse
 /// such a value before anything is written.
+/// Whether `task`'s payload and metadata fit in jsonb.
+pub(crate) fn check_json(task: &NewTask) -> Result<()> {
+    check_jsonb("payload", &task.payload)?;
+    check_jsonb("metadata", &task.metadata)
+}
+
 pub(crate) fn check_jsonb(field: &str, value: &Value) -> Result<()> {
     let refused =
         || Error::Serialization(format!("{field} holds \\u0000 in a string, which Postgres jsonb cannot store"));

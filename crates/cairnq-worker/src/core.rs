@@ -14,7 +14,7 @@ use cairnq_core::store::{FailParams, SettleParams, lost_lease};
 use cairnq_core::{CairnQ, Error, Result, Task};
 use serde_json::Value;
 
-use crate::completions::CompletionQueue;
+use crate::completions::{CompletionQueue, completion_queue};
 use crate::options::{OnError, WorkerIssue, WorkerOptions};
 use crate::state::{Leases, Load, TaskState};
 use crate::task_error::TaskError;
@@ -50,7 +50,7 @@ impl WorkerCore {
             None => client,
         };
         let on_error = options.on_error.clone();
-        let completions = CompletionQueue::new(client.clone(), worker_id.clone());
+        let completions = completion_queue(client.clone(), worker_id.clone());
         Self { client, options, worker_id, leases: Leases::default(), load: Arc::default(), completions, on_error }
     }
 
@@ -84,7 +84,7 @@ impl WorkerCore {
             return;
         }
         let written = match how {
-            Settlement::Complete(result) => self.completions.complete(&task.id, result).await,
+            Settlement::Complete(result) => self.completions.call((task.id.clone(), result)).await,
             Settlement::Fail(_) => self.write_settlement(task, &how).await.map(drop),
         };
         self.reported(self.finish_write(task, state, written));
