@@ -231,3 +231,39 @@ async fn a_server_restart_mid_drain_loses_no_acknowledged_task() {
     eprintln!("{} acknowledged submits, all succeeded; {issues} worker issues reported", acknowledged.len());
     store.close().await.expect("close");
 }
+
+/// Settle writes far slower than the handlers (a test trigger makes every
+/// row that turns succeeded cost 1 ms): the worker stops claiming once
+/// about a thousand finished calls wait for their settle writes, instead of
+/// taking every queued row while the writes lag. Claimed-but-unsettled rows
+/// stay under ~3,300 (settle backlog + slots + prefetch buffer + one
+/// claim); without the bound nearly all 6,000 would be held at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_settles_bound_what_a_worker_holds() {
+    const TASKS: i64 = 6_000;
+    let (client, _store, schema) = fresh_client().await;
+    let db = raw(&dsn()).await;
+    db.batch_execute(&format!(
+        "create function \"{schema}\".slow_settle() returns trigger language plpgsql as \
+         $$ begin perform pg_sleep(0.001); return new; end $$; \
+         create trigger slow_settle before update on \"{schema}\".cairnq_tasks \
+         for each row when (new.status = 'succeeded') execute function \"{schema}\".slow_settle();"
+    ))
+    .await
+    .expect("install the slowing trigger");
+    let specs: Vec<TaskSpec> = (0..TASKS).map(|_| TaskSpec::new("sleep", &json!({"ms": 0}))).collect();
+    client.submit_many(&specs).await.expect("submit_many");
+    let mut args = ChildArgs::new(StoreLocator::Postgres { dsn: dsn(), schema: schema.clone() }, ChildMode::Sleep);
+    (args.concurrency, args.poll_ms, args.lease_ms) = (64, 50, 120_000);
+    let worker = WorkerProcess::spawn(&args);
+    let (mut most_held, deadline) = (0, Instant::now() + Duration::from_secs(120));
+    while tasks_where(&db, &schema, "status = 'succeeded'").await < TASKS {
+        assert!(Instant::now() < deadline, "the worker did not drain in time");
+        most_held = most_held.max(tasks_where(&db, &schema, "status = 'running'").await);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    worker.stop().await;
+    eprintln!("most rows held at once: {most_held}");
+    assert!(most_held > 1_000, "the settles did lag ({most_held} held at most): the test measured something");
+    assert!(most_held < 4_000, "{most_held} claimed rows waited for settles at once");
+}
