@@ -182,14 +182,14 @@ pub(crate) async fn purge(exec: &impl Exec, params: &PurgeFilter) -> Result<Vec<
     rows(exec, &postgres::PURGE_TASKS, &flags, &args).await?.iter().map(|r| col(r, "id")).collect()
 }
 
-/// Postgres jsonb cannot hold `\u0000` inside a string (nor a key): refuse
-/// such a value before anything is written.
-/// Whether `task`'s payload and metadata fit in jsonb.
+/// Whether `task`'s payload and metadata fit in jsonb (see [`check_jsonb`]).
 pub(crate) fn check_json(task: &NewTask) -> Result<()> {
     check_jsonb("payload", &task.payload)?;
     check_jsonb("metadata", &task.metadata)
 }
 
+/// Postgres jsonb cannot hold `\u0000` inside a string (nor a key): refuse
+/// such a value before anything is written.
 pub(crate) fn check_jsonb(field: &str, value: &Value) -> Result<()> {
     let refused =
         || Error::Serialization(format!("{field} holds \\u0000 in a string, which Postgres jsonb cannot store"));

@@ -532,7 +532,8 @@ async fn wait_for_count(client: &CairnQ, status: TaskStatus, expected: usize, li
     }
 }
 
-/// User + system CPU seconds of this process, from /proc/self/stat.
+/// CPU seconds of this process: its threads' scheduler time, else the
+/// user + system ticks of /proc/self/stat.
 fn process_cpu_seconds() -> f64 {
     threads_cpu_seconds().unwrap_or_else(ticked_cpu_seconds)
 }
@@ -549,6 +550,7 @@ fn threads_cpu_seconds() -> Option<f64> {
     Some(total_ns as f64 / 1e9)
 }
 
+/// User + system CPU seconds from /proc/self/stat (10 ms ticks).
 fn ticked_cpu_seconds() -> f64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     let after_name = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");

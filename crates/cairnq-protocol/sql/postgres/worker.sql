@@ -123,6 +123,7 @@ where t.id = :id and t.status = 'running' and t.worker_id = :worker_id and t.lea
 returning t.*
 
 -- Returns only the rows still owned; the caller restores the asked order.
+-- `status || ''`: as in complete_tasks, the rows are found by primary key.
 -- name: heartbeat_tasks
 with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms)
 update cairnq_tasks t set lease_until_ms = clock.now_ms + :lease_ms::bigint, updated_at_ms = clock.now_ms
