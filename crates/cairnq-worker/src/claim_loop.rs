@@ -71,6 +71,11 @@ pub(crate) const MAX_PREFETCH: usize = 1024;
 /// until writes catch up.
 const MAX_SETTLING: usize = 1024;
 
+/// A watch, taken now, for tasks becoming queued on the worker's queues.
+fn queued_watch(core: &WorkerCore) -> ChangeWatch {
+    core.client.store().watch_for_change(&Wake::Queued(core.options.queues.clone()))
+}
+
 /// A handler with its per-name options.
 #[derive(Clone)]
 pub(crate) struct Registered {
@@ -190,7 +195,7 @@ impl ClaimLoop {
     /// always for a stop.
     async fn pause(&mut self, idle: Option<Duration>) {
         let core = self.core.clone();
-        let (wake, watch) = (Wake::Queued(core.options.queues.clone()), self.watch.take());
+        let watch = self.watch.take();
         let mut stop = self.stop.clone();
         let stopped = stop.wait_for(|s| *s);
         match idle {
@@ -206,7 +211,7 @@ impl ClaimLoop {
             // A call ending may unblock a resource or a per-name cap that
             // left due work queued, so it ends an idle wait too.
             Some(timeout) => {
-                let watch = watch.unwrap_or_else(|| core.client.store().watch_for_change(&wake));
+                let watch = watch.unwrap_or_else(|| queued_watch(&core));
                 tokio::select! {
                     _ = tokio::time::timeout(timeout, watch) => {},
                     _ = core.load.freed.notified() => {},
@@ -234,8 +239,7 @@ impl ClaimLoop {
         // Only before a probe: a loop that keeps filling its claims never
         // goes idle, and a watch held there would keep SQLite's commit
         // watcher polling for nothing.
-        self.watch =
-            probe.as_ref().map(|_| core.client.store().watch_for_change(&Wake::Queued(core.options.queues.clone())));
+        self.watch = probe.as_ref().map(|_| queued_watch(&core));
         let claim = claim_rows(core.clone(), probe, plan.params, plan.max_rows, plan.left_out_draws);
         self.in_flight = Some((claim.boxed(), Instant::now()));
         true

@@ -65,13 +65,19 @@ impl WorkerCore {
     /// Settles `task` once: `Ok(None)` when it was already settled,
     /// [`Error::LostLease`] when its lease is gone (nothing is written).
     pub(crate) async fn settle(&self, task: &Task, state: &TaskState, how: Settlement) -> Result<Option<Task>> {
-        if state.is_lost() {
-            return Err(lost_lease(&task.id, &self.worker_id));
-        }
-        if !state.begin_settle() {
+        if !self.may_settle(task, state)? {
             return Ok(None);
         }
         self.write_once(task, state, how).await.map(Some)
+    }
+
+    /// Claims the right to write `task`'s settlement: `Ok(false)` when it
+    /// was settled already, [`Error::LostLease`] when its lease is gone.
+    fn may_settle(&self, task: &Task, state: &TaskState) -> Result<bool> {
+        if state.is_lost() {
+            return Err(lost_lease(&task.id, &self.worker_id));
+        }
+        Ok(state.begin_settle())
     }
 
     /// Settles what the call's outcome says, reporting failures the loop
@@ -80,7 +86,7 @@ impl WorkerCore {
     /// Completions share writes with other calls' (see [`CompletionQueue`]);
     /// failures, rarer and each with its own backoff, are written alone.
     pub(crate) async fn settle_outcome(&self, task: &Task, state: &TaskState, how: Settlement) {
-        if state.is_lost() || !state.begin_settle() {
+        if !matches!(self.may_settle(task, state), Ok(true)) {
             return;
         }
         let written = match how {
