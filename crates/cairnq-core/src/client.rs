@@ -10,16 +10,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use serde_json::{Map, Value};
 
 use crate::HeldLease;
 use crate::backpressure::{Backpressure, BackpressureGate};
 use crate::envelope::ErrorEnvelope;
 use crate::error::{Error, Result, require_non_empty, require_non_negative, require_positive};
 use crate::id::new_task_id;
-use crate::json::to_json;
+use crate::json::Json;
 use crate::keys::Conflict;
-use crate::model::{Stats, Task, TaskRef, TaskStatus, fold_stats};
+use crate::model::{Stats, Task, TaskPage, TaskRef, TaskStatus, fold_stats};
 use crate::retention::{Retention, SweeperHandle};
 use crate::store::{
     ClaimParams, CompleteBatchParams, FailParams, HeartbeatBatchParams, HeartbeatParams, NewTask, ProgressParams,
@@ -51,7 +50,7 @@ pub struct SubmitOptions {
     /// Not claimable before now + delay; >= 0.
     pub delay_ms: i64,
     /// A JSON object of caller metadata.
-    pub metadata: Option<Value>,
+    pub metadata: Option<Json>,
     /// The submitting task.
     pub parent_id: Option<String>,
     /// The chain's first task (defaults to the new task's own id).
@@ -124,9 +123,9 @@ impl SubmitOptions {
         self.delay_ms(i64::try_from(delay.as_millis()).unwrap_or(i64::MAX))
     }
 
-    /// Sets the metadata object.
-    pub fn metadata(mut self, metadata: Value) -> Self {
-        self.metadata = Some(metadata);
+    /// Sets the metadata object (a `serde_json::Value` or a [`Json`]).
+    pub fn metadata(mut self, metadata: impl Into<Json>) -> Self {
+        self.metadata = Some(metadata.into());
         self
     }
 
@@ -150,7 +149,7 @@ impl SubmitOptions {
 
     /// Validates the options for `name` and `payload` and builds the row to
     /// insert, with a fresh id.
-    pub fn to_new_task(&self, name: &str, payload: Value) -> Result<NewTask> {
+    pub fn to_new_task(&self, name: &str, payload: Json) -> Result<NewTask> {
         require_non_empty("name", name)?;
         require_non_empty("queue", &self.queue)?;
         if let Some(key) = &self.key {
@@ -164,8 +163,8 @@ impl SubmitOptions {
         })?;
         require_non_negative("delay_ms", self.delay_ms)?;
         let metadata = match &self.metadata {
-            None => Value::Object(Map::new()),
-            Some(m @ Value::Object(_)) => m.clone(),
+            None => Json::empty_object(),
+            Some(m) if m.is_object() => m.clone(),
             Some(_) => return Err(Error::validation("metadata", "must be a JSON object")),
         };
         let id = new_task_id();
@@ -231,7 +230,7 @@ pub struct TaskSpec {
     /// Handler name.
     pub name: String,
     /// The payload (already JSON, or the error converting it).
-    payload: std::result::Result<Value, String>,
+    payload: std::result::Result<Json, String>,
     /// Options.
     pub options: SubmitOptions,
 }
@@ -240,7 +239,7 @@ impl TaskSpec {
     /// A task with default options. A payload JSON cannot hold is reported
     /// when the spec is submitted.
     pub fn new<P: Serialize + ?Sized>(name: impl Into<String>, payload: &P) -> Self {
-        let payload = to_json(payload).map_err(|e| match e {
+        let payload = Json::encode(payload).map_err(|e| match e {
             Error::Serialization(message) => message,
             other => other.to_string(),
         });
@@ -297,7 +296,7 @@ impl<'a> Submit<'a> {
         max_attempts(i64),
         delay_ms(i64),
         delay(Duration),
-        metadata(Value),
+        metadata(impl Into<Json>),
         parent_id(&str),
         root_id(&str),
         correlation_id(&str),
@@ -455,11 +454,13 @@ impl CairnQ {
         self.store.get_status(&TaskSelector::Key(key.to_string())).await
     }
 
-    /// Tasks matching the filter, newest first.
-    pub async fn list(&self, filter: &ListFilter) -> Result<Vec<Task>> {
+    /// Tasks matching the filter, newest first. A row that does not decode
+    /// (a foreign or corrupted writer) is reported in
+    /// [`TaskPage::undecodable`] instead of failing the page.
+    pub async fn list(&self, filter: &ListFilter) -> Result<TaskPage> {
         require_non_negative("limit", filter.limit)?;
         require_non_negative("offset", filter.offset)?;
-        self.store.list(filter).await
+        Ok(TaskPage::from_rows(self.store.list(filter).await?))
     }
 
     /// Counts per queue and status, every status zero-filled; with a queue,
@@ -563,7 +564,7 @@ impl CairnQ {
         payload: &P,
         submit: &SubmitOptions,
         wait: &WaitOptions,
-    ) -> Result<Value> {
+    ) -> Result<Json> {
         let spec = TaskSpec::new(name, payload).options(submit.clone());
         let task = self.submit_spec(&spec).await?;
         let done = self.wait(&task.id, wait).await?;
@@ -618,7 +619,7 @@ impl CairnQ {
     /// ```
     /// # use cairnq_core::store::CompleteBatchParams;
     /// # async fn demo(client: &cairnq_core::CairnQ) -> cairnq_core::Result<()> {
-    /// let params = CompleteBatchParams::new("worker-1", vec![("t1".into(), serde_json::json!(1))]);
+    /// let params = CompleteBatchParams::new("worker-1", vec![("t1".into(), serde_json::json!(1).into())]);
     /// let settled = client.complete_batch(&params).await?;
     /// assert!(settled.len() <= 1);
     /// # Ok(()) }
@@ -655,9 +656,9 @@ impl CairnQ {
 /// A terminal task's outcome: its result when it succeeded, else the
 /// matching error ([`Error::TaskFailed`] with the envelope unpacked, or
 /// [`Error::TaskCanceled`]).
-pub fn task_outcome(task: Task) -> Result<Value> {
+pub fn task_outcome(task: Task) -> Result<Json> {
     match task.status {
-        TaskStatus::Succeeded => Ok(task.result.unwrap_or(Value::Null)),
+        TaskStatus::Succeeded => Ok(task.result.unwrap_or_default()),
         TaskStatus::Canceled => Err(Error::TaskCanceled { task_id: task.id }),
         TaskStatus::Failed => {
             let envelope = task.error_envelope().unwrap_or_else(|| {

@@ -5,6 +5,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::Error;
+use crate::json::Json;
+use crate::model::Undecodable;
 
 /// The envelope codes PROTOCOL.md defines.
 pub mod codes {
@@ -20,6 +22,9 @@ pub mod codes {
     pub const UNSERIALIZABLE_RESULT: &str = "unserializable_result";
     /// The lease expired and no attempts were left.
     pub const LEASE_EXPIRED: &str = "lease_expired";
+    /// The claimed row could not be decoded (a foreign or corrupted writer);
+    /// permanent. `details` name the column and the reason.
+    pub const UNDECODABLE_ROW: &str = "undecodable_row";
 }
 
 /// `{"type", "code", "message", "retryable", "details"}`.
@@ -77,6 +82,19 @@ impl ErrorEnvelope {
         Self::new("LeaseExpired", codes::LEASE_EXPIRED, "task lease expired and max attempts reached", false)
     }
 
+    /// What a claim records on a row it drew but could not decode: the
+    /// task fails at once instead of stalling every claim after it.
+    pub fn undecodable(row: &Undecodable) -> Self {
+        let message = format!("the stored task cannot be decoded: column {:?}: {}", row.column, row.reason);
+        let details = serde_json::json!({"column": row.column, "reason": row.reason});
+        Self::new("UndecodableRow", codes::UNDECODABLE_ROW, message, false).with_details(details)
+    }
+
+    /// The envelope as stored JSON.
+    pub fn to_json(&self) -> Json {
+        Json::from(self.to_value())
+    }
+
     /// The envelope as a JSON object.
     pub fn to_value(&self) -> Value {
         let mut map = Map::new();
@@ -90,8 +108,8 @@ impl ErrorEnvelope {
 
     /// Reads an envelope back; `None` when the value is not one (an SDK
     /// may have written something else: never a panic).
-    pub fn from_value(value: &Value) -> Option<Self> {
-        serde_json::from_value(value.clone()).ok()
+    pub fn from_json(json: &Json) -> Option<Self> {
+        json.decode().ok()
     }
 
     /// The [`Error::TaskFailed`] a caller sees for a task that ended with

@@ -114,6 +114,10 @@ pub enum Error {
         /// The id or key that matched nothing.
         task_id: String,
     },
+    /// A stored row could not be decoded: written by a foreign or broken
+    /// writer. The report names the task and the column.
+    #[error("{0}")]
+    Undecodable(crate::model::Undecodable),
     /// The store was closed and cannot serve requests.
     #[error("the store is closed")]
     StoreClosed,
@@ -204,7 +208,7 @@ impl Error {
             Self::Validation { .. } => ErrorKind::ValidationError,
             Self::NotFound { .. } => ErrorKind::NotFound,
             Self::StoreClosed => ErrorKind::StoreClosed,
-            Self::Storage { .. } => ErrorKind::StorageError,
+            Self::Storage { .. } | Self::Undecodable(_) => ErrorKind::StorageError,
         }
     }
 
@@ -217,6 +221,7 @@ impl Error {
             | Self::TaskCanceled { task_id }
             | Self::LostLease { task_id, .. }
             | Self::NotFound { task_id } => Some(task_id),
+            Self::Undecodable(row) => row.task_id.as_deref(),
             _ => None,
         }
     }

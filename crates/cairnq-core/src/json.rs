@@ -1,271 +1,220 @@
-//! The JSON boundary: values go into the store only if JSON can hold them.
+//! The JSON boundary: [`Json`], a task's JSON exactly as stored.
 //!
-//! serde_json quietly turns a NaN or an infinity into `null`; PROTOCOL.md
-//! says such values are rejected with SerializationError, never coerced. So
-//! typed values are walked once by a checking serializer before they are converted.
+//! Payloads, results, metadata and error envelopes travel between SDKs as
+//! JSON text. Parsing that text into a `serde_json::Value` and writing it
+//! back changes it: integers beyond 64 bits become floats, and a float can
+//! come back one or two ULP off. So the SDK keeps the text it stored or read
+//! untouched ([`Json`]) and parses it only where it must look inside, straight
+//! into the type asked for. Values going in are checked once: NaN and
+//! infinities are refused (PROTOCOL.md: never coerced).
 
-use serde::Serialize;
+mod escapes;
+mod finite;
+
+use std::fmt;
+
 use serde::de::DeserializeOwned;
-use serde::ser;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::error::{Error, Result};
 
-/// Converts a value to JSON, refusing NaN and infinities.
+/// One JSON document exactly as written (a task's payload, result, metadata
+/// or error envelope): numbers of any size and precision, `-0.0` and
+/// subnormals read back as they were stored.
 ///
 /// ```
-/// use cairnq_core::json::to_json;
-/// assert_eq!(to_json(&vec![1.5]).unwrap(), serde_json::json!([1.5]));
-/// assert!(to_json(&f64::NAN).is_err());
-/// assert!(to_json(&std::collections::HashMap::from([(1.0f64.to_bits(), f32::INFINITY)])).is_err());
+/// use cairnq_core::Json;
+/// let exact = Json::parse(r#"{"big": 1180591620717411303424, "third": 90.33333333333333}"#.to_string()).unwrap();
+/// assert_eq!(exact.as_str(), r#"{"big": 1180591620717411303424, "third": 90.33333333333333}"#);
+/// let n: u128 = Json::parse("1180591620717411303424".into()).unwrap().decode().unwrap();
+/// assert_eq!(n, 1 << 70);
+/// assert!(Json::encode(&f64::NAN).is_err());
 /// ```
-pub fn to_json<T: Serialize + ?Sized>(value: &T) -> Result<Value> {
-    value.serialize(FiniteCheck).map_err(|e| Error::Serialization(e.0))?;
-    serde_json::to_value(value).map_err(|e| Error::Serialization(e.to_string()))
-}
+///
+/// Through serde_json, a `Json` serializes as the JSON it holds (embedded,
+/// not quoted). Equality is by text first, then by value
+/// ([`to_value`](Self::to_value)), so `{"a": 1}` equals `{ "a" : 1 }`.
+#[derive(Clone)]
+pub struct Json(Box<RawValue>);
 
-/// Decodes JSON into a Rust type.
-pub fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T> {
-    T::deserialize(value).map_err(|e| Error::Serialization(e.to_string()))
-}
+impl Json {
+    /// The JSON `null`.
+    pub fn null() -> Self {
+        Self::trusted("null")
+    }
 
-/// Serializes a stored JSON value to text.
-pub fn to_text(value: &Value) -> String {
-    // A `Value` is always representable: serde_json's numbers are finite.
-    value.to_string()
-}
+    /// The empty object `{}`.
+    pub fn empty_object() -> Self {
+        Self::trusted("{}")
+    }
 
-/// Parses stored JSON text; a corrupted column is an error, not a panic.
-pub fn from_text(column: &str, text: &str) -> Result<Value> {
-    serde_json::from_str(text).map_err(|e| Error::corrupt_row(format!("column {column} holds invalid JSON: {e}")))
-}
+    /// Text this module wrote itself, known to be valid JSON.
+    fn trusted(text: &str) -> Self {
+        Self(RawValue::from_string(text.to_string()).unwrap_or_default())
+    }
 
-#[derive(Debug)]
-struct CheckError(String);
+    /// Encodes a value, refusing NaN and infinities
+    /// ([`Error::Serialization`]). Integers of any width (`u128`) are kept.
+    pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Self> {
+        finite::check_finite(value).map_err(Error::Serialization)?;
+        serde_json::value::to_raw_value(value).map(Self).map_err(|e| Error::Serialization(e.to_string()))
+    }
 
-impl std::fmt::Display for CheckError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+    /// Checks that `text` is one JSON document and keeps it verbatim.
+    /// Lone surrogate escapes (`"\ud800"`, which the Python SDK writes) are
+    /// accepted and kept; see [`decode`](Self::decode).
+    pub fn parse(text: String) -> Result<Self> {
+        RawValue::from_string(text).map(Self).map_err(|e| Error::Serialization(format!("not a JSON document: {e}")))
     }
-}
 
-impl std::error::Error for CheckError {}
+    /// The document as text, exactly as held.
+    pub fn as_str(&self) -> &str {
+        self.0.get()
+    }
 
-impl ser::Error for CheckError {
-    fn custom<T: std::fmt::Display>(msg: T) -> Self {
-        Self(msg.to_string())
-    }
-}
-
-/// A serializer that writes nothing and fails on a non-finite float.
-struct FiniteCheck;
-
-fn check_float(v: f64) -> std::result::Result<(), CheckError> {
-    if v.is_finite() {
-        Ok(())
-    } else {
-        Err(CheckError(format!("{v} is not a JSON number (NaN and infinities are refused)")))
-    }
-}
-
-macro_rules! accept {
-    ($($method:ident($ty:ty)),* $(,)?) => {
-        $(fn $method(self, _v: $ty) -> std::result::Result<(), CheckError> { Ok(()) })*
-    };
-}
-
-impl ser::Serializer for FiniteCheck {
-    type Ok = ();
-    type Error = CheckError;
-    type SerializeSeq = Self;
-    type SerializeTuple = Self;
-    type SerializeTupleStruct = Self;
-    type SerializeTupleVariant = Self;
-    type SerializeMap = Self;
-    type SerializeStruct = Self;
-    type SerializeStructVariant = Self;
-
-    accept!(
-        serialize_bool(bool),
-        serialize_i8(i8),
-        serialize_i16(i16),
-        serialize_i32(i32),
-        serialize_i64(i64),
-        serialize_i128(i128),
-        serialize_u8(u8),
-        serialize_u16(u16),
-        serialize_u32(u32),
-        serialize_u64(u64),
-        serialize_u128(u128),
-        serialize_char(char),
-        serialize_str(&str),
-        serialize_bytes(&[u8]),
-        serialize_unit_struct(&'static str),
-    );
-
-    fn serialize_f32(self, v: f32) -> std::result::Result<(), CheckError> {
-        check_float(f64::from(v))
-    }
-    fn serialize_f64(self, v: f64) -> std::result::Result<(), CheckError> {
-        check_float(v)
-    }
-    fn serialize_none(self) -> std::result::Result<(), CheckError> {
-        Ok(())
-    }
-    fn serialize_some<T: Serialize + ?Sized>(self, v: &T) -> std::result::Result<(), CheckError> {
-        v.serialize(self)
-    }
-    fn serialize_unit(self) -> std::result::Result<(), CheckError> {
-        Ok(())
-    }
-    fn serialize_unit_variant(self, _: &'static str, _: u32, _: &'static str) -> std::result::Result<(), CheckError> {
-        Ok(())
-    }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(
-        self,
-        _: &'static str,
-        v: &T,
-    ) -> std::result::Result<(), CheckError> {
-        v.serialize(self)
-    }
-    fn serialize_newtype_variant<T: Serialize + ?Sized>(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        v: &T,
-    ) -> std::result::Result<(), CheckError> {
-        v.serialize(self)
-    }
-    fn serialize_seq(self, _: Option<usize>) -> std::result::Result<Self, CheckError> {
-        Ok(self)
-    }
-    fn serialize_tuple(self, _: usize) -> std::result::Result<Self, CheckError> {
-        Ok(self)
-    }
-    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> std::result::Result<Self, CheckError> {
-        Ok(self)
-    }
-    fn serialize_tuple_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> std::result::Result<Self, CheckError> {
-        Ok(self)
-    }
-    fn serialize_map(self, _: Option<usize>) -> std::result::Result<Self, CheckError> {
-        Ok(self)
-    }
-    fn serialize_struct(self, _: &'static str, _: usize) -> std::result::Result<Self, CheckError> {
-        Ok(self)
-    }
-    fn serialize_struct_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> std::result::Result<Self, CheckError> {
-        Ok(self)
-    }
-}
-
-macro_rules! walk_compound {
-    ($($trait:ident :: $method:ident),* $(,)?) => {
-        $(impl ser::$trait for FiniteCheck {
-            type Ok = ();
-            type Error = CheckError;
-            fn $method<T: Serialize + ?Sized>(&mut self, v: &T) -> std::result::Result<(), CheckError> {
-                v.serialize(FiniteCheck)
+    /// Decodes the document into `T`. A lone surrogate escape inside a
+    /// string decodes as U+FFFD (the stored text keeps the escape).
+    pub fn decode<T: DeserializeOwned>(&self) -> Result<T> {
+        let text = self.as_str();
+        serde_json::from_str(text).or_else(|first| {
+            match escapes::replace_lone_surrogates(text) {
+                std::borrow::Cow::Owned(repaired) => serde_json::from_str(&repaired),
+                std::borrow::Cow::Borrowed(_) => Err(first),
             }
-            fn end(self) -> std::result::Result<(), CheckError> {
-                Ok(())
-            }
-        })*
-    };
+            .map_err(|e| Error::Serialization(e.to_string()))
+        })
+    }
+
+    /// The document as a `serde_json::Value`. Lossy where `Value` is: an
+    /// integer beyond 64 bits becomes the nearest float, and a number past
+    /// f64's range is refused; [`decode`](Self::decode) into a type of your
+    /// own (or [`as_str`](Self::as_str)) keeps them.
+    pub fn to_value(&self) -> Result<Value> {
+        self.decode()
+    }
+
+    /// Whether the document is a JSON object (`{...}`), without parsing it.
+    pub fn is_object(&self) -> bool {
+        self.as_str().trim_start().starts_with('{')
+    }
+
+    /// Whether a string of the document holds `\u0000` (which Postgres
+    /// text and jsonb cannot store).
+    pub fn contains_nul(&self) -> bool {
+        escapes::escapes(self.as_str()).any(|e| e.unit == 0)
+    }
+
+    /// Whether a string of the document holds a lone UTF-16 surrogate
+    /// escape (valid JSON text, but no Unicode text; see
+    /// [`decode`](Self::decode)).
+    pub fn contains_lone_surrogate(&self) -> bool {
+        escapes::escapes(self.as_str()).any(|e| e.lone)
+    }
+
+    /// Whether the document is `null`.
+    pub fn is_null(&self) -> bool {
+        self.as_str().trim() == "null"
+    }
 }
 
-walk_compound!(
-    SerializeSeq::serialize_element,
-    SerializeTuple::serialize_element,
-    SerializeTupleStruct::serialize_field,
-    SerializeTupleVariant::serialize_field,
-);
-
-macro_rules! walk_named_fields {
-    ($($trait:ident),* $(,)?) => {
-        $(impl ser::$trait for FiniteCheck {
-            type Ok = ();
-            type Error = CheckError;
-            fn serialize_field<T: Serialize + ?Sized>(&mut self, _: &'static str, v: &T) -> std::result::Result<(), CheckError> {
-                v.serialize(FiniteCheck)
-            }
-            fn end(self) -> std::result::Result<(), CheckError> {
-                Ok(())
-            }
-        })*
-    };
+impl From<Value> for Json {
+    fn from(value: Value) -> Self {
+        Self::from(&value)
+    }
 }
 
-walk_named_fields!(SerializeStruct, SerializeStructVariant);
+impl From<&Value> for Json {
+    /// A `Value` holds only finite numbers and string keys, so encoding it
+    /// cannot fail (the `null` fallback is never taken).
+    fn from(value: &Value) -> Self {
+        Self(serde_json::value::to_raw_value(value).unwrap_or_default())
+    }
+}
 
-impl ser::SerializeMap for FiniteCheck {
-    type Ok = ();
-    type Error = CheckError;
-    fn serialize_key<T: Serialize + ?Sized>(&mut self, _key: &T) -> std::result::Result<(), CheckError> {
-        // Keys are checked by serde_json itself (it refuses non-string keys).
-        Ok(())
+impl Default for Json {
+    /// `null`.
+    fn default() -> Self {
+        Self::null()
     }
-    fn serialize_value<T: Serialize + ?Sized>(&mut self, v: &T) -> std::result::Result<(), CheckError> {
-        v.serialize(FiniteCheck)
+}
+
+impl PartialEq for Json {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str() || matches!((self.to_value(), other.to_value()), (Ok(a), Ok(b)) if a == b)
     }
-    fn end(self) -> std::result::Result<(), CheckError> {
-        Ok(())
+}
+
+impl PartialEq<Value> for Json {
+    fn eq(&self, other: &Value) -> bool {
+        self.to_value().is_ok_and(|value| value == *other)
     }
+}
+
+impl fmt::Debug for Json {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Display for Json {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Json {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Json {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        Box::<RawValue>::deserialize(deserializer).map(Self)
+    }
+}
+
+/// Decodes JSON into a Rust type (see [`Json::decode`]).
+pub fn from_json<T: DeserializeOwned>(json: &Json) -> Result<T> {
+    json.decode()
 }
 
 #[cfg(test)]
 mod tests {
-    //! Every serde shape that can carry a float is walked.
-
-    use serde::Serialize;
-
-    use super::to_json;
-
-    #[derive(Serialize)]
-    struct Point {
-        x: f64,
-        tags: Vec<Option<f32>>,
-    }
-
-    #[derive(Serialize)]
-    enum Shape {
-        Circle { radius: f64 },
-        Pair(f64, f64),
-        Wrapped(Point),
-    }
+    use super::*;
 
     #[test]
-    fn non_finite_floats_are_refused_in_every_shape() {
-        let bad = [
-            to_json(&Point { x: f64::NAN, tags: vec![] }),
-            to_json(&Point { x: 1.0, tags: vec![None, Some(f32::NEG_INFINITY)] }),
-            to_json(&Shape::Circle { radius: f64::INFINITY }),
-            to_json(&Shape::Pair(0.0, f64::NAN)),
-            to_json(&Shape::Wrapped(Point { x: f64::NAN, tags: vec![] })),
-            to_json(&(1, f64::NAN)),
-            to_json(&std::collections::BTreeMap::from([("k", f64::NAN)])),
-        ];
-        for result in bad {
-            assert!(matches!(result, Err(crate::Error::Serialization(_))), "{result:?}");
+    fn numbers_keep_their_exact_text() {
+        for text in ["90.33333333333333", "1180591620717411303424", "-0.0", "5e-324", "1e400", "[1.0,2]"] {
+            assert_eq!(Json::parse(text.to_string()).expect("valid").as_str(), text);
         }
+        assert_eq!(Json::encode(&u128::MAX).expect("encodes").as_str(), u128::MAX.to_string());
+        assert_eq!(Json::encode(&-0.0f64).expect("encodes").as_str(), "-0.0");
     }
 
     #[test]
-    fn finite_values_convert_unchanged() {
-        let value = to_json(&Shape::Wrapped(Point { x: 2.5, tags: vec![Some(1.5), None] })).expect("finite");
-        assert_eq!(value, serde_json::json!({"Wrapped": {"x": 2.5, "tags": [1.5, null]}}));
+    fn lone_surrogates_are_kept_in_text_and_replaced_when_decoded() {
+        let json = Json::parse(r#"{"s":"a\ud800b"}"#.to_string()).expect("valid JSON text");
+        assert_eq!(json.as_str(), r#"{"s":"a\ud800b"}"#);
+        let value = json.to_value().expect("decodes");
+        assert_eq!(value["s"], "a\u{fffd}b");
+    }
+
+    #[test]
+    fn invalid_text_is_refused() {
+        assert!(Json::parse("{".to_string()).is_err());
+        assert!(Json::parse("1 2".to_string()).is_err());
+    }
+
+    #[test]
+    fn serializes_embedded_and_compares_by_value() {
+        let json = Json::parse(r#"{ "a" : 1 }"#.to_string()).expect("valid");
+        let outer = serde_json::to_string(&serde_json::json!({"x": 1})).expect("serializes");
+        assert_eq!(outer, r#"{"x":1}"#);
+        assert_eq!(serde_json::to_string(&vec![json.clone()]).expect("serializes"), r#"[{ "a" : 1 }]"#);
+        assert_eq!(json, Json::from(serde_json::json!({"a": 1})));
+        assert!(json.is_object() && !json.is_null() && Json::null().is_null());
     }
 }

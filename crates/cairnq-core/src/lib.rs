@@ -37,8 +37,9 @@ pub use client::{CairnQ, ListFilter, PurgeFilter, Submit, SubmitOptions, TaskSpe
 pub use clock::{Clock, SystemClock};
 pub use envelope::{ErrorEnvelope, codes};
 pub use error::{BoxError, Error, ErrorKind, Result};
+pub use json::Json;
 pub use keys::Conflict;
-pub use model::{HeldLease, QueueCounts, Stats, Task, TaskCount, TaskRef, TaskStatus};
+pub use model::{HeldLease, QueueCounts, Stats, Task, TaskCount, TaskPage, TaskRef, TaskStatus, Undecodable};
 pub use retention::{Retention, Sweeper, SweeperHandle};
-pub use store::{Capabilities, ChangeWatch, Store, TaskSelector, Wake};
+pub use store::{Capabilities, ChangeWatch, Repaired, Store, TaskSelector, Wake};
 pub use typed::TaskDef;

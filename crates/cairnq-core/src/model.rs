@@ -9,11 +9,10 @@ use std::str::FromStr;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::envelope::ErrorEnvelope;
 use crate::error::{Error, Result};
-use crate::json;
+use crate::json::Json;
 
 /// The canonical task states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -81,13 +80,13 @@ pub struct Task {
     /// Where the task is in its life.
     pub status: TaskStatus,
     /// The handler's input.
-    pub payload: Value,
+    pub payload: Json,
     /// The handler's output, once succeeded.
-    pub result: Option<Value>,
+    pub result: Option<Json>,
     /// The last error envelope, if any attempt failed.
-    pub error: Option<Value>,
+    pub error: Option<Json>,
     /// Free-form caller metadata (a JSON object).
-    pub metadata: Value,
+    pub metadata: Json,
     /// 0..1, reported by the handler.
     pub progress: Option<f64>,
     /// Free-text progress message.
@@ -132,17 +131,17 @@ impl Task {
     /// # Ok(()) }
     /// ```
     pub fn payload_as<P: DeserializeOwned>(&self) -> Result<P> {
-        json::from_value(&self.payload)
+        self.payload.decode()
     }
 
     /// The result decoded into `R` (`null` when the task has none).
     pub fn result_as<R: DeserializeOwned>(&self) -> Result<R> {
-        json::from_value(self.result.as_ref().unwrap_or(&Value::Null))
+        self.result.as_ref().map_or_else(|| Json::null().decode(), Json::decode)
     }
 
     /// The error envelope, when one is recorded and well-formed.
     pub fn error_envelope(&self) -> Option<ErrorEnvelope> {
-        self.error.as_ref().and_then(ErrorEnvelope::from_value)
+        self.error.as_ref().and_then(ErrorEnvelope::from_json)
     }
 
     /// A reference to this task: its id and status.
@@ -173,6 +172,14 @@ pub struct QueueCounts {
     pub failed: u64,
     /// Tasks canceled.
     pub canceled: u64,
+    /// Rows whose status no protocol state names (written by a foreign or
+    /// broken writer): counted here so the other counts stay right.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unrecognized: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl QueueCounts {
@@ -207,23 +214,91 @@ pub type Stats = BTreeMap<String, QueueCounts>;
 pub struct TaskCount {
     /// The queue.
     pub queue: String,
-    /// The status.
-    pub status: TaskStatus,
+    /// The status; `None` for a status string no protocol state names.
+    pub status: Option<TaskStatus>,
     /// How many rows.
     pub count: u64,
 }
 
 /// Folds raw counts into [`Stats`], zero-filling every status, and adding the
-/// asked-for queue even when it has no rows.
+/// asked-for queue even when it has no rows. Unrecognized statuses add to
+/// [`QueueCounts::unrecognized`].
 pub fn fold_stats(counts: impl IntoIterator<Item = TaskCount>, asked: Option<&str>) -> Stats {
     let mut stats = Stats::new();
     if let Some(queue) = asked {
         stats.insert(queue.to_string(), QueueCounts::default());
     }
     for c in counts {
-        *stats.entry(c.queue).or_default().slot(c.status) += c.count;
+        let counts = stats.entry(c.queue).or_default();
+        match c.status {
+            Some(status) => *counts.slot(status) += c.count,
+            None => counts.unrecognized += c.count,
+        }
     }
     stats
+}
+
+/// A stored row the SDK could not decode (a foreign or corrupted writer):
+/// which task, which column, and why. Reads report it instead of failing a
+/// whole page; a claim that draws it fails just that task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Undecodable {
+    /// The row's id, when the id itself could be read.
+    pub task_id: Option<String>,
+    /// The first column that could not be decoded.
+    pub column: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+impl Undecodable {
+    /// A report for `column` of the row `task_id`.
+    pub fn new(task_id: Option<String>, column: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self { task_id, column: column.into(), reason: reason.into() }
+    }
+
+    /// The error a read of this one row answers with.
+    pub fn into_error(self) -> Error {
+        Error::Undecodable(self)
+    }
+}
+
+impl From<Undecodable> for Error {
+    fn from(row: Undecodable) -> Self {
+        row.into_error()
+    }
+}
+
+impl fmt::Display for Undecodable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let task = self.task_id.as_deref().unwrap_or("(id unreadable)");
+        write!(f, "task {task}: cairnq_tasks column {:?} cannot be decoded: {}", self.column, self.reason)
+    }
+}
+
+/// One page of [`CairnQ::list`](crate::CairnQ::list): the rows that decoded,
+/// newest first, and a report of each row that did not.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct TaskPage {
+    /// The rows of the page that decoded, in list order.
+    pub tasks: Vec<Task>,
+    /// The rows of the page that did not, in list order.
+    pub undecodable: Vec<Undecodable>,
+}
+
+impl TaskPage {
+    /// Splits a store's rows into the decoded tasks and the reports.
+    pub fn from_rows(rows: impl IntoIterator<Item = std::result::Result<Task, Undecodable>>) -> Self {
+        let mut page = Self::default();
+        for row in rows {
+            match row {
+                Ok(task) => page.tasks.push(task),
+                Err(bad) => page.undecodable.push(bad),
+            }
+        }
+        page
+    }
 }
 
 /// A lease the store confirmed in `heartbeat_batch`.

@@ -21,11 +21,14 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde_json::Value;
 
 use crate::error::{Error, Result, require_non_negative, require_positive};
+use crate::json::Json;
 use crate::keys::Conflict;
-use crate::model::{HeldLease, Task, TaskCount, TaskRef, TaskStatus};
+use crate::model::{HeldLease, Task, TaskCount, TaskRef, TaskStatus, Undecodable};
+
+/// One row as a store read it: the task, or why it could not be decoded.
+pub type TaskRow = std::result::Result<Task, Undecodable>;
 
 /// Picks a task by id or by business key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,9 +91,9 @@ pub struct NewTask {
     /// Queue name (non-empty).
     pub queue: String,
     /// The payload.
-    pub payload: Value,
+    pub payload: Json,
     /// A JSON object.
-    pub metadata: Value,
+    pub metadata: Json,
     /// At least 1.
     pub max_attempts: i32,
     /// Higher runs first.
@@ -486,13 +489,13 @@ pub struct SettleParams {
     /// Its owner.
     pub worker_id: String,
     /// The result.
-    pub result: Value,
+    pub result: Json,
 }
 
 impl SettleParams {
     /// Settle `task_id` with `result`.
-    pub fn new(task_id: impl Into<String>, worker_id: impl Into<String>, result: Value) -> Self {
-        Self { task_id: task_id.into(), worker_id: worker_id.into(), result }
+    pub fn new(task_id: impl Into<String>, worker_id: impl Into<String>, result: impl Into<Json>) -> Self {
+        Self { task_id: task_id.into(), worker_id: worker_id.into(), result: result.into() }
     }
 }
 
@@ -504,12 +507,12 @@ pub struct CompleteBatchParams {
     /// Their owner.
     pub worker_id: String,
     /// `(task id, result)` pairs; each id at most once.
-    pub completions: Vec<(String, Value)>,
+    pub completions: Vec<(String, Json)>,
 }
 
 impl CompleteBatchParams {
     /// Complete each listed task with its result.
-    pub fn new(worker_id: impl Into<String>, completions: Vec<(String, Value)>) -> Self {
+    pub fn new(worker_id: impl Into<String>, completions: Vec<(String, Json)>) -> Self {
         Self { worker_id: worker_id.into(), completions }
     }
 }
@@ -523,7 +526,7 @@ pub struct FailParams {
     /// Its owner.
     pub worker_id: String,
     /// The error envelope (a JSON object).
-    pub error: Value,
+    pub error: Json,
     /// Whether another attempt may follow.
     pub retryable: bool,
     /// Requeue delay when retried (>= 0).
@@ -535,11 +538,45 @@ impl FailParams {
     pub fn new(
         task_id: impl Into<String>,
         worker_id: impl Into<String>,
-        error: Value,
+        error: impl Into<Json>,
         retryable: bool,
         delay_ms: i64,
     ) -> Self {
-        Self { task_id: task_id.into(), worker_id: worker_id.into(), error, retryable, delay_ms }
+        Self { task_id: task_id.into(), worker_id: worker_id.into(), error: error.into(), retryable, delay_ms }
+    }
+}
+
+/// Which queues [`Store::repair`] looks at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RepairParams {
+    /// The queues to repair (a worker passes its own).
+    pub queues: Vec<String>,
+}
+
+impl RepairParams {
+    /// Repair rows of these queues.
+    pub fn new(queues: Vec<String>) -> Self {
+        Self { queues }
+    }
+}
+
+/// What [`Store::repair`] changed: rows no ordinary operation would have
+/// moved, by id.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Repaired {
+    /// Running rows that had no lease: given one that ends now, so the next
+    /// claim's lease recovery takes them.
+    pub expired: Vec<String>,
+    /// Queued rows that had no `run_at_ms`: made due now.
+    pub scheduled: Vec<String>,
+}
+
+impl Repaired {
+    /// Whether nothing needed repair.
+    pub fn is_empty(&self) -> bool {
+        self.expired.is_empty() && self.scheduled.is_empty()
     }
 }
 
@@ -584,17 +621,21 @@ pub trait Store: Send + Sync + 'static {
     /// nothing.
     async fn submit_many(&self, tasks: &[NewTask]) -> Result<Vec<Task>>;
 
-    /// The whole row, or `None`.
+    /// The whole row, or `None`; [`Error::Undecodable`] for a row that
+    /// does not decode.
     async fn get(&self, task: &TaskSelector) -> Result<Option<Task>>;
 
     /// Only id and status, or `None`.
     async fn get_status(&self, task: &TaskSelector) -> Result<Option<TaskRef>>;
 
-    /// Rows matching the filters, newest first (`created_at_ms desc, id desc`).
-    async fn list(&self, filter: &ListFilter) -> Result<Vec<Task>>;
+    /// Rows matching the filters, newest first (`created_at_ms desc, id desc`),
+    /// each decoded on its own: a row that does not decode is reported in
+    /// its place, never a failure of the whole page.
+    async fn list(&self, filter: &ListFilter) -> Result<Vec<TaskRow>>;
 
     /// Row counts grouped by queue and status (only non-zero groups needed),
-    /// for one queue or all.
+    /// for one queue or all. A status string no protocol state names is
+    /// counted with `status: None`, never an error.
     async fn stats(&self, queue: Option<&str>) -> Result<Vec<TaskCount>>;
 
     /// The number of queued rows on `queue`, counting at most `at_most`.
@@ -616,7 +657,10 @@ pub trait Store: Send + Sync + 'static {
     async fn claimable(&self, params: &ProbeParams) -> Result<bool>;
 
     /// One write transaction: recover every expired lease, then run the
-    /// draws (see [`ClaimParams::plan`]); returns the claimed rows.
+    /// draws (see [`ClaimParams::plan`]); returns the claimed rows. A drawn
+    /// row that does not decode is failed at once, in the same transaction,
+    /// with [`ErrorEnvelope::undecodable`](crate::ErrorEnvelope::undecodable)
+    /// (see [`fail_undecodable`]), and left out; the rest are returned.
     async fn claim(&self, params: &ClaimParams) -> Result<Vec<Task>>;
 
     /// Extends one lease; the row after the write.
@@ -657,6 +701,18 @@ pub trait Store: Send + Sync + 'static {
     /// after `delay_ms` (clearing worker, progress, message); else failed.
     /// The error is recorded on every branch.
     async fn fail(&self, params: &FailParams) -> Result<Task>;
+
+    /// Repairs rows of `params.queues` that no ordinary operation would
+    /// ever move (a foreign or broken writer left them so), in one
+    /// transaction: a running row without a lease gets a lease that ends now
+    /// (lease recovery then treats it as expired), a queued row without
+    /// `run_at_ms` becomes due now. Workers call it at start and
+    /// periodically. The default repairs nothing (a store whose rows cannot
+    /// get into those states).
+    async fn repair(&self, params: &RepairParams) -> Result<Repaired> {
+        let _ = params;
+        Ok(Repaired::default())
+    }
 
     /// Starts watching for `wake` NOW; the future completes once something
     /// relevant to it may have changed since this call. Take the watch
@@ -701,6 +757,24 @@ pub fn in_asked_order<'a, T>(
     asked.into_iter().filter_map(|wanted| by_id.remove(wanted)).collect()
 }
 
+/// Splits the rows a claim drew into the tasks to run and the rows to fail
+/// as undecodable, each with the envelope to record (backends then fail
+/// those in the claim's own transaction, owned by the claiming worker).
+pub fn fail_undecodable(rows: Vec<TaskRow>) -> (Vec<Task>, Vec<(Undecodable, Json)>) {
+    let mut tasks = Vec::with_capacity(rows.len());
+    let mut bad = Vec::new();
+    for row in rows {
+        match row {
+            Ok(task) => tasks.push(task),
+            Err(row) => {
+                let envelope = crate::envelope::ErrorEnvelope::undecodable(&row).to_json();
+                bad.push((row, envelope));
+            }
+        }
+    }
+    (tasks, bad)
+}
+
 /// One step of a `submit_many` (see [`submit_runs`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum SubmitRun<'a> {
@@ -743,8 +817,8 @@ mod tests {
             id: crate::id::new_task_id(),
             name: "n".into(),
             queue: "q".into(),
-            payload: Value::Null,
-            metadata: Value::Object(serde_json::Map::new()),
+            payload: Json::null(),
+            metadata: Json::empty_object(),
             max_attempts: 3,
             priority: 0,
             delay_ms: 0,

@@ -9,7 +9,6 @@ use serde::de::DeserializeOwned;
 
 use crate::client::{CairnQ, Submit, SubmitOptions, TaskSpec, WaitOptions, task_outcome};
 use crate::error::Result;
-use crate::json::from_value;
 use crate::model::Task;
 
 /// A task name with its payload type `P` and result type `R`.
@@ -75,12 +74,12 @@ impl<P: Serialize, R: DeserializeOwned> TaskDef<P, R> {
     /// Submits with default options and waits for the typed result.
     pub async fn call(&self, client: &CairnQ, payload: &P, wait: &WaitOptions) -> Result<R> {
         let value = client.call(self.name, payload, &SubmitOptions::default(), wait).await?;
-        from_value(&value)
+        value.decode()
     }
 
     /// The typed result of a terminal task (errors for failed / canceled).
     pub fn result_of(&self, task: Task) -> Result<R> {
-        from_value(&task_outcome(task)?)
+        task_outcome(task)?.decode()
     }
 
     /// The typed payload of a task of this kind.

@@ -74,6 +74,7 @@
 
 mod error;
 mod exec;
+mod json;
 mod listener;
 mod migrate;
 mod options;

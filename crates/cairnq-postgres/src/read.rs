@@ -1,7 +1,7 @@
 //! Read-only operations: get, get_status, list, stats, the bounded queued
 //! count, and the claim probe.
 
-use cairnq_core::store::{ListFilter, ProbeParams};
+use cairnq_core::store::{ListFilter, ProbeParams, TaskRow};
 use cairnq_core::{Result, Task, TaskCount, TaskRef, TaskSelector};
 use cairnq_protocol::postgres;
 
@@ -30,7 +30,7 @@ pub(crate) async fn get_status(exec: &impl Exec, task: &TaskSelector) -> Result<
 }
 
 /// Rows matching the filters given, newest first.
-pub(crate) async fn list(exec: &impl Exec, params: &ListFilter) -> Result<Vec<Task>> {
+pub(crate) async fn list(exec: &impl Exec, params: &ListFilter) -> Result<Vec<TaskRow>> {
     let mut flags = Vec::new();
     let mut args = Args::new().set("limit", params.limit).set("offset", params.offset);
     let filters = [
@@ -46,7 +46,7 @@ pub(crate) async fn list(exec: &impl Exec, params: &ListFilter) -> Result<Vec<Ta
             args = args.set(flag, value);
         }
     }
-    row::tasks(&rows(exec, &postgres::LIST_TASKS, &flags, &args).await?)
+    Ok(rows(exec, &postgres::LIST_TASKS, &flags, &args).await?.iter().map(row::task_row).collect())
 }
 
 /// Row counts by queue and status.

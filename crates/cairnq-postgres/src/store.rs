@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use cairnq_core::coalesce::Coalescer;
 use cairnq_core::store::{
     ClaimParams, CompleteBatchParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask,
-    ProbeParams, ProgressParams, PurgeFilter, SettleParams,
+    ProbeParams, ProgressParams, PurgeFilter, RepairParams, Repaired, SettleParams, TaskRow,
 };
 use cairnq_core::{Capabilities, ChangeWatch, HeldLease, Result, Store, Task, TaskCount, TaskRef, TaskSelector, Wake};
 use deadpool_postgres::{Client, Pool};
@@ -161,7 +161,7 @@ impl Store for PostgresStore {
         read::get_status(&self.client().await?, task).await
     }
 
-    async fn list(&self, params: &ListFilter) -> Result<Vec<Task>> {
+    async fn list(&self, params: &ListFilter) -> Result<Vec<TaskRow>> {
         read::list(&self.client().await?, params).await
     }
 
@@ -223,6 +223,14 @@ impl Store for PostgresStore {
 
     async fn fail(&self, params: &FailParams) -> Result<Task> {
         worker::fail(&self.client().await?, params).await
+    }
+
+    async fn repair(&self, params: &RepairParams) -> Result<Repaired> {
+        let mut client = self.client().await?;
+        let tx = begin(&mut client).await?;
+        let repaired = worker::repair(&tx, params).await?;
+        commit(tx).await?;
+        Ok(repaired)
     }
 
     fn watch_for_change(&self, wake: &Wake) -> ChangeWatch {

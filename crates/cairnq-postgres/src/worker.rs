@@ -5,14 +5,15 @@
 
 use cairnq_core::store::{
     ClaimDraw, ClaimParams, CompleteBatchParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ProgressParams,
-    SettleParams, in_asked_order, lost_lease,
+    RepairParams, Repaired, SettleParams, fail_undecodable, in_asked_order, lost_lease,
 };
-use cairnq_core::{ErrorEnvelope, HeldLease, Result, Task, TaskRef};
+use cairnq_core::{ErrorEnvelope, HeldLease, Json, Result, Task, TaskRef};
 use cairnq_protocol::{Statement, postgres};
 
 use crate::exec::{Exec, opt_row, rows};
+use crate::json::PgJson;
 use crate::read::scope;
-use crate::row;
+use crate::row::{self, col};
 use crate::sql::Args;
 use crate::write::check_jsonb;
 
@@ -23,7 +24,7 @@ use crate::write::check_jsonb;
 pub(crate) async fn claim(exec: &impl Exec, params: &ClaimParams) -> Result<Vec<Task>> {
     let mut plan = params.plan();
     let first = params.draws.first().filter(|_| plan.limit(0) > 0).map(|draw| (draw, plan.limit(0)));
-    let (none, expired) = (Args::new(), Args::new().set("error", ErrorEnvelope::lease_expired().to_value()));
+    let (none, expired) = (Args::new(), Args::new().set("error", PgJson(ErrorEnvelope::lease_expired().to_json())));
     let (_, _, _, first_rows) = futures::try_join!(
         rows(exec, &postgres::RECOVER_CANCELED_LEASES, &[], &none),
         rows(exec, &postgres::RECOVER_REQUEUED_LEASES, &[], &none),
@@ -31,31 +32,59 @@ pub(crate) async fn claim(exec: &impl Exec, params: &ClaimParams) -> Result<Vec<
         async {
             match first {
                 Some((draw, limit)) => claim_draw(exec, params, draw, limit).await,
-                None => Ok(Vec::new()),
+                None => Ok((Vec::new(), 0)),
             }
         },
     )?;
-    plan.took(0, first_rows.len());
-    let mut claimed = first_rows;
+    let (mut claimed, drawn) = first_rows;
+    plan.took(0, drawn);
     for (index, draw) in params.draws.iter().enumerate().skip(1) {
         let limit = plan.limit(index);
         if limit == 0 {
             continue;
         }
-        let taken = claim_draw(exec, params, draw, limit).await?;
-        plan.took(index, taken.len());
+        let (taken, drawn) = claim_draw(exec, params, draw, limit).await?;
+        plan.took(index, drawn);
         claimed.extend(taken);
     }
     Ok(claimed)
 }
 
-async fn claim_draw(exec: &impl Exec, params: &ClaimParams, draw: &ClaimDraw, limit: u32) -> Result<Vec<Task>> {
+/// One draw. The plan counts every row drawn; a row that does not decode
+/// is failed here, in the claim's transaction, and left out of the result
+/// (see [`fail_undecodable`]).
+async fn claim_draw(
+    exec: &impl Exec,
+    params: &ClaimParams,
+    draw: &ClaimDraw,
+    limit: u32,
+) -> Result<(Vec<Task>, usize)> {
     let args = Args::new()
         .set("worker_id", params.worker_id.clone())
         .set("lease_ms", params.lease_ms)
         .set("limit", i64::from(limit));
     let (flags, args) = scope(&draw.queues, draw.names.as_deref(), args);
-    row::tasks(&rows(exec, &postgres::CLAIM_DUE_TASKS, &flags, &args).await?)
+    let drawn: Vec<_> =
+        rows(exec, &postgres::CLAIM_DUE_TASKS, &flags, &args).await?.iter().map(row::task_row).collect();
+    let count = drawn.len();
+    let (tasks, undecodable) = fail_undecodable(drawn);
+    for (row, envelope) in undecodable {
+        let Some(id) = row.task_id else { continue };
+        let args = Args::new().set("id", id).set("worker_id", params.worker_id.clone()).set("error", PgJson(envelope));
+        rows(exec, &postgres::FAIL_UNDECODABLE_TASK, &[], &args).await?;
+    }
+    Ok((tasks, count))
+}
+
+/// Rows of the given queues no ordinary operation would move (see
+/// [`Store::repair`](cairnq_core::Store::repair)); one transaction.
+pub(crate) async fn repair(exec: &impl Exec, params: &RepairParams) -> Result<Repaired> {
+    let args = Args::new().set("queues", params.queues.clone());
+    let ids = |found: Vec<tokio_postgres::Row>| found.iter().map(|r| col(r, "id")).collect::<Result<Vec<String>>>();
+    let mut repaired = Repaired::default();
+    repaired.expired = ids(rows(exec, &postgres::EXPIRE_UNLEASED_TASKS, &[], &args).await?)?;
+    repaired.scheduled = ids(rows(exec, &postgres::SCHEDULE_UNSCHEDULED_TASKS, &[], &args).await?)?;
+    Ok(repaired)
 }
 
 /// Runs an ownership-checked single-row write.
@@ -105,18 +134,17 @@ pub(crate) async fn complete(exec: &impl Exec, p: &SettleParams) -> Result<Task>
 
 async fn settle(exec: &impl Exec, statement: &'static Statement, p: &SettleParams) -> Result<Task> {
     check_jsonb("result", &p.result)?;
-    owned(exec, statement, &p.task_id, &p.worker_id, Args::new().set("result", p.result.clone())).await
+    owned(exec, statement, &p.task_id, &p.worker_id, Args::new().set("result", PgJson(p.result.clone()))).await
 }
 
 /// Completes many tasks in one statement; the settled ones in the order asked.
 pub(crate) async fn complete_batch(exec: &impl Exec, p: &CompleteBatchParams) -> Result<Vec<TaskRef>> {
     p.completions.iter().try_for_each(|(_, result)| check_jsonb("result", result))?;
     let ids: Vec<String> = p.completions.iter().map(|(id, _)| id.clone()).collect();
-    let results: serde_json::Map<String, serde_json::Value> = p.completions.iter().cloned().collect();
-    let args = Args::new()
-        .set("ids", ids)
-        .set("results", serde_json::Value::Object(results))
-        .set("worker_id", p.worker_id.clone());
+    let results: std::collections::HashMap<&str, &Json> =
+        p.completions.iter().map(|(id, r)| (id.as_str(), r)).collect();
+    let results = Json::encode(&results)?;
+    let args = Args::new().set("ids", ids).set("results", PgJson(results)).set("worker_id", p.worker_id.clone());
     let settled = rows(exec, &postgres::COMPLETE_TASKS, &[], &args).await?;
     let settled = settled.iter().map(row::task_ref).collect::<Result<Vec<_>>>()?;
     Ok(in_asked_order(p.completions.iter().map(|(id, _)| id.as_str()), settled, |t| &t.id))
@@ -125,6 +153,7 @@ pub(crate) async fn complete_batch(exec: &impl Exec, p: &CompleteBatchParams) ->
 /// Fails an attempt: cancel wins, else requeue or fail.
 pub(crate) async fn fail(exec: &impl Exec, p: &FailParams) -> Result<Task> {
     check_jsonb("error", &p.error)?;
-    let args = Args::new().set("error", p.error.clone()).set("retryable", p.retryable).set("delay_ms", p.delay_ms);
+    let args =
+        Args::new().set("error", PgJson(p.error.clone())).set("retryable", p.retryable).set("delay_ms", p.delay_ms);
     owned(exec, &postgres::FAIL_TASK, &p.task_id, &p.worker_id, args).await
 }

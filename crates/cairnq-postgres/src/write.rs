@@ -5,13 +5,13 @@ use std::sync::Arc;
 use cairnq_core::coalesce::Coalescer;
 use cairnq_core::keys::{KeyedSubmit, resolve_key_conflict};
 use cairnq_core::store::{NewTask, PurgeFilter, SubmitRun, in_asked_order, submit_runs};
-use cairnq_core::{Error, Result, Task, TaskSelector};
+use cairnq_core::{Error, Json, Result, Task, TaskSelector};
 use cairnq_protocol::postgres;
-use serde_json::Value;
 
 use deadpool_postgres::Pool;
 
 use crate::exec::{Exec, one_row, opt_row, rows, run_sql};
+use crate::json::PgJson;
 use crate::pool;
 use crate::read::{get, selected};
 use crate::row::{self, col};
@@ -115,8 +115,8 @@ async fn insert_unkeyed(exec: &impl Exec, tasks: &[NewTask]) -> Result<Vec<Task>
         .set("ids", column(tasks, |t| t.id.clone()))
         .set("names", column(tasks, |t| t.name.clone()))
         .set("queues", column(tasks, |t| t.queue.clone()))
-        .set("payloads", column(tasks, |t| t.payload.clone()))
-        .set("metadatas", column(tasks, |t| t.metadata.clone()))
+        .set("payloads", column(tasks, |t| PgJson(t.payload.clone())))
+        .set("metadatas", column(tasks, |t| PgJson(t.metadata.clone())))
         .set("max_attempts", column(tasks, |t| t.max_attempts))
         .set("priorities", column(tasks, |t| t.priority))
         .set("delays_ms", column(tasks, |t| t.delay_ms))
@@ -138,8 +138,8 @@ async fn insert(exec: &impl Exec, task: &NewTask) -> Result<Task> {
         .set("id", task.id.clone())
         .set("name", task.name.clone())
         .set("queue", task.queue.clone())
-        .set("payload", task.payload.clone())
-        .set("metadata", task.metadata.clone())
+        .set("payload", PgJson(task.payload.clone()))
+        .set("metadata", PgJson(task.metadata.clone()))
         .set("max_attempts", task.max_attempts)
         .set("priority", task.priority)
         .set("delay_ms", task.delay_ms)
@@ -188,19 +188,21 @@ pub(crate) fn check_json(task: &NewTask) -> Result<()> {
     check_jsonb("metadata", &task.metadata)
 }
 
-/// Postgres jsonb cannot hold `\u0000` inside a string (nor a key): refuse
-/// such a value before anything is written.
-pub(crate) fn check_jsonb(field: &str, value: &Value) -> Result<()> {
-    let refused =
-        || Error::Serialization(format!("{field} holds \\u0000 in a string, which Postgres jsonb cannot store"));
-    match value {
-        Value::String(s) if s.contains('\0') => Err(refused()),
-        Value::Array(items) => items.iter().try_for_each(|v| check_jsonb(field, v)),
-        Value::Object(map) => {
-            map.iter().try_for_each(|(k, v)| if k.contains('\0') { Err(refused()) } else { check_jsonb(field, v) })
-        }
-        _ => Ok(()),
+/// Postgres jsonb cannot hold `\u0000` inside a string (nor a key), nor a
+/// lone UTF-16 surrogate escape: refuse such a value before anything is
+/// written.
+pub(crate) fn check_jsonb(field: &str, value: &Json) -> Result<()> {
+    if value.contains_nul() {
+        return Err(refused(field, "\\u0000 in a string"));
     }
+    if value.contains_lone_surrogate() {
+        return Err(refused(field, "a lone UTF-16 surrogate escape"));
+    }
+    Ok(())
+}
+
+fn refused(field: &str, what: &str) -> Error {
+    Error::Serialization(format!("{field} holds {what}, which Postgres jsonb cannot store"))
 }
 
 #[cfg(test)]
@@ -210,9 +212,18 @@ mod tests {
 
     #[test]
     fn refuses_nul_anywhere_in_a_json_value() {
-        assert!(check_jsonb("payload", &json!({"a": ["ok", 1, null]})).is_ok());
-        assert!(check_jsonb("payload", &json!("a\u{0}b")).is_err());
-        assert!(check_jsonb("payload", &json!({"a": [{"b": "\u{0}"}]})).is_err());
-        assert!(check_jsonb("payload", &json!({"k\u{0}": 1})).is_err());
+        let check = |value: serde_json::Value| check_jsonb("payload", &Json::from(value));
+        assert!(check(json!({"a": ["ok", 1, null, "\\u0000 is text"]})).is_ok());
+        assert!(check(json!("a\u{0}b")).is_err());
+        assert!(check(json!({"a": [{"b": "\u{0}"}]})).is_err());
+        assert!(check(json!({"k\u{0}": 1})).is_err());
+    }
+
+    #[test]
+    fn refuses_lone_surrogates_but_not_pairs() {
+        let check = |text: &str| check_jsonb("payload", &Json::parse(text.to_string()).expect("valid JSON text"));
+        assert!(check(r#"["\ud83d\ude00", "\u00e9"]"#).is_ok());
+        assert!(check(r#"["\ud800"]"#).is_err());
+        assert!(check(r#"["\udc00"]"#).is_err());
     }
 }

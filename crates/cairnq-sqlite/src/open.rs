@@ -83,7 +83,7 @@ fn protocol_version(conn: &Connection) -> Result<Option<String>> {
         return Ok(None);
     }
     let args = Args::new().text("key", "protocol_version");
-    query_opt(conn, render(&sqlite::READ_META, &[]), &args, |row| crate::row::text(row, 0))
+    query_opt(conn, render(&sqlite::READ_META, &[]), &args, crate::row::first_text)
 }
 
 fn mismatch(found: Option<String>) -> Error {

@@ -1,6 +1,6 @@
 //! The read operations, run on reader threads.
 
-use cairnq_core::store::{ListFilter, ProbeParams, TaskSelector};
+use cairnq_core::store::{ListFilter, ProbeParams, TaskRow, TaskSelector};
 use cairnq_core::{Result, Task, TaskCount, TaskRef};
 use cairnq_protocol::sqlite;
 use rusqlite::Connection;
@@ -18,7 +18,7 @@ pub(crate) fn selector(task: &TaskSelector) -> (&'static str, Args) {
 
 pub(crate) fn get(conn: &Connection, task: &TaskSelector) -> Result<Option<Task>> {
     let (flag, args) = selector(task);
-    query_opt(conn, render(&sqlite::SELECT_TASK, &[flag]), &args, row::task())
+    query_opt(conn, render(&sqlite::SELECT_TASK, &[flag]), &args, row::one_task())
 }
 
 pub(crate) fn get_status(conn: &Connection, task: &TaskSelector) -> Result<Option<TaskRef>> {
@@ -26,7 +26,7 @@ pub(crate) fn get_status(conn: &Connection, task: &TaskSelector) -> Result<Optio
     query_opt(conn, render(&sqlite::SELECT_TASK_STATUS, &[flag]), &args, row::task_ref)
 }
 
-pub(crate) fn list(conn: &Connection, params: &ListFilter) -> Result<Vec<Task>> {
+pub(crate) fn list(conn: &Connection, params: &ListFilter) -> Result<Vec<TaskRow>> {
     let mut flags = Vec::new();
     let mut args = Args::new().set("limit", params.limit).set("offset", params.offset);
     let filters = [

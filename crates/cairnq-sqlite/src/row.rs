@@ -1,17 +1,22 @@
-//! Rows to core models.
+//! Rows to core models, one row at a time.
 //!
-//! Decoding tolerates what other SDKs (and SQLite itself) may store: an
-//! integral REAL where an integer is expected, an INTEGER where a REAL is
-//! (SQLite hands `progress = 1.0` back through RETURNING as `1`). Anything
-//! else that does not fit is a corrupt-row error, never a panic.
+//! Other SDKs write the same file, so a row may hold what this SDK would
+//! never write. Decoding is as tolerant as the other SDKs where a value has
+//! one sensible meaning: an integral REAL where an integer is expected (the
+//! Python SDK stores `priority=2.0` as REAL), an INTEGER where a REAL is
+//! (SQLite hands `progress = 1.0` back through RETURNING as `1`), a NULL
+//! payload as `null`, NULL metadata as `{}`, NULL counters as their column
+//! defaults, a lone surrogate escape in JSON text (kept verbatim, see
+//! [`Json`]). Anything else does not decode: the row becomes an
+//! [`Undecodable`] naming its id and column, and the caller isolates it (a
+//! list reports it, a claim fails just that task). Never a panic.
 
-use std::fmt::Debug;
-
-use cairnq_core::json::from_text;
-use cairnq_core::{Error, HeldLease, Result, Task, TaskCount, TaskRef, TaskStatus};
+use cairnq_core::store::TaskRow;
+use cairnq_core::{Error, HeldLease, Json, Result, Task, TaskCount, TaskRef, TaskStatus, Undecodable};
 use rusqlite::Row;
 use rusqlite::types::ValueRef;
-use serde_json::Value;
+
+use crate::error::sqlite_error;
 
 /// The `cairnq_tasks` columns a [`Task`] is decoded from, in field order.
 const TASK_COLUMNS: [&str; 23] = [
@@ -40,6 +45,10 @@ const TASK_COLUMNS: [&str; 23] = [
     "completed_at_ms",
 ];
 
+/// Why one column did not decode: its name and the reason.
+type Bad = (&'static str, String);
+type Field<T> = std::result::Result<T, Bad>;
+
 /// Where each of [`TASK_COLUMNS`] sits in a result row. Found once per
 /// statement run from the statement's column names (looking every column
 /// up by name on every row scanned all names each time).
@@ -55,158 +64,189 @@ impl TaskLayout {
         }
         Self(at)
     }
+}
 
-    fn column(&self, field: usize) -> Result<Named> {
+/// One row's cells, read by field number, each failure naming its column.
+struct Cells<'a, 'r> {
+    row: &'a Row<'r>,
+    layout: &'a TaskLayout,
+}
+
+impl Cells<'_, '_> {
+    fn get(&self, field: usize) -> Field<ValueRef<'_>> {
         let name = TASK_COLUMNS.get(field).copied().unwrap_or("?");
-        let index = self.0.get(field).copied().flatten().ok_or_else(|| corrupt(name, "missing from the result"))?;
-        Ok(Named(index, name))
+        let index = self.layout.0.get(field).copied().flatten().ok_or((name, "missing from the result".to_string()))?;
+        self.row.get_ref(index).map_err(|e| (name, e.to_string()))
     }
-}
 
-/// A column found by name once, read by index; errors name it.
-#[derive(Clone, Copy)]
-struct Named(usize, &'static str);
-
-impl Debug for Named {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        Debug::fmt(self.1, f)
-    }
-}
-
-impl Column for Named {
-    fn read<'r>(self, row: &'r Row<'_>) -> rusqlite::Result<ValueRef<'r>> {
-        row.get_ref(self.0)
+    fn named<T>(&self, field: usize, decode: impl FnOnce(ValueRef<'_>) -> Result<T, String>) -> Field<T> {
+        let name = TASK_COLUMNS.get(field).copied().unwrap_or("?");
+        decode(self.get(field)?).map_err(|reason| (name, reason))
     }
 }
 
 /// A decoder of whole `cairnq_tasks` rows (`select *` / `returning *`),
-/// for one statement run.
-pub(crate) fn task() -> impl FnMut(&Row<'_>) -> Result<Task> {
+/// for one statement run. The outer error is a driver failure; the inner
+/// [`TaskRow`] is this row's own outcome.
+pub(crate) fn task() -> impl FnMut(&Row<'_>) -> Result<TaskRow> {
     let mut layout = None;
     move |row| {
         let layout = layout.get_or_insert_with(|| TaskLayout::of(row));
-        task_at(row, layout)
+        let cells = Cells { row, layout };
+        Ok(task_at(&cells).map_err(|(column, reason)| {
+            let id = cells.named(0, opt_text).ok().flatten();
+            Undecodable::new(id, column, reason)
+        }))
     }
 }
 
-fn task_at(row: &Row<'_>, layout: &TaskLayout) -> Result<Task> {
-    let c = |field| layout.column(field);
+/// A decoder for statements that touch one row: an undecodable row is the
+/// caller's error ([`Error::Undecodable`]).
+pub(crate) fn one_task() -> impl FnMut(&Row<'_>) -> Result<Task> {
+    let mut decode = task();
+    move |row| decode(row)?.map_err(Undecodable::into_error)
+}
+
+fn task_at(c: &Cells<'_, '_>) -> Field<Task> {
     Ok(Task {
-        id: text(row, c(0)?)?,
-        name: text(row, c(1)?)?,
-        queue: text(row, c(2)?)?,
-        status: status(row, c(3)?)?,
-        payload: json(row, c(4)?)?.unwrap_or(Value::Null),
-        result: json(row, c(5)?)?,
-        error: json(row, c(6)?)?,
-        metadata: json(row, c(7)?)?.unwrap_or_else(|| Value::Object(Default::default())),
-        progress: opt_real(row, c(8)?)?,
-        message: opt_text(row, c(9)?)?,
-        attempt: int(row, c(10)?)?,
-        max_attempts: int(row, c(11)?)?,
-        priority: int(row, c(12)?)?,
-        worker_id: opt_text(row, c(13)?)?,
-        lease_until_ms: opt_int(row, c(14)?)?,
-        run_at_ms: int(row, c(15)?)?,
-        cancel_requested_at_ms: opt_int(row, c(16)?)?,
-        parent_id: opt_text(row, c(17)?)?,
-        root_id: opt_text(row, c(18)?)?,
-        correlation_id: opt_text(row, c(19)?)?,
-        created_at_ms: int(row, c(20)?)?,
-        updated_at_ms: int(row, c(21)?)?,
-        completed_at_ms: opt_int(row, c(22)?)?,
+        id: c.named(0, text)?,
+        name: c.named(1, text)?,
+        queue: c.named(2, text)?,
+        status: c.named(3, status)?,
+        payload: c.named(4, json)?.unwrap_or_else(Json::null),
+        result: c.named(5, json)?,
+        error: c.named(6, json)?,
+        metadata: c.named(7, json)?.unwrap_or_else(Json::empty_object),
+        progress: c.named(8, opt_real)?,
+        message: c.named(9, opt_text)?,
+        attempt: c.named(10, opt_int)?.unwrap_or(0),
+        max_attempts: c.named(11, opt_int)?.unwrap_or(3),
+        priority: c.named(12, opt_int)?.unwrap_or(0),
+        worker_id: c.named(13, opt_text)?,
+        lease_until_ms: c.named(14, opt_int)?,
+        run_at_ms: c.named(15, int)?,
+        cancel_requested_at_ms: c.named(16, opt_int)?,
+        parent_id: c.named(17, opt_text)?,
+        root_id: c.named(18, opt_text)?,
+        correlation_id: c.named(19, opt_text)?,
+        created_at_ms: c.named(20, int)?,
+        updated_at_ms: c.named(21, int)?,
+        completed_at_ms: c.named(22, opt_int)?,
     })
+}
+
+/// Reads column `index` of a row of a small fixed-shape statement; a cell
+/// that does not decode is an [`Error::Undecodable`] naming the column.
+fn cell<T>(
+    row: &Row<'_>,
+    index: usize,
+    column: &str,
+    decode: impl FnOnce(ValueRef<'_>) -> Result<T, String>,
+) -> Result<T> {
+    let value = row.get_ref(index).map_err(|e| sqlite_error(column, e))?;
+    decode(value).map_err(|reason| Undecodable::new(None, column, reason).into_error())
 }
 
 /// `(id, status)`.
 pub(crate) fn task_ref(row: &Row<'_>) -> Result<TaskRef> {
-    Ok(TaskRef { id: text(row, 0)?, status: status(row, 1)? })
+    let id = cell(row, 0, "id", text)?;
+    let status = cell(row, 1, "status", status).map_err(|e| with_id(e, &id))?;
+    Ok(TaskRef { id, status })
 }
 
 /// `(id, cancel_requested_at_ms)`.
 pub(crate) fn held_lease(row: &Row<'_>) -> Result<HeldLease> {
-    Ok(HeldLease { id: text(row, 0)?, cancel_requested_at_ms: opt_int(row, 1)? })
+    Ok(HeldLease {
+        id: cell(row, 0, "id", text)?,
+        cancel_requested_at_ms: cell(row, 1, "cancel_requested_at_ms", opt_int)?,
+    })
 }
 
-/// `(queue, status, count)`.
+/// `(queue, status, count)`; a status no protocol state names is counted
+/// as unrecognized, never an error.
 pub(crate) fn task_count(row: &Row<'_>) -> Result<TaskCount> {
-    let count = int(row, 2)?;
-    let count = u64::try_from(count).map_err(|_| corrupt(2, &format!("negative count {count}")))?;
-    Ok(TaskCount { queue: text(row, 0)?, status: status(row, 1)?, count })
+    let count = cell(row, 2, "count", int)?;
+    let count = u64::try_from(count).map_err(|_| Error::corrupt_row(format!("negative count {count}")))?;
+    let status = cell(row, 1, "status", opt_text)?.and_then(|s| s.parse().ok());
+    Ok(TaskCount { queue: cell(row, 0, "queue", text)?, status, count })
 }
 
 /// `(id, queue)` of a row a statement moved.
 pub(crate) fn id_and_queue(row: &Row<'_>) -> Result<(String, String)> {
-    Ok((text(row, 0)?, text(row, 1)?))
+    Ok((cell(row, 0, "id", text)?, cell(row, 1, "queue", text)?))
 }
 
-/// A column by index, or found by name (errors name what was asked).
-pub(crate) trait Column: Copy + Debug {
-    fn read<'r>(self, row: &'r Row<'_>) -> rusqlite::Result<ValueRef<'r>>;
+/// A single text column (ids a statement returned, meta values).
+pub(crate) fn first_text(row: &Row<'_>) -> Result<String> {
+    cell(row, 0, "value", text)
 }
 
-impl Column for usize {
-    fn read<'r>(self, row: &'r Row<'_>) -> rusqlite::Result<ValueRef<'r>> {
-        row.get_ref(self)
+/// A single integer column (counts, `exists`).
+pub(crate) fn first_int(row: &Row<'_>) -> Result<i64> {
+    cell(row, 0, "value", int)
+}
+
+fn with_id(error: Error, id: &str) -> Error {
+    match error {
+        Error::Undecodable(mut row) => {
+            row.task_id = Some(id.to_string());
+            Error::Undecodable(row)
+        }
+        other => other,
     }
 }
 
-fn corrupt(column: impl Debug, what: &str) -> Error {
-    Error::corrupt_row(format!("cairnq_tasks column {column:?}: {what}"))
-}
-
-fn value<'r>(row: &'r Row<'_>, column: impl Column) -> Result<ValueRef<'r>> {
-    column.read(row).map_err(|e| corrupt(column, &e.to_string()))
-}
-
-fn opt_text(row: &Row<'_>, column: impl Column) -> Result<Option<String>> {
-    match value(row, column)? {
+fn opt_text(value: ValueRef<'_>) -> Result<Option<String>, String> {
+    match value {
         ValueRef::Null => Ok(None),
-        ValueRef::Text(bytes) => String::from_utf8(bytes.to_vec()).map(Some).map_err(|_| corrupt(column, "not UTF-8")),
-        other => Err(corrupt(column, &format!("expected text, found {:?}", other.data_type()))),
+        ValueRef::Text(bytes) => String::from_utf8(bytes.to_vec()).map(Some).map_err(|_| "not UTF-8".to_string()),
+        other => Err(format!("expected text, found {:?}", other.data_type())),
     }
 }
 
-pub(crate) fn text(row: &Row<'_>, column: impl Column) -> Result<String> {
-    opt_text(row, column)?.ok_or_else(|| corrupt(column, "is null"))
+fn text(value: ValueRef<'_>) -> Result<String, String> {
+    opt_text(value)?.ok_or_else(|| "is null".to_string())
 }
 
-fn opt_int(row: &Row<'_>, column: impl Column) -> Result<Option<i64>> {
-    match value(row, column)? {
+fn opt_int(value: ValueRef<'_>) -> Result<Option<i64>, String> {
+    match value {
         ValueRef::Null => Ok(None),
         ValueRef::Integer(i) => Ok(Some(i)),
         // Exactly integral and inside i64: another writer stored it as REAL.
         ValueRef::Real(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => Ok(Some(f as i64)),
-        other => Err(corrupt(column, &format!("expected an integer, found {:?}", other.data_type()))),
+        ValueRef::Real(f) => Err(format!("{f} is not an integer")),
+        other => Err(format!("expected an integer, found {:?}", other.data_type())),
     }
 }
 
-pub(crate) fn int(row: &Row<'_>, column: impl Column) -> Result<i64> {
-    opt_int(row, column)?.ok_or_else(|| corrupt(column, "is null"))
+fn int(value: ValueRef<'_>) -> Result<i64, String> {
+    opt_int(value)?.ok_or_else(|| "is null".to_string())
 }
 
-fn opt_real(row: &Row<'_>, column: impl Column) -> Result<Option<f64>> {
-    match value(row, column)? {
+fn opt_real(value: ValueRef<'_>) -> Result<Option<f64>, String> {
+    match value {
         ValueRef::Null => Ok(None),
         ValueRef::Real(f) => Ok(Some(f)),
         ValueRef::Integer(i) => Ok(Some(i as f64)),
-        other => Err(corrupt(column, &format!("expected a number, found {:?}", other.data_type()))),
+        other => Err(format!("expected a number, found {:?}", other.data_type())),
     }
 }
 
-fn json(row: &Row<'_>, column: Named) -> Result<Option<Value>> {
-    match value(row, column)? {
+fn json(value: ValueRef<'_>) -> Result<Option<Json>, String> {
+    match value {
         ValueRef::Null => Ok(None),
-        // Parsed straight from SQLite's buffer: no owned copy of the text.
         ValueRef::Text(bytes) => {
-            let text = std::str::from_utf8(bytes).map_err(|_| corrupt(column, "not UTF-8"))?;
-            from_text(column.1, text).map(Some)
+            let text = String::from_utf8(bytes.to_vec()).map_err(|_| "not UTF-8".to_string())?;
+            Json::parse(text).map(Some).map_err(|e| match e {
+                Error::Serialization(reason) => reason,
+                other => other.to_string(),
+            })
         }
-        other => Err(corrupt(column, &format!("expected JSON text, found {:?}", other.data_type()))),
+        other => Err(format!("expected JSON text, found {:?}", other.data_type())),
     }
 }
 
-fn status(row: &Row<'_>, column: impl Column) -> Result<TaskStatus> {
-    let text = text(row, column)?;
-    text.parse().map_err(|_| corrupt(column, &format!("{text:?} is not a task status")))
+fn status(value: ValueRef<'_>) -> Result<TaskStatus, String> {
+    let found = text(value)?;
+    found.parse().map_err(|_| format!("{found:?} is not a task status"))
 }

@@ -118,7 +118,7 @@ pub(crate) fn query_opt<T>(
 
 /// Runs a statement that returns a single integer (a count, an `exists`).
 pub(crate) fn query_int(conn: &Connection, rendered: &Rendered, args: &Args) -> Result<i64> {
-    let value = query_opt(conn, rendered, args, |row| crate::row::int(row, 0))?;
+    let value = query_opt(conn, rendered, args, crate::row::first_int)?;
     Ok(value.unwrap_or_default())
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use cairnq_core::store::{
     ClaimParams, CompleteBatchParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask,
-    ProbeParams, ProgressParams, PurgeFilter, SettleParams, TaskSelector,
+    ProbeParams, ProgressParams, PurgeFilter, RepairParams, Repaired, SettleParams, TaskRow, TaskSelector,
 };
 use cairnq_core::{Capabilities, ChangeWatch, Clock, Error, HeldLease, Result, Store, Task, TaskCount, TaskRef, Wake};
 use parking_lot::Mutex;
@@ -265,7 +265,7 @@ impl Store for SqliteStore {
         self.read(move |conn, _| read::get_status(conn, &task)).await
     }
 
-    async fn list(&self, params: &ListFilter) -> Result<Vec<Task>> {
+    async fn list(&self, params: &ListFilter) -> Result<Vec<TaskRow>> {
         let params = params.clone();
         self.read(move |conn, _| read::list(conn, &params)).await
     }
@@ -338,6 +338,11 @@ impl Store for SqliteStore {
     async fn fail(&self, params: &FailParams) -> Result<Task> {
         let params = params.clone();
         self.write(move |mut ctx| write::fail(&mut ctx, &params)).await
+    }
+
+    async fn repair(&self, params: &RepairParams) -> Result<Repaired> {
+        let params = params.clone();
+        self.write(move |mut ctx| write::repair(&mut ctx, &params)).await
     }
 
     fn watch_for_change(&self, wake: &Wake) -> ChangeWatch {

@@ -2,11 +2,11 @@
 //! its own savepoint of a group commit).
 
 use cairnq_core::envelope::ErrorEnvelope;
-use cairnq_core::json::to_text;
 use cairnq_core::keys::{KeyedSubmit, resolve_key_conflict};
 use cairnq_core::store::{
     ClaimParams, CompleteBatchParams, FailParams, HeartbeatBatchParams, HeartbeatParams, NewTask, ProgressParams,
-    PurgeFilter, SettleParams, SubmitRun, TaskSelector, in_asked_order, lost_lease, submit_runs,
+    PurgeFilter, RepairParams, Repaired, SettleParams, SubmitRun, TaskSelector, fail_undecodable, in_asked_order,
+    lost_lease, submit_runs,
 };
 use cairnq_core::{Error, HeldLease, Result, Task, TaskRef};
 use cairnq_protocol::{Statement, sqlite};
@@ -29,7 +29,7 @@ pub(crate) fn submit(ctx: &mut WriteCtx<'_>, task: &NewTask) -> Result<Task> {
                 ctx.conn,
                 render(&sqlite::SELECT_TASK, &["by_id"]),
                 &Args::new().text("id", &id),
-                row::task(),
+                row::one_task(),
             )?;
             found.ok_or(Error::NotFound { task_id: id })
         }
@@ -69,8 +69,8 @@ fn insert_unkeyed(ctx: &mut WriteCtx<'_>, tasks: &[NewTask]) -> Result<Vec<Task>
                 t.id,
                 t.name,
                 t.queue,
-                to_text(&t.payload),
-                to_text(&t.metadata),
+                t.payload.as_str(),
+                t.metadata.as_str(),
                 t.max_attempts,
                 t.priority,
                 t.delay_ms,
@@ -93,8 +93,8 @@ fn insert(ctx: &mut WriteCtx<'_>, task: &NewTask) -> Result<Task> {
         .text("id", &task.id)
         .text("name", &task.name)
         .text("queue", &task.queue)
-        .set("payload", to_text(&task.payload))
-        .set("metadata", to_text(&task.metadata))
+        .text("payload", task.payload.as_str())
+        .text("metadata", task.metadata.as_str())
         .set("max_attempts", task.max_attempts)
         .set("priority", task.priority)
         .set("delay_ms", task.delay_ms)
@@ -109,7 +109,7 @@ fn insert(ctx: &mut WriteCtx<'_>, task: &NewTask) -> Result<Task> {
 
 /// Runs a statement that returns at most one task row, noting the change.
 fn returning_task(ctx: &mut WriteCtx<'_>, rendered: &crate::sql::Rendered, args: &Args) -> Result<Option<Task>> {
-    let task = query_opt(ctx.conn, rendered, args, row::task())?;
+    let task = query_opt(ctx.conn, rendered, args, row::one_task())?;
     if let Some(task) = &task {
         ctx.changes.saw(task);
     }
@@ -138,10 +138,12 @@ pub(crate) fn purge(ctx: &mut WriteCtx<'_>, params: &PurgeFilter) -> Result<Vec<
         .set("older_than_ms", params.older_than_ms)
         .set("limit", params.limit)
         .set("now_ms", ctx.now_ms);
-    query(ctx.conn, render(&sqlite::PURGE_TASKS, &flags), &args, |r| row::text(r, 0))
+    query(ctx.conn, render(&sqlite::PURGE_TASKS, &flags), &args, row::first_text)
 }
 
-/// Lease recovery, then every draw of the claim within its budgets.
+/// Lease recovery, then every draw of the claim within its budgets. A drawn
+/// row that does not decode is failed here, in the same transaction, and
+/// left out (see [`fail_undecodable`]).
 pub(crate) fn claim(ctx: &mut WriteCtx<'_>, params: &ClaimParams) -> Result<Vec<Task>> {
     recover_leases(ctx)?;
     let mut plan = params.plan();
@@ -159,16 +161,42 @@ pub(crate) fn claim(ctx: &mut WriteCtx<'_>, params: &ClaimParams) -> Result<Vec<
         let (flags, args) = scope(&draw.queues, draw.names.as_deref(), args);
         let rows = query(ctx.conn, render(&sqlite::CLAIM_DUE_TASKS, &flags), &args, row::task())?;
         plan.took(index, rows.len());
-        claimed.extend(rows);
+        let (tasks, undecodable) = fail_undecodable(rows);
+        for (row, envelope) in undecodable {
+            let Some(id) = row.task_id else { continue };
+            let args = Args::new()
+                .text("id", &id)
+                .text("worker_id", &params.worker_id)
+                .text("error", envelope.as_str())
+                .set("now_ms", ctx.now_ms);
+            query(ctx.conn, render(&sqlite::FAIL_UNDECODABLE_TASK, &[]), &args, |_| Ok(()))?;
+            ctx.changes.finished(id);
+        }
+        claimed.extend(tasks);
     }
     Ok(claimed)
+}
+
+/// Rows of the given queues no ordinary operation would move (see
+/// [`Store::repair`](cairnq_core::Store::repair)).
+pub(crate) fn repair(ctx: &mut WriteCtx<'_>, params: &RepairParams) -> Result<Repaired> {
+    let args = Args::new().text("queues", &json_array(&params.queues)).set("now_ms", ctx.now_ms);
+    let expired = query(ctx.conn, render(&sqlite::EXPIRE_UNLEASED_TASKS, &[]), &args, row::first_text)?;
+    let scheduled = query(ctx.conn, render(&sqlite::SCHEDULE_UNSCHEDULED_TASKS, &[]), &args, row::first_text)?;
+    for queue in params.queues.iter().filter(|_| !scheduled.is_empty()) {
+        ctx.changes.queued_on(queue);
+    }
+    let mut repaired = Repaired::default();
+    repaired.expired = expired;
+    repaired.scheduled = scheduled;
+    Ok(repaired)
 }
 
 /// Every expired lease in the database: cancel requested -> canceled,
 /// attempts left -> queued now, else failed with the lease_expired envelope.
 fn recover_leases(ctx: &mut WriteCtx<'_>) -> Result<()> {
-    let envelope = to_text(&ErrorEnvelope::lease_expired().to_value());
-    let args = Args::new().set("now_ms", ctx.now_ms).set("error", envelope);
+    let envelope = ErrorEnvelope::lease_expired().to_json();
+    let args = Args::new().set("now_ms", ctx.now_ms).text("error", envelope.as_str());
     let recover = |statement: &'static Statement| query(ctx.conn, render(statement, &[]), &args, row::id_and_queue);
     let canceled = recover(&sqlite::RECOVER_CANCELED_LEASES)?;
     let requeued = recover(&sqlite::RECOVER_REQUEUED_LEASES)?;
@@ -216,12 +244,12 @@ pub(crate) fn progress(ctx: &mut WriteCtx<'_>, params: &ProgressParams) -> Resul
 }
 
 pub(crate) fn succeed(ctx: &mut WriteCtx<'_>, params: &SettleParams) -> Result<Task> {
-    let args = Args::new().set("result", to_text(&params.result));
+    let args = Args::new().text("result", params.result.as_str());
     owned_write(ctx, &sqlite::SUCCEED_TASK, &params.task_id, &params.worker_id, args)
 }
 
 pub(crate) fn complete(ctx: &mut WriteCtx<'_>, params: &SettleParams) -> Result<Task> {
-    let args = Args::new().set("result", to_text(&params.result));
+    let args = Args::new().text("result", params.result.as_str());
     owned_write(ctx, &sqlite::COMPLETE_TASK, &params.task_id, &params.worker_id, args)
 }
 
@@ -238,7 +266,7 @@ pub(crate) fn complete_batch(ctx: &mut WriteCtx<'_>, params: &CompleteBatchParam
 
 pub(crate) fn fail(ctx: &mut WriteCtx<'_>, params: &FailParams) -> Result<Task> {
     let args = Args::new()
-        .set("error", to_text(&params.error))
+        .text("error", params.error.as_str())
         .set("retryable", i64::from(params.retryable))
         .set("delay_ms", params.delay_ms);
     owned_write(ctx, &sqlite::FAIL_TASK, &params.task_id, &params.worker_id, args)

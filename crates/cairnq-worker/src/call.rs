@@ -22,10 +22,9 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cairnq_core::{ErrorEnvelope, codes};
+use cairnq_core::{ErrorEnvelope, Json, codes};
 use futures::FutureExt;
 use futures::future::{BoxFuture, join_all};
-use serde_json::Value;
 
 use crate::context::TaskContext;
 use crate::core::{Settlement, WorkerCore};
@@ -99,7 +98,7 @@ async fn settle_batch(core: &WorkerCore, contexts: &[TaskContext], ending: Endin
     let fallback = match ending {
         Ending::Returned(Ok(returned)) => {
             results.extend(returned);
-            Settlement::Complete(Value::Null)
+            Settlement::Complete(Json::null())
         }
         Ending::Returned(Err(error)) => Settlement::Fail(error),
         Ending::Panicked(message) => Settlement::Fail(panic_error(&message)),

@@ -437,7 +437,7 @@ fn prefetch_room(concurrency: usize, claim_took: Duration, mean_call: Duration) 
 }
 
 fn payload_bytes(ctx: &TaskContext) -> u64 {
-    u64::try_from(cairnq_core::json::to_text(ctx.payload_json()).len()).unwrap_or(u64::MAX)
+    u64::try_from(ctx.payload_json().as_str().len()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

@@ -11,8 +11,7 @@ use std::sync::Arc;
 
 use cairnq_core::coalesce::Coalescer;
 use cairnq_core::store::{CompleteBatchParams, SettleParams, lost_lease};
-use cairnq_core::{CairnQ, Result};
-use serde_json::Value;
+use cairnq_core::{CairnQ, Json, Result};
 
 use crate::core::with_transient_retries;
 
@@ -20,7 +19,7 @@ use crate::core::with_transient_retries;
 const MAX_BATCH: usize = 512;
 
 /// `(task id, result)` pairs waiting for a shared write.
-pub(crate) type CompletionQueue = Coalescer<(String, Value), ()>;
+pub(crate) type CompletionQueue = Coalescer<(String, Json), ()>;
 
 /// The queue of one worker: completes as `worker_id`, answering
 /// [`LostLease`](cairnq_core::Error::LostLease) for a task no longer its own.
@@ -35,7 +34,7 @@ pub(crate) fn completion_queue(client: CairnQ, worker_id: String) -> Arc<Complet
     )
 }
 
-async fn write_batch(client: &CairnQ, worker_id: &str, batch: Vec<(String, Value)>) -> Vec<Result<()>> {
+async fn write_batch(client: &CairnQ, worker_id: &str, batch: Vec<(String, Json)>) -> Vec<Result<()>> {
     let params = CompleteBatchParams::new(worker_id, batch);
     match with_transient_retries(|| client.complete_batch(&params)).await {
         Ok(settled) => {

@@ -6,10 +6,9 @@ use std::future::Future;
 use std::sync::Arc;
 
 use cairnq_core::store::{HeartbeatParams, ProgressParams, lost_lease};
-use cairnq_core::{CairnQ, Error, Result, Submit, Task, WaitOptions, json};
+use cairnq_core::{CairnQ, Error, Json, Result, Submit, Task, WaitOptions};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
 
 use crate::core::{Settlement, WorkerCore};
 use crate::state::TaskState;
@@ -91,12 +90,12 @@ impl TaskContext {
     }
 
     /// The payload as JSON.
-    pub fn payload_json(&self) -> &Value {
+    pub fn payload_json(&self) -> &Json {
         &self.task.payload
     }
 
     /// The caller's metadata object.
-    pub fn metadata(&self) -> &Value {
+    pub fn metadata(&self) -> &Json {
         &self.task.metadata
     }
 
@@ -172,7 +171,7 @@ impl TaskContext {
     /// the handler's later return value is then ignored. A second settle is
     /// a no-op returning `None`.
     pub async fn succeed<R: Serialize + ?Sized>(&self, result: &R) -> Result<Option<Task>> {
-        let value = json::to_json(result)?;
+        let value = Json::encode(result)?;
         self.core.settle(&self.task, &self.state, Settlement::Complete(value)).await
     }
 

@@ -11,8 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cairnq_core::store::{FailParams, SettleParams, lost_lease};
-use cairnq_core::{CairnQ, Error, Result, Task};
-use serde_json::Value;
+use cairnq_core::{CairnQ, Error, Json, Result, Task};
 
 use crate::completions::{CompletionQueue, completion_queue};
 use crate::options::{OnError, WorkerIssue, WorkerOptions};
@@ -27,7 +26,7 @@ const SETTLE_RETRY_PAUSE: Duration = Duration::from_millis(100);
 #[derive(Debug, Clone)]
 pub(crate) enum Settlement {
     /// `complete` with this result (cancel wins).
-    Complete(Value),
+    Complete(Json),
     /// `fail` with this error (retryable ones get a backoff delay).
     Fail(TaskError),
 }
@@ -149,7 +148,7 @@ impl WorkerCore {
         let attempt = u32::try_from(task.attempt).unwrap_or(u32::MAX);
         let delay = if error.is_retryable() { self.options.backoff.delay_ms(attempt) } else { 0 };
         let delay_ms = i64::try_from(delay).unwrap_or(i64::MAX);
-        FailParams::new(&task.id, &self.worker_id, error.envelope().to_value(), error.is_retryable(), delay_ms)
+        FailParams::new(&task.id, &self.worker_id, error.envelope().to_json(), error.is_retryable(), delay_ms)
     }
 }
 

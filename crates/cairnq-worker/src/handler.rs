@@ -10,17 +10,16 @@ use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::Arc;
 
-use cairnq_core::{ErrorEnvelope, TaskDef, codes, json};
+use cairnq_core::{ErrorEnvelope, Json, TaskDef, codes};
 use futures::future::BoxFuture;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
 
 use crate::context::TaskContext;
 use crate::task_error::TaskError;
 
 /// What a single-task call ends with.
-pub(crate) type SingleResult = Result<Value, TaskError>;
+pub(crate) type SingleResult = Result<Json, TaskError>;
 /// What a batch call ends with: per-task results (each may fail to encode).
 pub(crate) type BatchResult = Result<Vec<(String, SingleResult)>, TaskError>;
 
@@ -69,23 +68,23 @@ impl<P, R> TaskName<P, R> for &TaskDef<P, R> {
 /// succeed with `null`), or `()` for no results.
 pub trait BatchResults {
     /// Each task id with its encoded result.
-    fn into_results(self) -> Vec<(String, Result<Value, TaskError>)>;
+    fn into_results(self) -> Vec<(String, Result<Json, TaskError>)>;
 }
 
 impl BatchResults for () {
-    fn into_results(self) -> Vec<(String, Result<Value, TaskError>)> {
+    fn into_results(self) -> Vec<(String, Result<Json, TaskError>)> {
         Vec::new()
     }
 }
 
 impl<R: Serialize> BatchResults for HashMap<String, R> {
-    fn into_results(self) -> Vec<(String, Result<Value, TaskError>)> {
+    fn into_results(self) -> Vec<(String, Result<Json, TaskError>)> {
         self.into_iter().map(|(id, r)| (id, encode_result(&r))).collect()
     }
 }
 
 impl<R: Serialize> BatchResults for BTreeMap<String, R> {
-    fn into_results(self) -> Vec<(String, Result<Value, TaskError>)> {
+    fn into_results(self) -> Vec<(String, Result<Json, TaskError>)> {
         self.into_iter().map(|(id, r)| (id, encode_result(&r))).collect()
     }
 }
@@ -190,8 +189,8 @@ fn decode_payload<P: DeserializeOwned>(ctx: &TaskContext) -> Result<P, TaskError
     })
 }
 
-fn encode_result<R: Serialize + ?Sized>(result: &R) -> Result<Value, TaskError> {
-    json::to_json(result).map_err(|e| {
+fn encode_result<R: Serialize + ?Sized>(result: &R) -> Result<Json, TaskError> {
+    Json::encode(result).map_err(|e| {
         let envelope = ErrorEnvelope::new("SerializationError", codes::UNSERIALIZABLE_RESULT, e.to_string(), false);
         TaskError::from_envelope(envelope)
     })

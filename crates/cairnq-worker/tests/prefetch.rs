@@ -58,7 +58,7 @@ async fn a_stop_runs_buffered_tasks_and_strands_none() {
     let succeeded = count(&client, TaskStatus::Succeeded).await;
     assert_eq!(succeeded + count(&client, TaskStatus::Queued).await, 600);
     let queued = client.list(&ListFilter::new().status(TaskStatus::Queued).page(600, 0)).await.expect("list");
-    assert!(queued.iter().all(|t| t.attempt == 0 && t.error.is_none()), "a stop used up an attempt");
+    assert!(queued.tasks.iter().all(|t| t.attempt == 0 && t.error.is_none()), "a stop used up an attempt");
     assert!(most_running.load(Ordering::SeqCst) <= 2, "concurrency counts handler calls");
 }
 

@@ -104,7 +104,7 @@ async fn the_schema_option_and_the_installation_guard() {
     let via_path = format!("{}{separator}options=-csearch_path%3Djobs", db.dsn());
     let joined = PostgresStore::connect(&via_path).await.expect("a search_path reaching jobs joins it");
     let seen = cairnq_core::CairnQ::new(joined).list(&cairnq_core::ListFilter::new()).await.expect("list");
-    assert_eq!(seen.len(), 1, "the same installation");
+    assert_eq!(seen.tasks.len(), 1, "the same installation");
     drop((jobs, admin));
     db.drop_now().await;
 }

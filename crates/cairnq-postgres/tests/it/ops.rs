@@ -35,14 +35,14 @@ async fn a_task_lives_submit_claim_progress_complete_purge() {
     let done = client.complete(&SettleParams::new(&task.id, "w1", json!({"ok": true}))).await.expect("complete");
     assert_eq!(
         (done.status, done.result, done.progress),
-        (TaskStatus::Succeeded, Some(json!({"ok": true})), Some(1.0))
+        (TaskStatus::Succeeded, Some(json!({"ok": true}).into()), Some(1.0))
     );
     assert!(done.lease_until_ms.is_none() && done.completed_at_ms.is_some());
 
     let stats = client.stats(Some("images")).await.expect("stats");
     assert_eq!(stats["images"].succeeded, 1);
     let listed = client.list(&ListFilter::new().status(TaskStatus::Succeeded).queue("images")).await.expect("list");
-    assert_eq!(listed.len(), 1);
+    assert_eq!(listed.tasks.len(), 1);
     assert_eq!(client.purge(&PurgeFilter::new()).await.expect("purge"), vec![task.id.clone()]);
     assert!(client.get(&task.id).await.expect("get").is_none());
 }
@@ -54,7 +54,10 @@ async fn a_retryable_failure_requeues_and_cancel_wins() {
     client.claim(&claim_one("w", "default")).await.expect("claim");
     let envelope = json!({"type": "Boom", "code": "handler_error", "message": "x", "retryable": true, "details": {}});
     let failed = client.fail(&FailParams::new(&task.id, "w", envelope.clone(), true, 0)).await.expect("fail");
-    assert_eq!((failed.status, failed.worker_id, failed.error), (TaskStatus::Queued, None, Some(envelope.clone())));
+    assert_eq!(
+        (failed.status, failed.worker_id, failed.error),
+        (TaskStatus::Queued, None, Some(envelope.clone().into()))
+    );
 
     client.claim(&claim_one("w", "default")).await.expect("claim again");
     let requested = client.cancel(&task.id).await.expect("cancel").expect("running task");

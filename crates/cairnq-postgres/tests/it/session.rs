@@ -38,7 +38,7 @@ async fn complete_in_settles_with_the_applications_transaction() {
     store.complete_in(&tx, &settle).await.expect("complete_in");
     tx.commit().await.expect("commit");
     let committed = client.get(&task.id).await.expect("get").expect("row");
-    assert_eq!((committed.status, committed.result), (TaskStatus::Succeeded, Some(json!({"billed": true}))));
+    assert_eq!((committed.status, committed.result), (TaskStatus::Succeeded, Some(json!({"billed": true}).into())));
     assert_eq!(count(&app, "select count(*) from invoices").await, 1);
 }
 

@@ -74,5 +74,5 @@ async fn without_a_listener_waits_poll_and_results_still_arrive() {
     });
     let done = client.wait(&task.id, &WaitOptions::timeout(LONG)).await.expect("wait by polling");
     settle.await.expect("settler");
-    assert_eq!((done.status, done.result), (TaskStatus::Succeeded, Some(json!({"n": 1}))));
+    assert_eq!((done.status, done.result), (TaskStatus::Succeeded, Some(json!({"n": 1}).into())));
 }

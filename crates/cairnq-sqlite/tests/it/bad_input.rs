@@ -53,7 +53,7 @@ async fn a_nan_result_is_refused_and_the_task_keeps_running() {
     assert_eq!(client.claim(&claim).await.expect("claim").len(), 1);
 
     // A typed result goes through the JSON boundary before it can be stored.
-    let result = cairnq_core::json::to_json(&Measurement { value: f64::INFINITY })
+    let result = cairnq_core::Json::encode(&Measurement { value: f64::INFINITY })
         .map(|value| SettleParams::new(&task.id, "w", value));
     assert_kind(result, ErrorKind::SerializationError, "infinite result");
 

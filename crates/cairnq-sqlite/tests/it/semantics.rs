@@ -50,7 +50,7 @@ async fn succeed_reports_progress_as_a_float_and_clears_the_lease() {
     assert_eq!(done.worker_id.as_deref(), Some("w"));
     let read = client.get(&task.id).await.expect("get").expect("row");
     assert_eq!(read.progress, Some(1.0));
-    assert_eq!(read.result, Some(serde_json::json!({"ok": true})));
+    assert_eq!(read.result, Some(serde_json::json!({"ok": true}).into()));
 }
 
 #[tokio::test]
@@ -63,7 +63,7 @@ async fn fail_requeue_clears_worker_progress_message_and_the_final_failure_keeps
         let progress = ProgressParams::new(&task.id, "w", Some(0.5), Some("halfway".into()));
         client.progress(&progress).await.expect("progress");
         let failed = client.fail(&FailParams::new(&task.id, "w", error.clone(), true, 250)).await.expect("fail");
-        assert_eq!(failed.error, Some(error.clone()));
+        assert_eq!(failed.error, Some(error.clone().into()));
         assert_eq!(failed.lease_until_ms, None);
         if attempt == 1 {
             assert_eq!(failed.status, TaskStatus::Queued);
@@ -120,7 +120,7 @@ async fn lease_recovery_cancels_requeues_or_fails_with_the_lease_expired_envelop
     assert_eq!((r.status, r.worker_id, r.run_at_ms), (TaskStatus::Queued, None, clock.now_ms()));
     let f = read(failed.id).await;
     assert_eq!((f.status, f.worker_id.as_deref()), (TaskStatus::Failed, Some("dead")));
-    assert_eq!(f.error, Some(ErrorEnvelope::lease_expired().to_value()));
+    assert_eq!(f.error, Some(ErrorEnvelope::lease_expired().to_json()));
     assert_eq!(f.completed_at_ms, Some(clock.now_ms()));
 }
 

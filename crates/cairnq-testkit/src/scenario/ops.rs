@@ -90,7 +90,7 @@ async fn submit(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
         .delay_ms(args.int_or("run_at_delay_ms", 0)?)
         .conflict(parse::<Conflict>(args.string("conflict")?)?.unwrap_or_default());
     options.key = args.string("key")?;
-    options.metadata = args.value("metadata").cloned();
+    options.metadata = args.value("metadata").map(cairnq_core::Json::from);
     options.correlation_id = args.string("correlation_id")?;
     let name = args.required("name", Args::string)?;
     let spec = TaskSpec::new(name, &args.value_or("payload", json!({}))).options(options);
@@ -104,7 +104,11 @@ async fn list(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
     filter.name = args.string("name")?;
     filter.root_id = args.string("root_id")?;
     filter.correlation_id = args.string("correlation_id")?;
-    to_json(&client.list(&filter).await?)
+    let page = client.list(&filter).await?;
+    match page.undecodable.first() {
+        Some(bad) => Err(StepError::Scenario(format!("a listed row does not decode: {bad}"))),
+        None => to_json(&page.tasks),
+    }
 }
 
 async fn retry(client: &CairnQ, args: &Args, by: &'static str) -> Result<Value, StepError> {

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 use super::child::{ChildArgs, ChildMode, spawn_child, terminate};
-use super::support::{count, eventually, finished, fresh, now_ms, quick_options, start};
+use super::support::{count, eventually, finished, fresh, now_ms, quick_options, some, start};
 use crate::BackendFactory;
 
 /// A worker process killed with SIGKILL mid-task: after its lease expires a
@@ -44,7 +44,7 @@ pub async fn a_killed_worker_is_recovered_after_its_lease(factory: &dyn BackendF
     });
     let done = finished(&client, &task.id).await;
     assert_eq!((done.status, done.attempt), (TaskStatus::Succeeded, 2));
-    assert_eq!(done.result, Some(json!({"attempt": 2})));
+    assert_eq!(done.result, some(json!({"attempt": 2})));
     assert_eq!(runs.load(Ordering::SeqCst), 1, "the second worker ran it exactly once");
 }
 
@@ -84,9 +84,9 @@ pub async fn sigterm_drains_then_abandons(factory: &dyn BackendFactory) {
     assert_eq!(count(&client, TaskStatus::Succeeded).await, 25, "the short tasks finished during the drain");
     tokio::time::sleep(Duration::from_millis(args.lease_ms + 50)).await;
     let running = client.list(&cairnq_core::ListFilter::new().status(TaskStatus::Running)).await.expect("list");
-    assert_eq!(running.len(), 25, "the abandoned tasks still read running until a claim recovers them");
+    assert_eq!(running.tasks.len(), 25, "the abandoned tasks still read running until a claim recovers them");
     let now = now_ms();
-    assert!(running.iter().all(|t| t.lease_until_ms.is_some_and(|l| l <= now)), "a lease outlived its worker");
+    assert!(running.tasks.iter().all(|t| t.lease_until_ms.is_some_and(|l| l <= now)), "a lease outlived its worker");
 }
 
 /// A cancel wins on every path: queued (never runs), running then returned,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use cairnq_core::{Error, TaskSpec, TaskStatus};
+use cairnq_core::{Error, Json, TaskSpec, TaskStatus};
 use cairnq_worker::{TaskContext, TaskError, TaskOptions, Worker};
 use serde_json::{Value, json};
 
@@ -49,10 +49,16 @@ pub async fn a_batch_call_settles_what_it_left_open(factory: &dyn BackendFactory
     assert!(kept_leases.load(Ordering::SeqCst), "no context lost its lease while the call outlived the lease");
     assert!(second_settle_was_noop.load(Ordering::SeqCst));
     let rows = client.list(&cairnq_core::ListFilter::new().name("embed").page(300, 0)).await.expect("list");
-    let results: Vec<Value> = rows.iter().filter_map(|t| t.result.clone()).collect();
+    let results: Vec<Value> = rows.tasks.iter().filter_map(|t| t.result.as_ref()?.to_value().ok()).collect();
     assert_eq!(results.iter().filter(|r| r.get("early").is_some()).count(), 10);
     assert_eq!(results.iter().filter(|r| r.get("mapped").is_some()).count(), 20, "mapped minus the early-settled");
-    assert_eq!(rows.iter().filter(|t| t.status == TaskStatus::Succeeded && t.result == Some(Value::Null)).count(), 216);
+    assert_eq!(
+        rows.tasks
+            .iter()
+            .filter(|t| t.status == TaskStatus::Succeeded && t.result.as_ref().is_some_and(Json::is_null))
+            .count(),
+        216
+    );
 }
 
 /// Fails the first ten tasks permanently and succeeds the next ten.
@@ -82,7 +88,7 @@ pub async fn a_failed_batch_call_fails_what_it_left_open(factory: &dyn BackendFa
     eventually("every task settles", || async { count(&client, TaskStatus::Failed).await == 4 }).await;
     assert_eq!(count(&client, TaskStatus::Succeeded).await, 1);
     let failed = client.list(&cairnq_core::ListFilter::new().status(TaskStatus::Failed)).await.expect("list");
-    assert!(failed.iter().all(|t| t.attempt == 1), "a permanent failure does not retry");
+    assert!(failed.tasks.iter().all(|t| t.attempt == 1), "a permanent failure does not retry");
 }
 
 /// Two names sharing `{gpu: 1}` never overlap across 200 tasks while a third

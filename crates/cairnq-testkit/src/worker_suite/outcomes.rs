@@ -10,7 +10,7 @@ use cairnq_worker::{TaskContext, TaskError, TaskOptions, WorkerIssue, WorkerOpti
 use serde_json::{Value, json};
 use std::sync::Mutex;
 
-use super::support::{count, eventually, finished, fresh, now_ms, quick_options, start};
+use super::support::{count, eventually, finished, fresh, now_ms, quick_options, some, start};
 use crate::BackendFactory;
 
 /// A handler failing twice then succeeding ends succeeded on attempt 3, and
@@ -37,7 +37,7 @@ pub async fn retries_follow_the_backoff_windows(factory: &dyn BackendFactory) {
     let task = client.submit("flaky", &json!({})).await.expect("submit");
     let done = finished(&client, &task.id).await;
     assert_eq!((done.status, done.attempt), (TaskStatus::Succeeded, 3));
-    assert_eq!(done.result, Some(json!(3)));
+    assert_eq!(done.result, some(json!(3)));
     let seen = seen.lock().expect("lock").clone();
     let backoff = Backoff::new(base, cap);
     for pair in seen.windows(2) {
@@ -92,7 +92,7 @@ pub async fn a_panic_fails_the_attempt_and_the_worker_keeps_serving(factory: &dy
     assert_eq!((envelope.error_type.as_str(), envelope.code.as_str()), ("Panic", codes::HANDLER_ERROR));
     assert!(envelope.retryable && envelope.message.contains("kaboom"), "{envelope:?}");
     let next = client.submit("fine", &41).await.expect("submit");
-    assert_eq!(finished(&client, &next.id).await.result, Some(json!(42)));
+    assert_eq!(finished(&client, &next.id).await.result, some(json!(42)));
 }
 
 fn explode() -> Result<(), TaskError> {
@@ -194,7 +194,7 @@ pub async fn blocking_handlers_do_not_block_the_runtime(factory: &dyn BackendFac
         [client.submit("cpu", &1_500).await.expect("submit"), client.submit("cpu", &1_500).await.expect("submit")];
     for task in tasks {
         let done = finished(&client, &task.id).await;
-        assert_eq!((done.status, done.attempt, done.result), (TaskStatus::Succeeded, 1, Some(json!(false))));
+        assert_eq!((done.status, done.attempt, done.result), (TaskStatus::Succeeded, 1, some(json!(false))));
     }
     let reported = issues.lock().expect("lock").clone();
     assert!(reported.is_empty(), "blocked runtime reported: {reported:?}");
@@ -250,7 +250,7 @@ pub async fn a_context_reports_progress_and_submits_children(factory: &dyn Backe
     let parent = client.submit("parent", &json!({})).correlation_id("order-7").await.expect("submit");
     let done = finished(&client, &parent.id).await;
     assert_eq!(done.status, TaskStatus::Succeeded);
-    let result = done.result.expect("a result");
+    let result = done.result.expect("a result").to_value().expect("JSON");
     assert_eq!(result["child_result"], json!({"parent": parent.id, "root": parent.id}));
     let child_id = result["child"].as_str().expect("a child id").to_string();
     let child = client.get(&child_id).await.expect("get").expect("exists");

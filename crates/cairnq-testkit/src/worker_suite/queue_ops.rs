@@ -10,7 +10,7 @@ use cairnq_core::{
 use cairnq_worker::{TaskContext, TaskError};
 use serde_json::{Value, json};
 
-use super::support::{count, eventually, finished, fresh, quick_options, start};
+use super::support::{count, eventually, finished, fresh, quick_options, some, start};
 use crate::BackendFactory;
 
 /// A full queue refuses a submit with QueueFull after the max wait, writing
@@ -37,7 +37,7 @@ pub async fn backpressure_refuses_submits_to_a_full_queue(factory: &dyn BackendF
         .expect("register");
     });
     let parent = client.submit("parent", &json!({})).await.expect("submit");
-    assert_eq!(finished(&client, &parent.id).await.result, Some(json!("QueueFull")));
+    assert_eq!(finished(&client, &parent.id).await.result, some(json!("QueueFull")));
 }
 
 /// Retention purges what its rules match once they are old enough, in

@@ -11,7 +11,7 @@ use cairnq_core::{Error, TaskRef, TaskSpec, TaskStatus};
 use cairnq_worker::{TaskContext, TaskError, TaskOptions};
 use serde_json::json;
 
-use super::support::{count, eventually, fresh, quick_options, start};
+use super::support::{count, eventually, fresh, quick_options, some, start};
 use crate::BackendFactory;
 
 /// `complete_batch` settles the owned tasks in the order asked, with their
@@ -29,7 +29,7 @@ pub async fn complete_batch_settles_each_task_as_complete_would(factory: &dyn Ba
     let [a, b, c] = [&mine[0].id, &mine[1].id, &mine[2].id].map(String::clone);
     client.cancel(&c).await.expect("cancel requested");
     let batch = |pairs: Vec<(&String, serde_json::Value)>| {
-        CompleteBatchParams::new("w", pairs.into_iter().map(|(id, r)| (id.clone(), r)).collect())
+        CompleteBatchParams::new("w", pairs.into_iter().map(|(id, r)| (id.clone(), r.into())).collect())
     };
 
     let twice = batch(vec![(&a, json!(1)), (&a, json!(2))]);
@@ -47,8 +47,8 @@ pub async fn complete_batch_settles_each_task_as_complete_would(factory: &dyn Ba
         async move { client.get(&id).await.expect("get").expect("row") }
     };
     let (a, b, c, other) = (row(a).await, row(b).await, row(c).await, row(theirs[0].id.clone()).await);
-    assert_eq!((a.result, a.progress, a.lease_until_ms.is_none()), (Some(json!({"n": [1]})), Some(1.0), true));
-    assert_eq!(b.result, Some(json!(null)), "a null result is stored as JSON null");
+    assert_eq!((a.result, a.progress, a.lease_until_ms.is_none()), (some(json!({"n": [1]})), Some(1.0), true));
+    assert_eq!(b.result, some(json!(null)), "a null result is stored as JSON null");
     assert_eq!((c.result, c.progress), (None, None), "cancel wins: result and progress untouched");
     assert!(a.completed_at_ms.is_some() && c.completed_at_ms.is_some());
     assert_eq!((other.status, other.worker_id.as_deref()), (TaskStatus::Running, Some("other")), "not ours");
@@ -71,7 +71,7 @@ pub async fn a_refused_result_fails_only_its_own_task(factory: &dyn BackendFacto
     });
     let _worker = start(&client, options, |w| {
         w.batch_task("emit", TaskOptions::new().batch(8), |batch: Vec<TaskContext>| async move {
-            let result = |ctx: &TaskContext| match ctx.payload_json().as_i64() {
+            let result = |ctx: &TaskContext| match ctx.payload::<i64>().ok() {
                 Some(3) => json!("nul\u{0}"),
                 other => json!(other),
             };
@@ -86,9 +86,9 @@ pub async fn a_refused_result_fails_only_its_own_task(factory: &dyn BackendFacto
     for (i, task) in tasks.iter().enumerate() {
         let row = client.get(&task.id).await.expect("get").expect("row");
         match (i, row.status) {
-            (3, TaskStatus::Succeeded) => assert_eq!(row.result, Some(json!("nul\u{0}")), "stored as given"),
+            (3, TaskStatus::Succeeded) => assert_eq!(row.result, some(json!("nul\u{0}")), "stored as given"),
             (3, _) => assert!(reported.load(Ordering::SeqCst) > 0, "a refused settle is reported"),
-            (_, status) => assert_eq!((status, row.result), (TaskStatus::Succeeded, Some(json!(i)))),
+            (_, status) => assert_eq!((status, row.result), (TaskStatus::Succeeded, some(json!(i)))),
         }
     }
 }

@@ -6,12 +6,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use cairnq_core::{CairnQ, Task, TaskStatus, WaitOptions};
+use cairnq_core::{CairnQ, Json, Task, TaskStatus, WaitOptions};
 use cairnq_worker::{Worker, WorkerHandle, WorkerOptions};
 
 use crate::{BackendFactory, FreshStore};
 
 /// A fresh store and a client over it.
+/// `Some(value)` as stored JSON, to compare with a task's result.
+pub(crate) fn some(value: serde_json::Value) -> Option<Json> {
+    Some(Json::from(value))
+}
+
 pub(crate) async fn fresh(factory: &dyn BackendFactory) -> (CairnQ, FreshStore) {
     let fresh = factory.fresh().await.expect("the factory makes a fresh store");
     (CairnQ::from_shared(fresh.store.clone()), fresh)

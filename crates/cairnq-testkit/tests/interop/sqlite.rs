@@ -110,7 +110,7 @@ async fn a_rust_task_is_claimed_and_completed_by_python_with_every_column_round_
     let done = client.get(&submitted.id).await.expect("get").expect("exists");
     python_task_matches(&done, &settled["completed"]);
     assert_eq!(done.status, TaskStatus::Succeeded);
-    assert_eq!(done.result, Some(result));
+    assert_eq!(done.result, Some(result.into()));
     assert_eq!(done.progress, Some(1.0));
     assert_eq!(done.worker_id.as_deref(), Some("worker_python"));
     assert_eq!(done.lease_until_ms, None);

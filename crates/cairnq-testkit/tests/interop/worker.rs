@@ -60,7 +60,7 @@ async fn rust_submits_a_python_worker_runs_rust_reads_the_results() {
     for task in submitted {
         let done = client.get(&task.id).await.expect("get").expect("exists");
         assert_eq!(done.status, TaskStatus::Succeeded);
-        assert_eq!(done.result, Some(json!({"echo": task.payload, "by": "python"})));
+        assert_eq!(done.result, Some(json!({"echo": task.payload, "by": "python"}).into()));
         assert_eq!(done.attempt, 1);
         assert_eq!(done.lease_until_ms, None);
     }

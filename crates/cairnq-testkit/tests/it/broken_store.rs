@@ -9,7 +9,7 @@ use cairnq_core::Result;
 use cairnq_core::model::{HeldLease, Task, TaskCount, TaskRef};
 use cairnq_core::store::{
     ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams,
-    PurgeFilter, SettleParams, Store, TaskSelector,
+    PurgeFilter, SettleParams, Store, TaskRow, TaskSelector,
 };
 use cairnq_testkit::scenario::{self, Report};
 use cairnq_testkit::sqlite::SqliteFactory;
@@ -47,7 +47,7 @@ impl Store for BrokenStore {
     async fn get_status(&self, task: &TaskSelector) -> Result<Option<TaskRef>> {
         self.inner.get_status(task).await
     }
-    async fn list(&self, params: &ListFilter) -> Result<Vec<Task>> {
+    async fn list(&self, params: &ListFilter) -> Result<Vec<TaskRow>> {
         self.inner.list(params).await
     }
     async fn stats(&self, queue: Option<&str>) -> Result<Vec<TaskCount>> {
