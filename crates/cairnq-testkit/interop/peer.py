@@ -134,6 +134,67 @@ async def submit_many(database, name, count):
     return await with_store(database, act)
 
 
+async def submit_odd(database, name):
+    """Rows the Python SDK writes through its normal API that are odd for a
+    typed reader: a REAL priority and a payload holding a lone surrogate."""
+
+    async def act(store):
+        client = cairnq.CairnQ(store)
+        real = await client.submit(name, {"n": "real priority"}, priority=1.5)
+        surrogate = await client.submit(name, {"s": "a\ud800b"})
+        return {"real_priority": real.id, "surrogate": surrogate.id}
+
+    return await with_store(database, act)
+
+
+async def submit_docs(database, docs_file):
+    """Submits one task per JSON document (a line of docs_file): the
+    document as payload and under metadata key "m". Returns the ids."""
+
+    async def act(store):
+        client = cairnq.CairnQ(store)
+        ids = []
+        for line in open(docs_file, encoding="utf-8"):
+            doc = json.loads(line)
+            ids.append((await client.submit("doc", doc, metadata={"m": doc})).id)
+        return ids
+
+    return await with_store(database, act)
+
+
+async def read_docs(database, ids_file):
+    """For each id (a line of ids_file): the task's payload, metadata, result
+    and error as JSON text, so numbers reach the caller exactly."""
+
+    def text(value):
+        return None if value is None else json.dumps(value)
+
+    async def act(store):
+        rows = []
+        for line in open(ids_file, encoding="utf-8"):
+            task = await store.get(line.strip())
+            rows.append([text(task.payload), text(task.metadata), text(task.result), text(task.error)])
+        return rows
+
+    return await with_store(database, act)
+
+
+async def echo_docs(database, count):
+    """Claims `count` tasks named doc and completes each with its own payload
+    (decoded and encoded again by Python)."""
+
+    async def act(store):
+        done = 0
+        while done < int(count):
+            claimed = await store.claim(queues=["default"], worker_id="worker_python", lease_ms=30000, limit=50, names=["doc"])
+            for task in claimed:
+                await store.complete(task_id=task.id, worker_id="worker_python", result=task.payload)
+            done += len(claimed)
+        return {"completed": done}
+
+    return await with_store(database, act)
+
+
 async def main(argv):
     command, database, *args = argv
     if command == "create":
@@ -148,6 +209,14 @@ async def main(argv):
         result = await claim_complete(database, *args)
     elif command == "worker":
         result = await run_worker(database, args[0], int(args[1]))
+    elif command == "submit-docs":
+        result = await submit_docs(database, *args)
+    elif command == "read-docs":
+        result = await read_docs(database, *args)
+    elif command == "echo-docs":
+        result = await echo_docs(database, *args)
+    elif command == "submit-odd":
+        result = await submit_odd(database, *args)
     elif command == "submit-many":
         result = await submit_many(database, args[0], int(args[1]))
     else:

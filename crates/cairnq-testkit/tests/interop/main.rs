@@ -4,8 +4,11 @@
 //!
 //! Needs the peer: `cargo xtask test` provisions it and sets CAIRNQ_PYTHON.
 
+mod json_exact;
+mod odd_rows;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod random_json;
 mod sqlite;
 mod support;
 mod worker;
