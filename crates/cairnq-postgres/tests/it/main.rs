@@ -5,6 +5,7 @@
 
 mod connect;
 mod ops;
+mod repair;
 mod restart;
 mod session;
 mod support;

@@ -12,6 +12,7 @@ mod concurrency;
 mod crash;
 mod open;
 mod plans;
+mod repair;
 mod semantics;
 mod wakeups;
 
