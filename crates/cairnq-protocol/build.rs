@@ -2,8 +2,12 @@
 //!
 //! Statements live in `sql/<dialect>/*.sql`, each introduced by a
 //! `-- name: <statement_name>` line. A line that ends in `-- when: <flag>` is
-//! optional: backends render it only when the flag is on, which is how one
-//! statement specializes itself to the filters a caller actually gave.
+//! optional: it is part of the statement only when the flag is on, which is
+//! how one statement specializes itself to the filters a caller actually
+//! gave. Every flag combination is rendered here, once, in the dialect's
+//! final form (`:name` parameters become `?n` for SQLite and `$n` for
+//! Postgres, numbered in order of first use), so backends only pick a
+//! rendering and bind values in the order it lists.
 //! Migrations live in `migrations/<dialect>/NNNN_<what>.sql`.
 //!
 //! The build fails when the dialects disagree on the statement or migration
@@ -21,10 +25,15 @@ const DIALECTS: &[(&str, &str)] = &[("sqlite", "Sqlite"), ("postgres", "Postgres
 /// Migrations that exist in one dialect only, on purpose.
 const DIALECT_ONLY_MIGRATIONS: &[(&str, &str)] = &[("postgres", "0003_notify.sql")];
 
+/// A piece of one SQL line: text as written, or a named parameter.
+enum Piece {
+    Text(String),
+    Param(String),
+}
+
 struct Line {
     when: Option<String>,
-    text: String,
-    params: Vec<String>,
+    pieces: Vec<Piece>,
 }
 
 struct Statement {
@@ -119,12 +128,13 @@ fn read_statements(dir: &Path) -> Vec<Statement> {
     statements
 }
 
-/// Splits one SQL line into its code (with named parameters collected) and
-/// its optional `-- when: flag` marker. Text inside string literals and
+/// Splits one SQL line into its code (text pieces and named parameters)
+/// and its optional `-- when: flag` marker. Text inside string literals and
 /// after `--` is never a parameter; `::type` is a Postgres cast, not one.
 fn parse_line(raw: &str) -> Line {
     let chars: Vec<char> = raw.chars().collect();
-    let mut params = Vec::new();
+    let mut pieces = Vec::new();
+    let mut text = String::new();
     let mut in_string = false;
     let mut code_end = chars.len();
     let mut i = 0;
@@ -138,29 +148,72 @@ fn parse_line(raw: &str) -> Line {
             code_end = i;
             break;
         } else if c == ':' && chars.get(i + 1) == Some(&':') {
-            i += 1;
+            text.push_str("::");
+            i += 2;
+            continue;
         } else if c == ':' && chars.get(i + 1).is_some_and(|n| n.is_ascii_alphabetic() || *n == '_') {
             let start = i + 1;
             let mut end = start;
             while end < chars.len() && (chars[end].is_ascii_alphanumeric() || chars[end] == '_') {
                 end += 1;
             }
-            let name: String = chars[start..end].iter().collect();
-            if !params.contains(&name) {
-                params.push(name);
-            }
+            pieces.push(Piece::Text(std::mem::take(&mut text)));
+            pieces.push(Piece::Param(chars[start..end].iter().collect()));
             i = end;
             continue;
         }
+        text.push(c);
         i += 1;
     }
+    pieces.push(Piece::Text(text.trim_end().to_string()));
     let comment: String = chars[code_end..].iter().collect();
     let when = comment.trim_start_matches('-').trim().strip_prefix("when:").map(|flag| flag.trim().to_string());
     if let Some(flag) = &when {
         assert!(is_identifier(flag), "bad `when` flag {flag:?} in line {raw:?}");
     }
-    let text: String = chars[..code_end].iter().collect();
-    Line { when, text: text.trim_end().to_string(), params }
+    Line { when, pieces }
+}
+
+/// The flags a statement's optional lines respond to, in order of first use.
+fn flags_of(statement: &Statement) -> Vec<&str> {
+    let mut flags: Vec<&str> = Vec::new();
+    for flag in statement.lines.iter().filter_map(|l| l.when.as_deref()) {
+        if !flags.contains(&flag) {
+            flags.push(flag);
+        }
+    }
+    assert!(flags.len() <= 8, "statement {} has more than 8 flags: {flags:?}", statement.name);
+    flags
+}
+
+/// The statement with the lines of the flags in `mask` switched on, in
+/// `dialect`'s placeholder style, and its parameters in placeholder order.
+fn render(statement: &Statement, flags: &[&str], mask: usize, dialect: &str) -> (String, Vec<String>) {
+    let mut sql = String::new();
+    let mut params: Vec<String> = Vec::new();
+    let enabled = |flag: &str| flags.iter().position(|f| *f == flag).is_some_and(|bit| mask & (1 << bit) != 0);
+    for line in statement.lines.iter().filter(|l| l.when.as_deref().is_none_or(enabled)) {
+        if !sql.is_empty() {
+            sql.push('\n');
+        }
+        for piece in &line.pieces {
+            match piece {
+                Piece::Text(text) => sql.push_str(text),
+                Piece::Param(name) => {
+                    let number = match params.iter().position(|p| p == name) {
+                        Some(at) => at + 1,
+                        None => {
+                            params.push(name.clone());
+                            params.len()
+                        }
+                    };
+                    let sigil = if dialect == "postgres" { '$' } else { '?' };
+                    let _ = write!(sql, "{sigil}{number}");
+                }
+            }
+        }
+    }
+    (sql, params)
 }
 
 fn read_migrations(dir: &Path) -> Vec<Migration> {
@@ -209,34 +262,19 @@ fn emit_dialect(out: &mut String, dialect: &str, variant: &str, statements: &[St
     let w = |out: &mut String, s: String| out.push_str(&s);
     w(out, format!("/// The `{dialect}` dialect: its statements and migrations.\npub mod {dialect} {{\n"));
     for s in statements {
-        let mut all_params: Vec<&str> = Vec::new();
-        let mut lines = String::new();
-        for line in &s.lines {
-            for p in &line.params {
-                if !all_params.contains(&p.as_str()) {
-                    all_params.push(p);
-                }
-            }
-            let when = match &line.when {
-                Some(flag) => format!("Some({flag:?})"),
-                None => "None".to_string(),
-            };
-            let _ = writeln!(
-                lines,
-                "            crate::Line {{ when: {when}, text: {:?}, params: &{:?} }},",
-                line.text, line.params
-            );
+        let flags = flags_of(s);
+        let mut renderings = String::new();
+        for mask in 0..(1usize << flags.len()) {
+            let (sql, params) = render(s, &flags, mask, dialect);
+            let _ = writeln!(renderings, "            crate::Rendering {{ sql: {sql:?}, params: &{params:?} }},");
         }
-        let base_sql: Vec<&str> = s.lines.iter().filter(|l| l.when.is_none()).map(|l| l.text.as_str()).collect();
         w(out, format!("    /// The `{}` statement.\n", s.name));
         w(
             out,
             format!(
-                "    pub const {}: crate::Statement = crate::Statement {{\n        name: {:?},\n        dialect: crate::Dialect::{variant},\n        sql: {:?},\n        params: &{:?},\n        lines: &[\n{lines}        ],\n    }};\n\n",
+                "    pub const {}: crate::Statement = crate::Statement {{\n        name: {:?},\n        dialect: crate::Dialect::{variant},\n        flags: &{flags:?},\n        renderings: &[\n{renderings}        ],\n    }};\n\n",
                 s.name.to_uppercase(),
                 s.name,
-                base_sql.join("\n"),
-                all_params
             ),
         );
     }

@@ -15,7 +15,7 @@ use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use crate::error::classify;
-use crate::sql::{Args, positional};
+use crate::sql::Args;
 
 /// Something that runs SQL with positional parameters.
 #[async_trait]
@@ -51,9 +51,13 @@ pub(crate) async fn rows(
     flags: &[&str],
     args: &Args,
 ) -> Result<Vec<Row>> {
-    let rendered = positional(statement, flags);
-    let params = args.ordered(statement.name, &rendered.params)?;
-    exec.run(&rendered.sql, &params).await.map_err(|e| classify(statement.name, e))
+    let rendering = statement.rendering(flags).map_err(|e| Error::Storage {
+        message: e.to_string(),
+        source: None,
+        transient: false,
+    })?;
+    let params = args.ordered(statement.name, rendering.params)?;
+    exec.run(rendering.sql, &params).await.map_err(|e| classify(statement.name, e))
 }
 
 /// Like [`rows`], for a statement that yields at most one row.

@@ -36,74 +36,73 @@ pub enum Dialect {
     Postgres,
 }
 
-/// One line of a statement. A line with `when` is rendered only when the
-/// caller turns that flag on (e.g. a filter the caller actually gave).
+/// A statement in its final form for one combination of flags: the SQL
+/// with positional placeholders (`?n` for SQLite, `$n` for Postgres) and the
+/// parameter name behind each (`params[n - 1]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Line {
-    /// The flag that must be on for this line to be part of the SQL.
-    pub when: Option<&'static str>,
-    /// The SQL text of the line, without its `-- when:` marker.
-    pub text: &'static str,
-    /// The named parameters (`:name`) used on this line, in order of first use.
+pub struct Rendering {
+    /// The SQL text.
+    pub sql: &'static str,
+    /// The named parameter each placeholder stands for, in placeholder order.
     pub params: &'static [&'static str],
 }
 
-/// A named SQL statement with `:name` parameters.
+/// A named SQL statement, rendered at build time for every combination of
+/// the flags its optional (`-- when:`) lines respond to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Statement {
     /// The name from the statement's `-- name:` marker.
     pub name: &'static str,
     /// The dialect this text is written in.
     pub dialect: Dialect,
-    /// The statement with every optional line left out.
-    pub sql: &'static str,
-    /// Every named parameter any line uses, in order of first use.
-    pub params: &'static [&'static str],
-    /// The statement line by line, optional lines included.
-    pub lines: &'static [Line],
+    /// The flags of its optional lines, in order of first use.
+    pub flags: &'static [&'static str],
+    /// One rendering per flag combination: index bit `i` is `flags[i]`.
+    pub renderings: &'static [Rendering],
 }
 
+/// A flag the statement has no optional line for (a backend bug, never a
+/// caller's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownFlag {
+    /// The statement asked for.
+    pub statement: &'static str,
+    /// The flag it does not know.
+    pub flag: String,
+}
+
+impl std::fmt::Display for UnknownFlag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "statement {} has no optional line for flag {:?}", self.statement, self.flag)
+    }
+}
+
+impl std::error::Error for UnknownFlag {}
+
 impl Statement {
-    /// Renders the statement with the optional lines whose flag `enabled`
-    /// accepts, returning the SQL and the parameters it uses (in order of
-    /// first use).
+    /// The rendering with the optional lines of `flags` switched on (order
+    /// and repeats do not matter): an array lookup, no text work.
     ///
     /// ```
-    /// let list = cairnq_protocol::sqlite::LIST_TASKS;
-    /// let (sql, params) = list.render(|flag| flag == "status");
-    /// assert!(sql.contains(":status"));
-    /// assert!(!sql.contains(":queue"));
-    /// assert!(params.contains(&"status"));
+    /// let list = cairnq_protocol::postgres::LIST_TASKS;
+    /// let rendered = list.rendering(&["status"]).unwrap();
+    /// assert!(rendered.sql.contains("status = $1"));
+    /// assert_eq!(rendered.params, ["status", "limit", "offset"]);
+    /// assert!(list.rendering(&["nope"]).is_err());
     /// ```
-    pub fn render(&self, enabled: impl Fn(&str) -> bool) -> (String, Vec<&'static str>) {
-        let mut sql = String::new();
-        let mut params: Vec<&'static str> = Vec::new();
-        for line in self.lines {
-            if line.when.is_some_and(|flag| !enabled(flag)) {
-                continue;
-            }
-            if !sql.is_empty() {
-                sql.push('\n');
-            }
-            sql.push_str(line.text);
-            for p in line.params {
-                if !params.contains(p) {
-                    params.push(p);
-                }
-            }
+    pub fn rendering(&self, flags: &[&str]) -> Result<&'static Rendering, UnknownFlag> {
+        let mut mask = 0;
+        for flag in flags {
+            let bit = self.flags.iter().position(|known| known == flag);
+            let bit = bit.ok_or_else(|| UnknownFlag { statement: self.name, flag: (*flag).to_string() })?;
+            mask |= 1 << bit;
         }
-        (sql, params)
+        self.renderings.get(mask).ok_or_else(|| UnknownFlag { statement: self.name, flag: format!("{flags:?}") })
     }
 
-    /// The flags this statement's optional lines respond to.
-    pub fn flags(&self) -> Vec<&'static str> {
-        let mut flags: Vec<&'static str> = Vec::new();
-        for flag in self.lines.iter().filter_map(|l| l.when) {
-            if !flags.contains(&flag) {
-                flags.push(flag);
-            }
-        }
-        flags
+    /// The statement with every optional line left out.
+    pub fn base(&self) -> &'static Rendering {
+        &self.renderings[0]
     }
 }
 

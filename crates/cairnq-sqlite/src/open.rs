@@ -79,11 +79,11 @@ fn connect(path: &Path, options: &SqliteOptions) -> Result<Connection> {
 /// migration created `cairnq_meta` (or when the row is missing).
 fn protocol_version(conn: &Connection) -> Result<Option<String>> {
     let args = Args::new().text("table", "cairnq_meta");
-    if query_int(conn, render(&sqlite::TABLE_EXISTS, &[]), &args)? == 0 {
+    if query_int(conn, render(&sqlite::TABLE_EXISTS, &[])?, &args)? == 0 {
         return Ok(None);
     }
     let args = Args::new().text("key", "protocol_version");
-    query_opt(conn, render(&sqlite::READ_META, &[]), &args, crate::row::first_text)
+    query_opt(conn, render(&sqlite::READ_META, &[])?, &args, crate::row::first_text)
 }
 
 fn mismatch(found: Option<String>) -> Error {
@@ -129,7 +129,7 @@ fn enable_wal(conn: &Connection) -> Result<()> {
 /// `BEGIN IMMEDIATE` transaction that re-checks the ledger first, so
 /// processes starting together never apply one twice.
 fn migrate(conn: &mut Connection, clock: &dyn Clock) -> Result<()> {
-    query_int(conn, render(&sqlite::CREATE_MIGRATION_LEDGER, &[]), &Args::new())?;
+    query_int(conn, render(&sqlite::CREATE_MIGRATION_LEDGER, &[])?, &Args::new())?;
     for migration in sqlite::MIGRATIONS {
         // Fast path: a migrated database takes no write lock at all.
         if !is_applied(conn, migration)? {
@@ -141,7 +141,7 @@ fn migrate(conn: &mut Connection, clock: &dyn Clock) -> Result<()> {
 
 fn is_applied(conn: &Connection, migration: &Migration) -> Result<bool> {
     let args = Args::new().text("name", migration.file_name);
-    Ok(query_int(conn, render(&sqlite::MIGRATION_APPLIED, &[]), &args)? != 0)
+    Ok(query_int(conn, render(&sqlite::MIGRATION_APPLIED, &[])?, &args)? != 0)
 }
 
 fn apply_once(conn: &mut Connection, migration: &Migration, clock: &dyn Clock) -> Result<()> {
@@ -150,7 +150,7 @@ fn apply_once(conn: &mut Connection, migration: &Migration, clock: &dyn Clock) -
     if !is_applied(&tx, migration)? {
         tx.execute_batch(migration.sql).map_err(context("apply"))?;
         let args = Args::new().text("name", migration.file_name).set("now_ms", clock.now_ms());
-        query_int(&tx, render(&sqlite::RECORD_MIGRATION, &[]), &args)?;
+        query_int(&tx, render(&sqlite::RECORD_MIGRATION, &[])?, &args)?;
     }
     tx.commit().map_err(context("commit"))
 }
@@ -160,10 +160,10 @@ fn apply_once(conn: &mut Connection, migration: &Migration, clock: &dyn Clock) -
 /// the next open (cheap: there is nothing to read).
 fn analyze_once(conn: &Connection) -> Result<()> {
     let args = Args::new().text("table", "sqlite_stat1");
-    let has_stats = query_int(conn, render(&sqlite::TABLE_EXISTS, &[]), &args)? != 0
-        && query_int(conn, render(&sqlite::TASKS_ANALYZED, &[]), &Args::new())? != 0;
+    let has_stats = query_int(conn, render(&sqlite::TABLE_EXISTS, &[])?, &args)? != 0
+        && query_int(conn, render(&sqlite::TASKS_ANALYZED, &[])?, &Args::new())? != 0;
     if !has_stats {
-        query_int(conn, render(&sqlite::ANALYZE_TASKS, &[]), &Args::new())?;
+        query_int(conn, render(&sqlite::ANALYZE_TASKS, &[])?, &Args::new())?;
     }
     Ok(())
 }

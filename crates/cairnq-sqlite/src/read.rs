@@ -18,12 +18,12 @@ pub(crate) fn selector(task: &TaskSelector) -> (&'static str, Args) {
 
 pub(crate) fn get(conn: &Connection, task: &TaskSelector) -> Result<Option<Task>> {
     let (flag, args) = selector(task);
-    query_opt(conn, render(&sqlite::SELECT_TASK, &[flag]), &args, row::one_task())
+    query_opt(conn, render(&sqlite::SELECT_TASK, &[flag])?, &args, row::one_task())
 }
 
 pub(crate) fn get_status(conn: &Connection, task: &TaskSelector) -> Result<Option<TaskRef>> {
     let (flag, args) = selector(task);
-    query_opt(conn, render(&sqlite::SELECT_TASK_STATUS, &[flag]), &args, row::task_ref)
+    query_opt(conn, render(&sqlite::SELECT_TASK_STATUS, &[flag])?, &args, row::task_ref)
 }
 
 pub(crate) fn list(conn: &Connection, params: &ListFilter) -> Result<Vec<TaskRow>> {
@@ -42,24 +42,24 @@ pub(crate) fn list(conn: &Connection, params: &ListFilter) -> Result<Vec<TaskRow
             args = args.text(flag, value);
         }
     }
-    query(conn, render(&sqlite::LIST_TASKS, &flags), &args, row::task())
+    query(conn, render(&sqlite::LIST_TASKS, &flags)?, &args, row::task())
 }
 
 pub(crate) fn stats(conn: &Connection, queue: Option<&str>) -> Result<Vec<TaskCount>> {
     let flags: &[&str] = if queue.is_some() { &["queue"] } else { &[] };
     let args = Args::new().opt_text("queue", queue);
-    query(conn, render(&sqlite::COUNT_TASKS_BY_QUEUE_STATUS, flags), &args, row::task_count)
+    query(conn, render(&sqlite::COUNT_TASKS_BY_QUEUE_STATUS, flags)?, &args, row::task_count)
 }
 
 pub(crate) fn count_queued(conn: &Connection, queue: &str, at_most: u64) -> Result<u64> {
     let args = Args::new().text("queue", queue).set("at_most", i64::try_from(at_most).unwrap_or(i64::MAX));
-    let count = query_int(conn, render(&sqlite::COUNT_QUEUED, &[]), &args)?;
+    let count = query_int(conn, render(&sqlite::COUNT_QUEUED, &[])?, &args)?;
     Ok(u64::try_from(count).unwrap_or_default())
 }
 
 pub(crate) fn claimable(conn: &Connection, now_ms: i64, params: &ProbeParams) -> Result<bool> {
     let (flags, args) = scope(&params.queues, params.names.as_deref(), Args::new().set("now_ms", now_ms));
-    Ok(query_int(conn, render(&sqlite::PROBE_CLAIMABLE, &flags), &args)? != 0)
+    Ok(query_int(conn, render(&sqlite::PROBE_CLAIMABLE, &flags)?, &args)? != 0)
 }
 
 /// The queue and name filter of a probe or a claim draw: equality for one

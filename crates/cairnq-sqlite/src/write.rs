@@ -21,13 +21,13 @@ use crate::writer::WriteCtx;
 pub(crate) fn submit(ctx: &mut WriteCtx<'_>, task: &NewTask) -> Result<Task> {
     let Some(key) = &task.key else { return insert(ctx, task) };
     let args = Args::new().text("key", key);
-    let existing = query_opt(ctx.conn, render(&sqlite::SELECT_KEY_TASK, &[]), &args, row::task_ref)?;
+    let existing = query_opt(ctx.conn, render(&sqlite::SELECT_KEY_TASK, &[])?, &args, row::task_ref)?;
     match resolve_key_conflict(task.conflict, key, existing.as_ref())? {
         KeyedSubmit::ReturnExisting => {
             let id = existing.map(|t| t.id).unwrap_or_default();
             let found = query_opt(
                 ctx.conn,
-                render(&sqlite::SELECT_TASK, &["by_id"]),
+                render(&sqlite::SELECT_TASK, &["by_id"])?,
                 &Args::new().text("id", &id),
                 row::one_task(),
             )?;
@@ -39,7 +39,7 @@ pub(crate) fn submit(ctx: &mut WriteCtx<'_>, task: &NewTask) -> Result<Task> {
             }
             let inserted = insert(ctx, task)?;
             let args = Args::new().text("key", key).text("task_id", &inserted.id).set("now_ms", ctx.now_ms);
-            query(ctx.conn, render(&sqlite::UPSERT_TASK_KEY, &[]), &args, |_| Ok(()))?;
+            query(ctx.conn, render(&sqlite::UPSERT_TASK_KEY, &[])?, &args, |_| Ok(()))?;
             Ok(inserted)
         }
     }
@@ -81,7 +81,7 @@ fn insert_unkeyed(ctx: &mut WriteCtx<'_>, tasks: &[NewTask]) -> Result<Vec<Task>
         })
         .collect();
     let args = Args::new().set("tasks", serde_json::Value::Array(rows).to_string()).set("now_ms", ctx.now_ms);
-    query(ctx.conn, render(&sqlite::INSERT_TASKS, &[]), &args, |_| Ok(()))?;
+    query(ctx.conn, render(&sqlite::INSERT_TASKS, &[])?, &args, |_| Ok(()))?;
     for task in tasks {
         ctx.changes.queued_on(&task.queue);
     }
@@ -102,13 +102,13 @@ fn insert(ctx: &mut WriteCtx<'_>, task: &NewTask) -> Result<Task> {
         .text("root_id", &task.root_id)
         .opt_text("correlation_id", task.correlation_id.as_deref())
         .set("now_ms", ctx.now_ms);
-    query(ctx.conn, render(&sqlite::INSERT_TASK, &[]), &args, |_| Ok(()))?;
+    query(ctx.conn, render(&sqlite::INSERT_TASK, &[])?, &args, |_| Ok(()))?;
     ctx.changes.queued_on(&task.queue);
     Ok(task.inserted_row(ctx.now_ms))
 }
 
 /// Runs a statement that returns at most one task row, noting the change.
-fn returning_task(ctx: &mut WriteCtx<'_>, rendered: &crate::sql::Rendered, args: &Args) -> Result<Option<Task>> {
+fn returning_task(ctx: &mut WriteCtx<'_>, rendered: crate::sql::Rendered, args: &Args) -> Result<Option<Task>> {
     let task = query_opt(ctx.conn, rendered, args, row::one_task())?;
     if let Some(task) = &task {
         ctx.changes.saw(task);
@@ -118,13 +118,13 @@ fn returning_task(ctx: &mut WriteCtx<'_>, rendered: &crate::sql::Rendered, args:
 
 pub(crate) fn cancel(ctx: &mut WriteCtx<'_>, task: &TaskSelector) -> Result<Option<Task>> {
     let (flag, args) = selector(task);
-    returning_task(ctx, render(&sqlite::CANCEL_TASK, &[flag]), &args.set("now_ms", ctx.now_ms))
+    returning_task(ctx, render(&sqlite::CANCEL_TASK, &[flag])?, &args.set("now_ms", ctx.now_ms))
 }
 
 pub(crate) fn retry(ctx: &mut WriteCtx<'_>, task: &TaskSelector, reset_attempt: bool) -> Result<Option<Task>> {
     let (flag, args) = selector(task);
     let flags: &[&str] = if reset_attempt { &[flag, "reset_attempt"] } else { &[flag] };
-    returning_task(ctx, render(&sqlite::RETRY_TASK, flags), &args.set("now_ms", ctx.now_ms))
+    returning_task(ctx, render(&sqlite::RETRY_TASK, flags)?, &args.set("now_ms", ctx.now_ms))
 }
 
 pub(crate) fn purge(ctx: &mut WriteCtx<'_>, params: &PurgeFilter) -> Result<Vec<String>> {
@@ -138,7 +138,7 @@ pub(crate) fn purge(ctx: &mut WriteCtx<'_>, params: &PurgeFilter) -> Result<Vec<
         .set("older_than_ms", params.older_than_ms)
         .set("limit", params.limit)
         .set("now_ms", ctx.now_ms);
-    query(ctx.conn, render(&sqlite::PURGE_TASKS, &flags), &args, row::first_text)
+    query(ctx.conn, render(&sqlite::PURGE_TASKS, &flags)?, &args, row::first_text)
 }
 
 /// Lease recovery, then every draw of the claim within its budgets. A drawn
@@ -159,7 +159,7 @@ pub(crate) fn claim(ctx: &mut WriteCtx<'_>, params: &ClaimParams) -> Result<Vec<
             .set("limit", i64::from(limit))
             .set("now_ms", ctx.now_ms);
         let (flags, args) = scope(&draw.queues, draw.names.as_deref(), args);
-        let rows = query(ctx.conn, render(&sqlite::CLAIM_DUE_TASKS, &flags), &args, row::task())?;
+        let rows = query(ctx.conn, render(&sqlite::CLAIM_DUE_TASKS, &flags)?, &args, row::task())?;
         plan.took(index, rows.len());
         let (tasks, undecodable) = fail_undecodable(rows);
         for (row, envelope) in undecodable {
@@ -169,7 +169,7 @@ pub(crate) fn claim(ctx: &mut WriteCtx<'_>, params: &ClaimParams) -> Result<Vec<
                 .text("worker_id", &params.worker_id)
                 .text("error", envelope.as_str())
                 .set("now_ms", ctx.now_ms);
-            query(ctx.conn, render(&sqlite::FAIL_UNDECODABLE_TASK, &[]), &args, |_| Ok(()))?;
+            query(ctx.conn, render(&sqlite::FAIL_UNDECODABLE_TASK, &[])?, &args, |_| Ok(()))?;
             ctx.changes.finished(id);
         }
         claimed.extend(tasks);
@@ -181,8 +181,8 @@ pub(crate) fn claim(ctx: &mut WriteCtx<'_>, params: &ClaimParams) -> Result<Vec<
 /// [`Store::repair`](cairnq_core::Store::repair)).
 pub(crate) fn repair(ctx: &mut WriteCtx<'_>, params: &RepairParams) -> Result<Repaired> {
     let args = Args::new().text("queues", &json_array(&params.queues)).set("now_ms", ctx.now_ms);
-    let expired = query(ctx.conn, render(&sqlite::EXPIRE_UNLEASED_TASKS, &[]), &args, row::first_text)?;
-    let scheduled = query(ctx.conn, render(&sqlite::SCHEDULE_UNSCHEDULED_TASKS, &[]), &args, row::first_text)?;
+    let expired = query(ctx.conn, render(&sqlite::EXPIRE_UNLEASED_TASKS, &[])?, &args, row::first_text)?;
+    let scheduled = query(ctx.conn, render(&sqlite::SCHEDULE_UNSCHEDULED_TASKS, &[])?, &args, row::first_text)?;
     for queue in params.queues.iter().filter(|_| !scheduled.is_empty()) {
         ctx.changes.queued_on(queue);
     }
@@ -197,7 +197,7 @@ pub(crate) fn repair(ctx: &mut WriteCtx<'_>, params: &RepairParams) -> Result<Re
 fn recover_leases(ctx: &mut WriteCtx<'_>) -> Result<()> {
     let envelope = ErrorEnvelope::lease_expired().to_json();
     let args = Args::new().set("now_ms", ctx.now_ms).text("error", envelope.as_str());
-    let recover = |statement: &'static Statement| query(ctx.conn, render(statement, &[]), &args, row::id_and_queue);
+    let recover = |statement: &'static Statement| query(ctx.conn, render(statement, &[])?, &args, row::id_and_queue);
     let canceled = recover(&sqlite::RECOVER_CANCELED_LEASES)?;
     let requeued = recover(&sqlite::RECOVER_REQUEUED_LEASES)?;
     let failed = recover(&sqlite::RECOVER_FAILED_LEASES)?;
@@ -219,7 +219,7 @@ fn owned_write(
     args: Args,
 ) -> Result<Task> {
     let args = args.text("id", task_id).text("worker_id", worker_id).set("now_ms", ctx.now_ms);
-    returning_task(ctx, render(statement, &[]), &args)?.ok_or_else(|| lost_lease(task_id, worker_id))
+    returning_task(ctx, render(statement, &[])?, &args)?.ok_or_else(|| lost_lease(task_id, worker_id))
 }
 
 pub(crate) fn heartbeat(ctx: &mut WriteCtx<'_>, params: &HeartbeatParams) -> Result<Task> {
@@ -234,7 +234,7 @@ pub(crate) fn heartbeat_batch(ctx: &mut WriteCtx<'_>, params: &HeartbeatBatchPar
         .text("worker_id", &params.worker_id)
         .set("lease_ms", params.lease_ms)
         .set("now_ms", ctx.now_ms);
-    let held = query(ctx.conn, render(&sqlite::HEARTBEAT_TASKS, &[]), &args, row::held_lease)?;
+    let held = query(ctx.conn, render(&sqlite::HEARTBEAT_TASKS, &[])?, &args, row::held_lease)?;
     Ok(in_asked_order(params.task_ids.iter().map(String::as_str), held, |h| &h.id))
 }
 
@@ -257,7 +257,7 @@ pub(crate) fn complete(ctx: &mut WriteCtx<'_>, params: &SettleParams) -> Result<
 pub(crate) fn complete_batch(ctx: &mut WriteCtx<'_>, params: &CompleteBatchParams) -> Result<Vec<TaskRef>> {
     let settles = serde_json::to_string(&params.completions).map_err(|e| Error::Serialization(e.to_string()))?;
     let args = Args::new().set("settles", settles).text("worker_id", &params.worker_id).set("now_ms", ctx.now_ms);
-    let settled = query(ctx.conn, render(&sqlite::COMPLETE_TASKS, &[]), &args, row::task_ref)?;
+    let settled = query(ctx.conn, render(&sqlite::COMPLETE_TASKS, &[])?, &args, row::task_ref)?;
     for task in &settled {
         ctx.changes.finished(task.id.clone());
     }

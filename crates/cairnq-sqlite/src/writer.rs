@@ -130,7 +130,9 @@ pub(crate) fn run_writer(conn: Connection, jobs: mpsc::Receiver<Box<dyn Job>>, e
         if last_optimize.elapsed() >= OPTIMIZE_EVERY {
             last_optimize = Instant::now();
             // Advisory: a failed optimize changes nothing a caller sees.
-            let _ = query(&conn, render(&sqlite::OPTIMIZE_PLANNER, &[]), &Args::new(), |_| Ok(()));
+            if let Ok(optimize) = render(&sqlite::OPTIMIZE_PLANNER, &[]) {
+                let _ = query(&conn, optimize, &Args::new(), |_| Ok(()));
+            }
         }
     }
 }

@@ -12,7 +12,7 @@ use crate::common::{fresh_path, open_client, raw};
 
 /// The plan lines of `statement` rendered with `flags`.
 fn plan(path: &Path, statement: &Statement, flags: &[&str]) -> Vec<String> {
-    let (sql, _) = statement.render(|f| flags.contains(&f));
+    let sql = statement.rendering(flags).expect("known flags").sql;
     let conn = raw(path);
     let mut stmt = conn.prepare(&format!("explain query plan {sql}")).expect("explain");
     // Parameters stay unbound (null): the plan depends on the shape only.
