@@ -14,10 +14,11 @@
 //! # }
 //! ```
 //!
-//! The crash and graceful-stop tests start the `cairnq-test-worker` binary
-//! ([`child`]); they need a store another process can open (a
+//! The crash, chaos and graceful-stop tests start the `cairnq-test-worker`
+//! binary ([`child`]); they need a store another process can open (a
 //! [`StoreLocator`](crate::StoreLocator)) and skip with a message otherwise.
 
+mod chaos;
 pub mod child;
 mod lifecycle;
 mod limits;
@@ -26,6 +27,7 @@ mod queue_ops;
 mod settling;
 mod support;
 
+pub use chaos::random_sigkills_lose_no_task;
 pub use lifecycle::{
     a_killed_worker_is_recovered_after_its_lease, a_stopped_worker_claims_nothing_more, cancel_wins_on_every_path,
     sigterm_drains_then_abandons,
