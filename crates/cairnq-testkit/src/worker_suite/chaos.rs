@@ -106,6 +106,8 @@ pub async fn random_sigkills_lose_no_task(factory: &dyn BackendFactory) {
     fleet.stop_all().await;
     let rows = client.list(&ListFilter::new().page(i64::try_from(plan.tasks).unwrap_or(i64::MAX) + 1, 0)).await;
     let rows = rows.expect("list every task");
+    assert!(rows.undecodable.is_empty(), "rows that do not decode: {:?}", rows.undecodable);
+    let rows = rows.tasks;
     let runs = account::Runs::read(&fleet.members);
     let report = runs.check(&submitted, &rows, &fleet.members);
     let summary = format!(

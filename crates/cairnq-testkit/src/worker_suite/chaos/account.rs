@@ -158,7 +158,7 @@ impl Runs {
     /// result names its worker, pid and attempt, which must be the row's
     /// worker and attempt and a finished run in that worker's log.
     fn winner(&self, row: &Task, runs: &[Run], members: &[Member]) -> Result<usize, String> {
-        let result = row.result.clone().unwrap_or_default();
+        let result = row.result.as_ref().and_then(|r| r.to_value().ok()).unwrap_or_default();
         let (worker, pid, attempt) = (result["worker"].as_str(), result["pid"].as_u64(), result["attempt"].as_i64());
         let (Some(worker), Some(pid), Some(attempt)) = (worker, pid, attempt) else {
             return Err(format!("result {result} is not a record handler's"));
