@@ -78,6 +78,9 @@ fn main() {
     }
     check_same_sets("statement", &statement_sets);
     check_same_sets("migration", &migration_sets);
+    if let Some(names) = statement_sets.values().next() {
+        emit_names(&mut out, names);
+    }
 
     let out_path = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("generated.rs");
     fs::write(out_path, out).expect("write generated.rs");
@@ -252,6 +255,27 @@ fn check_same_sets(what: &str, sets: &BTreeMap<&str, Vec<String>>) {
     }
 }
 
+/// `claim_due_tasks` -> `ClaimDueTasks`.
+fn camel(name: &str) -> String {
+    name.split('_').map(|part| part[..1].to_uppercase() + &part[1..]).collect()
+}
+
+/// The dialect-neutral names of the statements every dialect has.
+fn emit_names(out: &mut String, names: &[String]) {
+    out.push_str("/// Every protocol statement by name; each dialect module maps it to its own\n");
+    out.push_str("/// text (`sqlite::statement`, `postgres::statement`), so code written once\n");
+    out.push_str("/// above the dialects names statements without naming a dialect.\n");
+    out.push_str("#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]\npub enum Sql {\n");
+    for name in names {
+        let _ = writeln!(out, "    /// `{name}`.\n    {},", camel(name));
+    }
+    out.push_str("}\n\nimpl Sql {\n    /// The statement's `-- name:`.\n    pub const fn name(self) -> &'static str {\n        match self {\n");
+    for name in names {
+        let _ = writeln!(out, "            Self::{} => {name:?},", camel(name));
+    }
+    out.push_str("        }\n    }\n}\n");
+}
+
 fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
     chars.next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
@@ -279,6 +303,11 @@ fn emit_dialect(out: &mut String, dialect: &str, variant: &str, statements: &[St
         );
     }
     let names: Vec<String> = statements.iter().map(|s| s.name.to_uppercase()).collect();
+    w(out, "    /// This dialect's text of a statement.\n    pub const fn statement(sql: crate::Sql) -> &'static crate::Statement {\n        match sql {\n".to_string());
+    for s in statements {
+        w(out, format!("            crate::Sql::{} => &{},\n", camel(&s.name), s.name.to_uppercase()));
+    }
+    w(out, "        }\n    }\n\n".to_string());
     w(
         out,
         format!(

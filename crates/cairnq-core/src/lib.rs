@@ -16,6 +16,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod backend;
 pub mod backoff;
 pub mod backpressure;
 pub mod client;

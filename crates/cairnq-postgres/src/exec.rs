@@ -9,13 +9,17 @@
 //! statement cache).
 
 use async_trait::async_trait;
-use cairnq_core::{Error, Result};
-use cairnq_protocol::Statement;
+use cairnq_core::backend::{Executor, Query, TaskRow};
+use cairnq_core::store::NewTask;
+use cairnq_core::{Error, HeldLease, Result, Task, TaskRef};
+use cairnq_protocol::postgres;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use crate::error::classify;
-use crate::sql::Args;
+use crate::row;
+use crate::sql::PgArg;
+use crate::write::{insert, insert_unkeyed};
 
 /// Something that runs SQL with positional parameters.
 #[async_trait]
@@ -44,53 +48,46 @@ impl<C: tokio_postgres::GenericClient + Sync> Exec for AppSession<'_, C> {
     }
 }
 
-/// Runs a protocol statement with `flags` on and returns its rows.
-pub(crate) async fn rows(
-    exec: &impl Exec,
-    statement: &'static Statement,
-    flags: &[&str],
-    args: &Args,
-) -> Result<Vec<Row>> {
-    let rendering = statement.rendering(flags).map_err(|e| Error::Storage {
+/// Runs a protocol statement (the rendering of the query's flags) and
+/// returns its rows.
+pub(crate) async fn rows(exec: &impl Exec, query: &Query) -> Result<Vec<Row>> {
+    let statement = postgres::statement(query.sql);
+    let rendering = statement.rendering(&query.flags).map_err(|e| Error::Storage {
         message: e.to_string(),
         source: None,
         transient: false,
     })?;
-    let params = args.ordered(statement.name, rendering.params)?;
+    let args = rendering
+        .params
+        .iter()
+        .map(|name| {
+            query.get(name).map(PgArg).ok_or_else(|| Error::Storage {
+                message: format!("statement {} needs :{name}, which was not bound", statement.name),
+                source: None,
+                transient: false,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let params: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a as &(dyn ToSql + Sync)).collect();
     exec.run(rendering.sql, &params).await.map_err(|e| classify(statement.name, e))
 }
 
 /// Like [`rows`], for a statement that yields at most one row.
-pub(crate) async fn opt_row(
-    exec: &impl Exec,
-    statement: &'static Statement,
-    flags: &[&str],
-    args: &Args,
-) -> Result<Option<Row>> {
-    Ok(rows(exec, statement, flags, args).await?.into_iter().next())
+pub(crate) async fn opt_row(exec: &impl Exec, query: &Query) -> Result<Option<Row>> {
+    Ok(rows(exec, query).await?.into_iter().next())
 }
 
 /// Like [`rows`], for a statement that always yields one row.
-pub(crate) async fn one_row(
-    exec: &impl Exec,
-    statement: &'static Statement,
-    flags: &[&str],
-    args: &Args,
-) -> Result<Row> {
-    opt_row(exec, statement, flags, args)
+pub(crate) async fn one_row(exec: &impl Exec, query: &Query) -> Result<Row> {
+    opt_row(exec, query)
         .await?
-        .ok_or_else(|| Error::corrupt_row(format!("statement {} returned no row", statement.name)))
+        .ok_or_else(|| Error::corrupt_row(format!("statement {} returned no row", query.sql.name())))
 }
 
 /// Like [`rows`], for a statement that answers one boolean (`exists`, ...).
-pub(crate) async fn answer(
-    exec: &impl Exec,
-    statement: &'static Statement,
-    flags: &[&str],
-    args: &Args,
-) -> Result<bool> {
-    let row = one_row(exec, statement, flags, args).await?;
-    row.try_get(0).map_err(|e| Error::corrupt_row(format!("statement {} answered no boolean: {e}", statement.name)))
+pub(crate) async fn answer(exec: &impl Exec, query: &Query) -> Result<bool> {
+    let row = one_row(exec, query).await?;
+    row.try_get(0).map_err(|e| Error::corrupt_row(format!("statement {} answered no boolean: {e}", query.sql.name())))
 }
 
 /// Runs Postgres-only SQL (no protocol counterpart) with positional
@@ -102,4 +99,43 @@ pub(crate) async fn run_sql(
     params: &[&(dyn ToSql + Sync)],
 ) -> Result<Vec<Row>> {
     exec.run(sql, params).await.map_err(|e| classify(context, e))
+}
+
+/// The per-key lock of a keyed submit: held to the end of the transaction,
+/// so concurrent submits of one key queue up behind each other (PROTOCOL.md).
+const LOCK_KEY: &str = "select pg_advisory_xact_lock(hashtextextended($1, 0))";
+
+/// The shared flows of `cairnq_core::backend::flows` over any [`Exec`]: a
+/// pooled connection, a pooled transaction, or the application's session.
+pub(crate) struct PgExec<'a, E>(pub(crate) &'a E);
+
+impl<E: Exec> Executor for PgExec<'_, E> {
+    async fn tasks(&self, query: Query) -> Result<Vec<TaskRow>> {
+        Ok(rows(self.0, &query).await?.iter().map(row::task_row).collect())
+    }
+
+    async fn refs(&self, query: Query) -> Result<Vec<TaskRef>> {
+        rows(self.0, &query).await?.iter().map(row::task_ref).collect()
+    }
+
+    async fn leases(&self, query: Query) -> Result<Vec<HeldLease>> {
+        rows(self.0, &query).await?.iter().map(row::held_lease).collect()
+    }
+
+    async fn ids(&self, query: Query) -> Result<Vec<String>> {
+        let found = rows(self.0, &query).await?;
+        found.iter().filter(|r| !r.is_empty()).map(|r| row::col(r, "id")).collect()
+    }
+
+    async fn lock_key(&self, key: &str) -> Result<()> {
+        run_sql(self.0, "lock key", LOCK_KEY, &[&key]).await.map(drop)
+    }
+
+    async fn insert(&self, task: &NewTask) -> Result<Task> {
+        insert(self.0, task).await
+    }
+
+    async fn insert_unkeyed(&self, tasks: &[NewTask]) -> Result<Vec<Task>> {
+        insert_unkeyed(self.0, tasks).await
+    }
 }

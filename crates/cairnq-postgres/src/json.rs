@@ -17,10 +17,10 @@ use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
 const JSONB_VERSION: u8 = 1;
 
 /// A [`Json`] bound to a `json` / `jsonb` parameter as its text.
-#[derive(Debug, Clone)]
-pub(crate) struct PgJson(pub(crate) Json);
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct JsonText<'a>(pub(crate) &'a Json);
 
-impl ToSql for PgJson {
+impl ToSql for JsonText<'_> {
     fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, Box<dyn StdError + Sync + Send>> {
         if *ty == Type::JSONB {
             out.extend_from_slice(&[JSONB_VERSION]);
@@ -35,6 +35,10 @@ impl ToSql for PgJson {
 
     to_sql_checked!();
 }
+
+/// A [`Json`] read from a `json` / `jsonb` column (or text holding JSON).
+#[derive(Debug, Clone)]
+pub(crate) struct PgJson(pub(crate) Json);
 
 impl<'a> FromSql<'a> for PgJson {
     fn from_sql(ty: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn StdError + Sync + Send>> {

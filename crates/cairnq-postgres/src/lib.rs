@@ -84,7 +84,6 @@ mod row;
 mod sql;
 mod store;
 mod tls;
-mod worker;
 mod write;
 
 pub use options::PostgresOptions;

@@ -10,15 +10,15 @@
 //! ledger, so processes cold-starting together never both apply one; (3)
 //! read `protocol_version` again and refuse anything but 1.
 
+use cairnq_core::backend::{Installed, Query, Sql, check_protocol_version};
 use cairnq_core::{Error, Result};
-use cairnq_protocol::{Migration, PROTOCOL_VERSION, postgres};
+use cairnq_protocol::{Migration, postgres};
 use deadpool_postgres::{Client, Transaction};
 
 use crate::error::classify;
 use crate::exec::{Exec, answer, opt_row, rows, run_sql};
 use crate::options::quote_ident;
 use crate::row::col;
-use crate::sql::Args;
 
 // Postgres-only SQL lives here rather than in cairnq-protocol: the
 // protocol's statement sets must be identical across dialects, and these
@@ -43,7 +43,7 @@ pub(crate) async fn install(client: &mut Client, schema: Option<&str>) -> Result
         }
     }
     refresh_statistics(&*client).await?;
-    check_protocol_version(&*client).await
+    check_protocol_version(protocol_version(&*client).await?.as_deref(), Installed::Done)
 }
 
 async fn prepare(client: &mut Client, schema: Option<&str>) -> Result<()> {
@@ -54,9 +54,9 @@ async fn prepare(client: &mut Client, schema: Option<&str>) -> Result<()> {
         None => refuse_second_installation(&tx).await?,
     }
     if table_exists(&tx, "cairnq_meta").await? {
-        check_protocol_version(&tx).await?;
+        check_protocol_version(protocol_version(&tx).await?.as_deref(), Installed::NotYet)?;
     }
-    rows(&tx, &postgres::CREATE_MIGRATION_LEDGER, &[], &Args::new()).await?;
+    rows(&tx, &Query::new(Sql::CreateMigrationLedger)).await?;
     commit(tx).await
 }
 
@@ -94,11 +94,11 @@ async fn one(tx: &Transaction<'_>, context: &str, sql: &str, arg: &str) -> Resul
 }
 
 async fn table_exists(exec: &impl Exec, table: &'static str) -> Result<bool> {
-    answer(exec, &postgres::TABLE_EXISTS, &[], &Args::new().set("table", table)).await
+    answer(exec, &Query::new(Sql::TableExists).arg("table", table)).await
 }
 
 async fn applied(exec: &impl Exec, migration: &Migration) -> Result<bool> {
-    answer(exec, &postgres::MIGRATION_APPLIED, &[], &Args::new().set("name", migration.file_name)).await
+    answer(exec, &Query::new(Sql::MigrationApplied).arg("name", migration.file_name)).await
 }
 
 async fn apply(client: &mut Client, migration: &Migration) -> Result<()> {
@@ -107,7 +107,7 @@ async fn apply(client: &mut Client, migration: &Migration) -> Result<()> {
     if !applied(&tx, migration).await? {
         let context = format!("apply migration {}", migration.file_name);
         tx.batch_execute(migration.sql).await.map_err(|e| classify(&context, e))?;
-        rows(&tx, &postgres::RECORD_MIGRATION, &[], &Args::new().set("name", migration.file_name)).await?;
+        rows(&tx, &Query::new(Sql::RecordMigration).arg("name", migration.file_name)).await?;
     }
     commit(tx).await
 }
@@ -115,25 +115,17 @@ async fn apply(client: &mut Client, migration: &Migration) -> Result<()> {
 /// A table never analyzed gets one ANALYZE after migrating; autovacuum
 /// keeps the statistics fresh from then on (when it is on at all).
 async fn refresh_statistics(exec: &impl Exec) -> Result<()> {
-    let analyzed = answer(exec, &postgres::TASKS_ANALYZED, &[], &Args::new()).await?;
-    let autovacuum = answer(exec, &postgres::OPTIMIZE_PLANNER, &[], &Args::new()).await?;
+    let analyzed = answer(exec, &Query::new(Sql::TasksAnalyzed)).await?;
+    let autovacuum = answer(exec, &Query::new(Sql::OptimizePlanner)).await?;
     if !analyzed || !autovacuum {
-        rows(exec, &postgres::ANALYZE_TASKS, &[], &Args::new()).await?;
+        rows(exec, &Query::new(Sql::AnalyzeTasks)).await?;
     }
     Ok(())
 }
 
-async fn check_protocol_version(exec: &impl Exec) -> Result<()> {
-    let args = Args::new().set("key", "protocol_version");
-    let found: Option<String> =
-        opt_row(exec, &postgres::READ_META, &[], &args).await?.map(|r| col(&r, "value")).transpose()?;
-    match found {
-        Some(v) if v.trim() == PROTOCOL_VERSION.to_string() => Ok(()),
-        other => Err(Error::ProtocolVersionMismatch {
-            found: other.unwrap_or_else(|| "no protocol_version row".to_string()),
-            expected: PROTOCOL_VERSION,
-        }),
-    }
+async fn protocol_version(exec: &impl Exec) -> Result<Option<String>> {
+    let read = Query::new(Sql::ReadMeta).arg("key", "protocol_version");
+    opt_row(exec, &read).await?.map(|r| col(&r, "value")).transpose()
 }
 
 /// Starts a transaction on a pooled connection.

@@ -1,57 +1,63 @@
-//! Arguments by parameter name, for protocol statements.
+//! Statement arguments as Postgres wants them.
 //!
-//! cairnq-protocol renders every statement for every combination of its
-//! `-- when:` flags at build time, with `$n` placeholders and the name
-//! behind each; this module binds named arguments in that order.
+//! The shared flows build driver-neutral [`Arg`]s; a parameter's Postgres
+//! type is known only once the statement is prepared (`:limit::bigint`,
+//! `:max_attempts::integer`). [`PgArg`] writes each value in the type the
+//! parameter has, narrowing integers with a check, so one argument type
+//! serves every statement.
 
-use cairnq_core::{Error, Result};
-use tokio_postgres::types::ToSql;
+use std::error::Error as StdError;
 
-/// A value bound to a named parameter.
-pub(crate) type Arg = Box<dyn ToSql + Sync + Send>;
+use bytes::BytesMut;
+use cairnq_core::backend::Arg;
+use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
-/// Arguments by parameter name.
-#[derive(Default)]
-pub(crate) struct Args {
-    values: Vec<(&'static str, Arg)>,
-}
+use crate::json::JsonText;
 
-impl Args {
-    /// No arguments.
-    pub(crate) fn new() -> Self {
-        Self::default()
-    }
+/// An [`Arg`] bound to a parameter of whatever type it was prepared with.
+#[derive(Debug)]
+pub(crate) struct PgArg<'a>(pub(crate) &'a Arg);
 
-    /// With `name` bound to `value`.
-    pub(crate) fn set(mut self, name: &'static str, value: impl ToSql + Sync + Send + 'static) -> Self {
-        self.values.push((name, Box::new(value)));
-        self
-    }
+type Outcome = Result<IsNull, Box<dyn StdError + Sync + Send>>;
 
-    /// The values in the order `statement` needs them.
-    pub(crate) fn ordered(&self, statement: &str, names: &[&str]) -> Result<Vec<&(dyn ToSql + Sync)>> {
-        names
-            .iter()
-            .map(|name| {
-                let found = self.values.iter().find(|(n, _)| n == name);
-                found.map(|(_, v)| v.as_ref() as &(dyn ToSql + Sync)).ok_or_else(|| Error::Storage {
-                    message: format!("statement {statement} needs :{name}, which was not bound"),
-                    source: None,
-                    transient: false,
-                })
-            })
-            .collect()
+fn int(value: i64, ty: &Type, out: &mut BytesMut) -> Outcome {
+    match *ty {
+        Type::INT2 => i16::try_from(value)?.to_sql(ty, out),
+        Type::INT4 => i32::try_from(value)?.to_sql(ty, out),
+        Type::FLOAT8 => (value as f64).to_sql(ty, out),
+        _ => value.to_sql(ty, out),
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reports_an_unbound_parameter() {
-        let args = Args::new().set("a", 1i64);
-        assert!(args.ordered("s", &["a"]).is_ok());
-        assert!(args.ordered("s", &["b"]).is_err());
+fn ints(values: &[i64], ty: &Type, out: &mut BytesMut) -> Outcome {
+    match *ty {
+        Type::INT4_ARRAY => values.iter().map(|v| i32::try_from(*v)).collect::<Result<Vec<_>, _>>()?.to_sql(ty, out),
+        Type::INT2_ARRAY => values.iter().map(|v| i16::try_from(*v)).collect::<Result<Vec<_>, _>>()?.to_sql(ty, out),
+        _ => values.to_sql(ty, out),
     }
+}
+
+impl ToSql for PgArg<'_> {
+    fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Outcome {
+        match self.0 {
+            Arg::Bool(b) => b.to_sql(ty, out),
+            Arg::Int(i) => int(*i, ty, out),
+            Arg::Real(f) => f.to_sql(ty, out),
+            Arg::Text(text) => text.as_str().to_sql(ty, out),
+            Arg::Texts(items) => items.to_sql(ty, out),
+            Arg::OptTexts(items) => items.to_sql(ty, out),
+            Arg::Json(json) => JsonText(json).to_sql(ty, out),
+            Arg::Jsons(items) => items.iter().map(JsonText).collect::<Vec<_>>().to_sql(ty, out),
+            Arg::Ints(items) => ints(items, ty, out),
+            _ => Ok(IsNull::Yes),
+        }
+    }
+
+    /// Any type: the value is written (or refused with a clear error) in
+    /// `to_sql`, which knows both the value and the parameter's type.
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
 }

@@ -12,11 +12,14 @@ use cairnq_core::store::{
 use cairnq_core::{Capabilities, ChangeWatch, HeldLease, Result, Store, Task, TaskCount, TaskRef, TaskSelector, Wake};
 use deadpool_postgres::{Client, Pool};
 
-use crate::exec::AppSession;
+use cairnq_core::backend::flows;
+
+use crate::exec::{AppSession, PgExec};
 use crate::listener::Listener;
 use crate::migrate::{begin, commit, install};
 use crate::options::PostgresOptions;
-use crate::{pool, read, tls, worker, write};
+use crate::write::{check_json, check_jsonb};
+use crate::{pool, read, tls, write};
 
 /// A cairnq store on Postgres: a pool of connections (statements prepared
 /// once per connection), the database clock for every time, and one LISTEN
@@ -106,7 +109,8 @@ impl PostgresStore {
     where
         C: tokio_postgres::GenericClient + Sync,
     {
-        worker::complete(&AppSession(session), params).await
+        check_jsonb("result", &params.result)?;
+        flows::complete(&PgExec(&AppSession(session)), params).await
     }
 
     /// [`Store::succeed`] inside the application's own client or
@@ -115,7 +119,8 @@ impl PostgresStore {
     where
         C: tokio_postgres::GenericClient + Sync,
     {
-        worker::succeed(&AppSession(session), params).await
+        check_jsonb("result", &params.result)?;
+        flows::succeed(&PgExec(&AppSession(session)), params).await
     }
 
     async fn client(&self) -> Result<Client> {
@@ -134,21 +139,23 @@ impl Store for PostgresStore {
     }
 
     async fn submit(&self, task: &NewTask) -> Result<Task> {
+        check_json(task)?;
         if task.key.is_none() {
-            write::check_json(task)?;
             return self.inner.submits.call(task.clone()).await;
         }
         let mut client = self.client().await?;
         let tx = begin(&mut client).await?;
-        let submitted = write::submit(&tx, task).await?;
+        let submitted = flows::submit(&PgExec(&tx), task).await?;
         commit(tx).await?;
         Ok(submitted)
     }
 
     async fn submit_many(&self, tasks: &[NewTask]) -> Result<Vec<Task>> {
+        // Every item is checked before the first insert is sent.
+        tasks.iter().try_for_each(check_json)?;
         let mut client = self.client().await?;
         let tx = begin(&mut client).await?;
-        let submitted = write::submit_all(&tx, tasks).await?;
+        let submitted = flows::submit_many(&PgExec(&tx), tasks).await?;
         commit(tx).await?;
         Ok(submitted)
     }
@@ -174,15 +181,15 @@ impl Store for PostgresStore {
     }
 
     async fn cancel(&self, task: &TaskSelector) -> Result<Option<Task>> {
-        write::cancel(&self.client().await?, task).await
+        flows::cancel(&PgExec(&self.client().await?), task).await
     }
 
     async fn retry(&self, task: &TaskSelector, reset_attempt: bool) -> Result<Option<Task>> {
-        write::retry(&self.client().await?, task, reset_attempt).await
+        flows::retry(&PgExec(&self.client().await?), task, reset_attempt).await
     }
 
     async fn purge(&self, params: &PurgeFilter) -> Result<Vec<String>> {
-        write::purge(&self.client().await?, params).await
+        flows::purge(&PgExec(&self.client().await?), params).await
     }
 
     async fn claimable(&self, params: &ProbeParams) -> Result<bool> {
@@ -192,43 +199,46 @@ impl Store for PostgresStore {
     async fn claim(&self, params: &ClaimParams) -> Result<Vec<Task>> {
         let mut client = self.client().await?;
         let tx = begin(&mut client).await?;
-        let claimed = worker::claim(&tx, params).await?;
+        let claimed = flows::claim(&PgExec(&tx), params).await?;
         commit(tx).await?;
         Ok(claimed)
     }
 
     async fn heartbeat(&self, params: &HeartbeatParams) -> Result<Task> {
-        worker::heartbeat(&self.client().await?, params).await
+        flows::heartbeat(&PgExec(&self.client().await?), params).await
     }
 
     async fn heartbeat_batch(&self, params: &HeartbeatBatchParams) -> Result<Vec<HeldLease>> {
-        worker::heartbeat_batch(&self.client().await?, params).await
+        flows::heartbeat_batch(&PgExec(&self.client().await?), params).await
     }
 
     async fn progress(&self, params: &ProgressParams) -> Result<Task> {
-        worker::progress(&self.client().await?, params).await
+        flows::progress(&PgExec(&self.client().await?), params).await
     }
 
     async fn succeed(&self, params: &SettleParams) -> Result<Task> {
-        worker::succeed(&self.client().await?, params).await
+        check_jsonb("result", &params.result)?;
+        flows::succeed(&PgExec(&self.client().await?), params).await
     }
 
     async fn complete(&self, params: &SettleParams) -> Result<Task> {
-        worker::complete(&self.client().await?, params).await
+        check_jsonb("result", &params.result)?;
+        flows::complete(&PgExec(&self.client().await?), params).await
     }
 
     async fn complete_batch(&self, params: &CompleteBatchParams) -> Result<Vec<TaskRef>> {
-        worker::complete_batch(&self.client().await?, params).await
+        write::complete_batch(&self.client().await?, params).await
     }
 
     async fn fail(&self, params: &FailParams) -> Result<Task> {
-        worker::fail(&self.client().await?, params).await
+        check_jsonb("error", &params.error)?;
+        flows::fail(&PgExec(&self.client().await?), params).await
     }
 
     async fn repair(&self, params: &RepairParams) -> Result<Repaired> {
         let mut client = self.client().await?;
         let tx = begin(&mut client).await?;
-        let repaired = worker::repair(&tx, params).await?;
+        let repaired = flows::repair(&PgExec(&tx), params).await?;
         commit(tx).await?;
         Ok(repaired)
     }

@@ -1,76 +1,23 @@
-//! Client-side writes: submit (plain and keyed), cancel, retry, purge.
+//! Writes whose statements are Postgres's own shape: inserts (one row, and
+//! many rows column-wise), the coalesced queue of plain submits, and
+//! `complete_batch`; plus the JSON check jsonb needs. Every other write is
+//! a flow of `cairnq_core::backend::flows` run over [`PgExec`](crate::exec::PgExec).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
+use cairnq_core::backend::{Query, Sql, in_asked_order};
 use cairnq_core::coalesce::Coalescer;
-use cairnq_core::keys::{KeyedSubmit, resolve_key_conflict};
-use cairnq_core::store::{NewTask, PurgeFilter, SubmitRun, in_asked_order, submit_runs};
-use cairnq_core::{Error, Json, Result, Task, TaskSelector};
-use cairnq_protocol::postgres;
-
+use cairnq_core::store::{CompleteBatchParams, NewTask};
+use cairnq_core::{Error, Json, Result, Task, TaskRef};
 use deadpool_postgres::Pool;
 
-use crate::exec::{Exec, one_row, opt_row, rows, run_sql};
-use crate::json::PgJson;
+use crate::exec::{Exec, one_row, rows};
 use crate::pool;
-use crate::read::{get, selected};
-use crate::row::{self, col};
-use crate::sql::Args;
-
-/// The per-key lock of a keyed submit: held to the end of the transaction,
-/// so concurrent submits of one key queue up behind each other (PROTOCOL.md).
-const LOCK_KEY: &str = "select pg_advisory_xact_lock(hashtextextended($1, 0))";
-
-/// Inserts `task`; with a key, applies the key's conflict rule. A keyed
-/// submit must run inside a transaction (the key lock lasts until commit).
-pub(crate) async fn submit(exec: &impl Exec, task: &NewTask) -> Result<Task> {
-    check_json(task)?;
-    let Some(key) = &task.key else { return insert(exec, task).await };
-    run_sql(exec, "lock key", LOCK_KEY, &[key]).await?;
-    let args = Args::new().set("key", key.clone());
-    let existing =
-        opt_row(exec, &postgres::SELECT_KEY_TASK, &[], &args).await?.as_ref().map(row::task_ref).transpose()?;
-    let decision = resolve_key_conflict(task.conflict, key, existing.as_ref())?;
-    if let Some(old) = &existing {
-        let old = TaskSelector::Id(old.id.clone());
-        match decision {
-            // The key's task vanishes here only through a concurrent purge;
-            // the key is then free and the submit inserts.
-            KeyedSubmit::ReturnExisting => {
-                if let Some(found) = get(exec, &old).await? {
-                    return Ok(found);
-                }
-            }
-            KeyedSubmit::Insert { cancel_existing: true } => {
-                cancel(exec, &old).await?;
-            }
-            KeyedSubmit::Insert { cancel_existing: false } => {}
-        }
-    }
-    let inserted = insert(exec, task).await?;
-    let args = Args::new().set("key", key.clone()).set("task_id", inserted.id.clone());
-    rows(exec, &postgres::UPSERT_TASK_KEY, &[], &args).await?;
-    Ok(inserted)
-}
+use crate::row;
 
 /// The most tasks one `insert_tasks` statement carries.
 const INSERT_CHUNK: usize = 1_000;
-
-/// Submits `tasks` in order; must run inside one transaction. A keyed task
-/// goes on its own, each run of unkeyed ones in `insert_tasks` statements
-/// (see [`submit_runs`]).
-pub(crate) async fn submit_all(exec: &impl Exec, tasks: &[NewTask]) -> Result<Vec<Task>> {
-    // Every item is checked before the first insert is sent.
-    tasks.iter().try_for_each(check_json)?;
-    let mut submitted = Vec::with_capacity(tasks.len());
-    for run in submit_runs(tasks, INSERT_CHUNK) {
-        match run {
-            SubmitRun::Keyed(task) => submitted.push(submit(exec, task).await?),
-            SubmitRun::Unkeyed(run) => submitted.extend(insert_unkeyed(exec, run).await?),
-        }
-    }
-    Ok(submitted)
-}
 
 /// Plain submits coalesced into shared writes (see [`Coalescer`]): every
 /// unkeyed submit waiting goes out in one `insert_tasks` statement (one
@@ -106,24 +53,25 @@ async fn insert_batch(pool: &Pool, batch: Vec<NewTask>) -> Vec<Result<Task>> {
     }
 }
 
-/// One `insert_tasks` for `tasks`; the rows in the order given.
-async fn insert_unkeyed(exec: &impl Exec, tasks: &[NewTask]) -> Result<Vec<Task>> {
+/// One `insert_tasks` for `tasks` (the i-th element of each array belongs
+/// to the i-th task); the rows in the order given.
+pub(crate) async fn insert_unkeyed(exec: &impl Exec, tasks: &[NewTask]) -> Result<Vec<Task>> {
     fn column<T>(tasks: &[NewTask], field: impl Fn(&NewTask) -> T) -> Vec<T> {
         tasks.iter().map(field).collect()
     }
-    let args = Args::new()
-        .set("ids", column(tasks, |t| t.id.clone()))
-        .set("names", column(tasks, |t| t.name.clone()))
-        .set("queues", column(tasks, |t| t.queue.clone()))
-        .set("payloads", column(tasks, |t| PgJson(t.payload.clone())))
-        .set("metadatas", column(tasks, |t| PgJson(t.metadata.clone())))
-        .set("max_attempts", column(tasks, |t| t.max_attempts))
-        .set("priorities", column(tasks, |t| t.priority))
-        .set("delays_ms", column(tasks, |t| t.delay_ms))
-        .set("parent_ids", column(tasks, |t| t.parent_id.clone()))
-        .set("root_ids", column(tasks, |t| t.root_id.clone()))
-        .set("correlation_ids", column(tasks, |t| t.correlation_id.clone()));
-    let inserted = rows(exec, &postgres::INSERT_TASKS, &[], &args).await?;
+    let query = Query::new(Sql::InsertTasks)
+        .arg("ids", column(tasks, |t| t.id.clone()))
+        .arg("names", column(tasks, |t| t.name.clone()))
+        .arg("queues", column(tasks, |t| t.queue.clone()))
+        .arg("payloads", column(tasks, |t| t.payload.clone()))
+        .arg("metadatas", column(tasks, |t| t.metadata.clone()))
+        .arg("max_attempts", column(tasks, |t| i64::from(t.max_attempts)))
+        .arg("priorities", column(tasks, |t| i64::from(t.priority)))
+        .arg("delays_ms", column(tasks, |t| t.delay_ms))
+        .arg("parent_ids", column(tasks, |t| t.parent_id.clone()))
+        .arg("root_ids", column(tasks, |t| t.root_id.clone()))
+        .arg("correlation_ids", column(tasks, |t| t.correlation_id.clone()));
+    let inserted = rows(exec, &query).await?;
     let inserted = inserted.iter().map(row::task).collect::<Result<Vec<_>>>()?;
     let ordered = in_asked_order(tasks.iter().map(|t| t.id.as_str()), inserted, |t| &t.id);
     if ordered.len() == tasks.len() {
@@ -133,53 +81,23 @@ async fn insert_unkeyed(exec: &impl Exec, tasks: &[NewTask]) -> Result<Vec<Task>
     }
 }
 
-async fn insert(exec: &impl Exec, task: &NewTask) -> Result<Task> {
-    let args = Args::new()
-        .set("id", task.id.clone())
-        .set("name", task.name.clone())
-        .set("queue", task.queue.clone())
-        .set("payload", PgJson(task.payload.clone()))
-        .set("metadata", PgJson(task.metadata.clone()))
-        .set("max_attempts", task.max_attempts)
-        .set("priority", task.priority)
-        .set("delay_ms", task.delay_ms)
-        .set("parent_id", task.parent_id.clone())
-        .set("root_id", task.root_id.clone())
-        .set("correlation_id", task.correlation_id.clone());
-    row::task(&one_row(exec, &postgres::INSERT_TASK, &[], &args).await?)
+/// One `insert_task`; the row as the server wrote it.
+pub(crate) async fn insert(exec: &impl Exec, task: &NewTask) -> Result<Task> {
+    row::task(&one_row(exec, &Query::insert(task)).await?)
 }
 
-/// Queued -> canceled; running -> cancel requested; else `None`.
-pub(crate) async fn cancel(exec: &impl Exec, task: &TaskSelector) -> Result<Option<Task>> {
-    let (flag, args) = selected(task);
-    opt_row(exec, &postgres::CANCEL_TASK, &[flag], &args).await?.as_ref().map(row::task).transpose()
-}
-
-/// Failed or canceled -> queued now; else `None`.
-pub(crate) async fn retry(exec: &impl Exec, task: &TaskSelector, reset_attempt: bool) -> Result<Option<Task>> {
-    let (flag, args) = selected(task);
-    let flags: &[&str] = if reset_attempt { &[flag, "reset_attempt"] } else { &[flag] };
-    opt_row(exec, &postgres::RETRY_TASK, flags, &args).await?.as_ref().map(row::task).transpose()
-}
-
-/// Deletes terminal rows; returns their ids.
-pub(crate) async fn purge(exec: &impl Exec, params: &PurgeFilter) -> Result<Vec<String>> {
-    let mut args = Args::new().set("older_than_ms", params.older_than_ms).set("limit", params.limit);
-    let mut flags = Vec::new();
-    match params.status {
-        Some(status) => {
-            flags.push("status");
-            args = args.set("status", status.as_str());
-        }
-        None => flags.push("any_status"),
-    }
-    for (flag, value) in [("queue", &params.queue), ("name", &params.name)] {
-        if let Some(value) = value {
-            flags.push(flag);
-            args = args.set(flag, value.clone());
-        }
-    }
-    rows(exec, &postgres::PURGE_TASKS, &flags, &args).await?.iter().map(|r| col(r, "id")).collect()
+/// Completes many tasks in one statement (results as one jsonb object by
+/// task id); the settled ones in the order asked.
+pub(crate) async fn complete_batch(exec: &impl Exec, p: &CompleteBatchParams) -> Result<Vec<TaskRef>> {
+    p.completions.iter().try_for_each(|(_, result)| check_jsonb("result", result))?;
+    let ids: Vec<String> = p.completions.iter().map(|(id, _)| id.clone()).collect();
+    let results: HashMap<&str, &Json> = p.completions.iter().map(|(id, r)| (id.as_str(), r)).collect();
+    let query = Query::new(Sql::CompleteTasks)
+        .arg("ids", ids)
+        .arg("results", Json::encode(&results)?)
+        .arg("worker_id", &p.worker_id);
+    let settled = rows(exec, &query).await?.iter().map(row::task_ref).collect::<Result<Vec<_>>>()?;
+    Ok(in_asked_order(p.completions.iter().map(|(id, _)| id.as_str()), settled, |t| &t.id))
 }
 
 /// Whether `task`'s payload and metadata fit in jsonb (see [`check_jsonb`]).

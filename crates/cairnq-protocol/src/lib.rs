@@ -134,6 +134,21 @@ pub fn migrations(dialect: Dialect) -> &'static [Migration] {
     }
 }
 
+impl Dialect {
+    /// This dialect's text of a statement.
+    ///
+    /// ```
+    /// use cairnq_protocol::{Dialect, Sql};
+    /// assert_eq!(Dialect::Postgres.statement(Sql::ClaimDueTasks).name, "claim_due_tasks");
+    /// ```
+    pub const fn statement(self, sql: Sql) -> &'static Statement {
+        match self {
+            Self::Sqlite => sqlite::statement(sql),
+            Self::Postgres => postgres::statement(sql),
+        }
+    }
+}
+
 /// Looks a statement up by name.
 pub fn statement(dialect: Dialect, name: &str) -> Option<&'static Statement> {
     statements(dialect).iter().find(|s| s.name == name)

@@ -91,6 +91,7 @@
 //!   skewed clocks sharing one file (over a network share) would disagree.
 
 mod error;
+mod exec;
 mod open;
 mod options;
 mod read;

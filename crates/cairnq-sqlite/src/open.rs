@@ -8,13 +8,14 @@
 use std::path::Path;
 use std::time::Duration;
 
+use cairnq_core::backend::{Installed, Query, Sql, check_protocol_version};
 use cairnq_core::{Clock, Error, Result};
-use cairnq_protocol::{Migration, PROTOCOL_VERSION, sqlite};
+use cairnq_protocol::{Migration, sqlite};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use crate::error::{at_path, is_busy, sqlite_error};
 use crate::options::SqliteOptions;
-use crate::sql::{Args, query_int, query_opt, render};
+use crate::sql::{query_int, query_opt};
 
 /// Statements (x flag combinations) a connection keeps prepared.
 const STATEMENT_CACHE: usize = 96;
@@ -78,30 +79,18 @@ fn connect(path: &Path, options: &SqliteOptions) -> Result<Connection> {
 /// `protocol_version` of an installed database, `None` before the first
 /// migration created `cairnq_meta` (or when the row is missing).
 fn protocol_version(conn: &Connection) -> Result<Option<String>> {
-    let args = Args::new().text("table", "cairnq_meta");
-    if query_int(conn, render(&sqlite::TABLE_EXISTS, &[])?, &args)? == 0 {
+    if query_int(conn, &Query::new(Sql::TableExists).arg("table", "cairnq_meta"))? == 0 {
         return Ok(None);
     }
-    let args = Args::new().text("key", "protocol_version");
-    query_opt(conn, render(&sqlite::READ_META, &[])?, &args, crate::row::first_text)
-}
-
-fn mismatch(found: Option<String>) -> Error {
-    Error::ProtocolVersionMismatch { found: found.unwrap_or_else(|| "missing".into()), expected: PROTOCOL_VERSION }
+    query_opt(conn, &Query::new(Sql::ReadMeta).arg("key", "protocol_version"), crate::row::first_text)
 }
 
 fn refuse_other_protocol(conn: &Connection) -> Result<()> {
-    match protocol_version(conn)? {
-        Some(found) if found != PROTOCOL_VERSION.to_string() => Err(mismatch(Some(found))),
-        _ => Ok(()),
-    }
+    check_protocol_version(protocol_version(conn)?.as_deref(), Installed::NotYet)
 }
 
 fn require_protocol(conn: &Connection) -> Result<()> {
-    match protocol_version(conn)? {
-        Some(found) if found == PROTOCOL_VERSION.to_string() => Ok(()),
-        other => Err(mismatch(other)),
-    }
+    check_protocol_version(protocol_version(conn)?.as_deref(), Installed::Done)
 }
 
 /// The first opener switches the file to WAL; a switch that collides with
@@ -129,7 +118,7 @@ fn enable_wal(conn: &Connection) -> Result<()> {
 /// `BEGIN IMMEDIATE` transaction that re-checks the ledger first, so
 /// processes starting together never apply one twice.
 fn migrate(conn: &mut Connection, clock: &dyn Clock) -> Result<()> {
-    query_int(conn, render(&sqlite::CREATE_MIGRATION_LEDGER, &[])?, &Args::new())?;
+    query_int(conn, &Query::new(Sql::CreateMigrationLedger))?;
     for migration in sqlite::MIGRATIONS {
         // Fast path: a migrated database takes no write lock at all.
         if !is_applied(conn, migration)? {
@@ -140,8 +129,7 @@ fn migrate(conn: &mut Connection, clock: &dyn Clock) -> Result<()> {
 }
 
 fn is_applied(conn: &Connection, migration: &Migration) -> Result<bool> {
-    let args = Args::new().text("name", migration.file_name);
-    Ok(query_int(conn, render(&sqlite::MIGRATION_APPLIED, &[])?, &args)? != 0)
+    Ok(query_int(conn, &Query::new(Sql::MigrationApplied).arg("name", migration.file_name))? != 0)
 }
 
 fn apply_once(conn: &mut Connection, migration: &Migration, clock: &dyn Clock) -> Result<()> {
@@ -149,8 +137,8 @@ fn apply_once(conn: &mut Connection, migration: &Migration, clock: &dyn Clock) -
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(context("begin"))?;
     if !is_applied(&tx, migration)? {
         tx.execute_batch(migration.sql).map_err(context("apply"))?;
-        let args = Args::new().text("name", migration.file_name).set("now_ms", clock.now_ms());
-        query_int(&tx, render(&sqlite::RECORD_MIGRATION, &[])?, &args)?;
+        let record = Query::new(Sql::RecordMigration).arg("name", migration.file_name).arg("now_ms", clock.now_ms());
+        query_int(&tx, &record)?;
     }
     tx.commit().map_err(context("commit"))
 }
@@ -159,11 +147,10 @@ fn apply_once(conn: &mut Connection, migration: &Migration, clock: &dyn Clock) -
 /// empty table records nothing, so an empty database is analyzed again at
 /// the next open (cheap: there is nothing to read).
 fn analyze_once(conn: &Connection) -> Result<()> {
-    let args = Args::new().text("table", "sqlite_stat1");
-    let has_stats = query_int(conn, render(&sqlite::TABLE_EXISTS, &[])?, &args)? != 0
-        && query_int(conn, render(&sqlite::TASKS_ANALYZED, &[])?, &Args::new())? != 0;
+    let has_stats = query_int(conn, &Query::new(Sql::TableExists).arg("table", "sqlite_stat1"))? != 0
+        && query_int(conn, &Query::new(Sql::TasksAnalyzed))? != 0;
     if !has_stats {
-        query_int(conn, render(&sqlite::ANALYZE_TASKS, &[])?, &Args::new())?;
+        query_int(conn, &Query::new(Sql::AnalyzeTasks))?;
     }
     Ok(())
 }

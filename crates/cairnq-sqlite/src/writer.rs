@@ -16,13 +16,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use cairnq_core::backend::{Query, Sql};
 use cairnq_core::{Clock, Error, Result};
-use cairnq_protocol::sqlite;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use crate::error::{guarded, replicate, sqlite_error};
-use crate::sql::{Args, query, render};
+use crate::sql::query;
 use crate::wake::{Changes, WakeBoard};
 
 /// A write's view of the database: the connection inside the transaction,
@@ -130,9 +130,7 @@ pub(crate) fn run_writer(conn: Connection, jobs: mpsc::Receiver<Box<dyn Job>>, e
         if last_optimize.elapsed() >= OPTIMIZE_EVERY {
             last_optimize = Instant::now();
             // Advisory: a failed optimize changes nothing a caller sees.
-            if let Ok(optimize) = render(&sqlite::OPTIMIZE_PLANNER, &[]) {
-                let _ = query(&conn, optimize, &Args::new(), |_| Ok(()));
-            }
+            let _ = query(&conn, &Query::new(Sql::OptimizePlanner), |_| Ok(()));
         }
     }
 }

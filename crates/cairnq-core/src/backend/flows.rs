@@ -1,0 +1,268 @@
+//! The operations whose logic is the same in every dialect, written once
+//! over an [`Executor`]: keyed submits, claims, the lease-checked writes,
+//! cancel, retry, purge and repair.
+//!
+//! A backend implements [`Executor`] for whatever runs statements inside
+//! the transaction it opened (SQLite's writer connection, a Postgres
+//! transaction) and calls these. The flows are `async` so a Postgres
+//! executor can pipeline statements sent together (claim sends lease
+//! recovery and the first draw in one round trip); a synchronous executor
+//! returns ready futures and runs them with a trivial `block_on`.
+
+use std::future::Future;
+
+use cairnq_protocol::Sql;
+
+use crate::backend::query::Query;
+use crate::envelope::ErrorEnvelope;
+use crate::error::{Error, Result};
+use crate::keys::{KeyedSubmit, resolve_key_conflict};
+use crate::model::{HeldLease, Task, TaskRef, Undecodable};
+use crate::store::{
+    ClaimDraw, ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, NewTask, ProgressParams, PurgeFilter,
+    RepairParams, Repaired, SettleParams, SubmitRun, TaskRow, TaskSelector, fail_undecodable, in_asked_order,
+    lost_lease, submit_runs,
+};
+
+/// Runs protocol statements inside one transaction of a backend. Each
+/// method runs one [`Query`] and decodes its rows the way its name says;
+/// the backend adds what its dialect needs (SQLite's `now_ms`).
+///
+/// The futures carry no `Send` bound: a backend whose executor is `Send`
+/// gets `Send` flows (auto traits follow the concrete type).
+pub trait Executor {
+    /// Rows that are whole tasks (`select *` / `returning *`), each decoded
+    /// on its own.
+    fn tasks(&self, query: Query) -> impl Future<Output = Result<Vec<TaskRow>>>;
+
+    /// `(id, status)` rows.
+    fn refs(&self, query: Query) -> impl Future<Output = Result<Vec<TaskRef>>>;
+
+    /// `(id, cancel_requested_at_ms)` rows.
+    fn leases(&self, query: Query) -> impl Future<Output = Result<Vec<HeldLease>>>;
+
+    /// The first column of each row as text (ids); a statement returning
+    /// nothing gives an empty list.
+    fn ids(&self, query: Query) -> impl Future<Output = Result<Vec<String>>>;
+
+    /// Takes the lock a keyed submit holds until its transaction ends
+    /// (Postgres: an advisory lock on the key; SQLite's write transaction
+    /// already is one).
+    fn lock_key(&self, key: &str) -> impl Future<Output = Result<()>>;
+
+    /// Inserts one task and answers with the row as written.
+    fn insert(&self, task: &NewTask) -> impl Future<Output = Result<Task>>;
+
+    /// Inserts consecutive unkeyed tasks with one statement; the rows in
+    /// the order given.
+    fn insert_unkeyed(&self, tasks: &[NewTask]) -> impl Future<Output = Result<Vec<Task>>>;
+}
+
+/// The most tasks one multi-row insert carries.
+const INSERT_CHUNK: usize = 1_000;
+
+/// The first row a statement returned, decoded (an undecodable row is the
+/// caller's [`Error::Undecodable`]).
+fn first(rows: Vec<TaskRow>) -> Result<Option<Task>> {
+    rows.into_iter().next().transpose().map_err(Undecodable::into_error)
+}
+
+/// Inserts `task`; with a key, in the caller's transaction: lock the key,
+/// read its task (a vanished task frees it), apply the conflict rule,
+/// cancel the recorded task when replacing a live one, insert, repoint.
+pub async fn submit(exec: &impl Executor, task: &NewTask) -> Result<Task> {
+    let Some(key) = &task.key else { return exec.insert(task).await };
+    exec.lock_key(key).await?;
+    let existing = exec.refs(Query::new(Sql::SelectKeyTask).arg("key", key)).await?.into_iter().next();
+    let decision = resolve_key_conflict(task.conflict, key, existing.as_ref())?;
+    if let Some(old) = existing.map(|old| TaskSelector::Id(old.id)) {
+        match decision {
+            KeyedSubmit::ReturnExisting => {
+                if let Some(found) = first(exec.tasks(Query::new(Sql::SelectTask).select(&old)).await?)? {
+                    return Ok(found);
+                }
+            }
+            KeyedSubmit::Insert { cancel_existing: true } => {
+                cancel(exec, &old).await?;
+            }
+            KeyedSubmit::Insert { cancel_existing: false } => {}
+        }
+    }
+    let inserted = exec.insert(task).await?;
+    exec.ids(Query::new(Sql::UpsertTaskKey).arg("key", key).arg("task_id", &inserted.id)).await?;
+    Ok(inserted)
+}
+
+/// Submits `tasks` in order in the caller's transaction: a keyed task on
+/// its own (it must see an earlier item's key), each run of unkeyed ones
+/// with one multi-row insert.
+pub async fn submit_many(exec: &impl Executor, tasks: &[NewTask]) -> Result<Vec<Task>> {
+    let mut submitted = Vec::with_capacity(tasks.len());
+    for run in submit_runs(tasks, INSERT_CHUNK) {
+        match run {
+            SubmitRun::Keyed(task) => submitted.push(submit(exec, task).await?),
+            SubmitRun::Unkeyed(run) => submitted.extend(exec.insert_unkeyed(run).await?),
+        }
+    }
+    Ok(submitted)
+}
+
+/// One claim transaction: lease recovery (every expired lease in the
+/// database), then each draw within its budgets. Recovery and the first
+/// draw are issued together, in order, so a pipelining executor sends them
+/// in one round trip.
+pub async fn claim(exec: &impl Executor, params: &ClaimParams) -> Result<Vec<Task>> {
+    let mut plan = params.plan();
+    let expired = ErrorEnvelope::lease_expired().to_json();
+    let recover = |sql| exec.ids(Query::new(sql).arg("error", &expired));
+    let first = params.draws.first().map(|draw| draw_once(exec, params, draw, plan.limit(0)));
+    let (_, _, _, first) = futures::try_join!(
+        recover(Sql::RecoverCanceledLeases),
+        recover(Sql::RecoverRequeuedLeases),
+        recover(Sql::RecoverFailedLeases),
+        async {
+            match first {
+                Some(draw) => draw.await,
+                None => Ok((Vec::new(), 0)),
+            }
+        },
+    )?;
+    let (mut claimed, drawn) = first;
+    plan.took(0, drawn);
+    for (index, draw) in params.draws.iter().enumerate().skip(1) {
+        let (taken, drawn) = draw_once(exec, params, draw, plan.limit(index)).await?;
+        plan.took(index, drawn);
+        claimed.extend(taken);
+    }
+    Ok(claimed)
+}
+
+/// One draw of up to `limit` rows. Every row drawn counts against the
+/// plan; a row that does not decode is failed here, in the claim's
+/// transaction and owned by the claimer, and left out of the result.
+async fn draw_once(
+    exec: &impl Executor,
+    params: &ClaimParams,
+    draw: &ClaimDraw,
+    limit: u32,
+) -> Result<(Vec<Task>, usize)> {
+    if limit == 0 {
+        return Ok((Vec::new(), 0));
+    }
+    let query = Query::new(Sql::ClaimDueTasks)
+        .arg("worker_id", &params.worker_id)
+        .arg("lease_ms", params.lease_ms)
+        .arg("limit", i64::from(limit))
+        .scope(&draw.queues, draw.names.as_deref());
+    let rows = exec.tasks(query).await?;
+    let drawn = rows.len();
+    let (tasks, undecodable) = fail_undecodable(rows);
+    for (row, envelope) in undecodable {
+        // A row whose very id does not decode cannot be failed by id; lease
+        // recovery takes it back until its attempts run out.
+        let Some(id) = row.task_id else { continue };
+        let query = Query::new(Sql::FailUndecodableTask)
+            .arg("id", id)
+            .arg("worker_id", &params.worker_id)
+            .arg("error", envelope);
+        exec.ids(query).await?;
+    }
+    Ok((tasks, drawn))
+}
+
+/// An ownership-checked write of one task: the row after the write, or
+/// [`Error::LostLease`] when no row matched.
+async fn owned(exec: &impl Executor, query: Query, task_id: &str, worker_id: &str) -> Result<Task> {
+    let query = query.arg("id", task_id).arg("worker_id", worker_id);
+    first(exec.tasks(query).await?)?.ok_or_else(|| lost_lease(task_id, worker_id))
+}
+
+/// Extends one lease.
+pub async fn heartbeat(exec: &impl Executor, p: &HeartbeatParams) -> Result<Task> {
+    owned(exec, Query::new(Sql::HeartbeatTask).arg("lease_ms", p.lease_ms), &p.task_id, &p.worker_id).await
+}
+
+/// Extends many leases; the ones still held, in the order asked.
+pub async fn heartbeat_batch(exec: &impl Executor, p: &HeartbeatBatchParams) -> Result<Vec<HeldLease>> {
+    let query = Query::new(Sql::HeartbeatTasks)
+        .arg("ids", p.task_ids.clone())
+        .arg("worker_id", &p.worker_id)
+        .arg("lease_ms", p.lease_ms);
+    let held = exec.leases(query).await?;
+    Ok(in_asked_order(p.task_ids.iter().map(String::as_str), held, |h| &h.id))
+}
+
+/// Records progress and/or message (`None` keeps the old value).
+pub async fn progress(exec: &impl Executor, p: &ProgressParams) -> Result<Task> {
+    let query = Query::new(Sql::UpdateProgress).arg("progress", p.progress).arg("message", p.message.clone());
+    owned(exec, query, &p.task_id, &p.worker_id).await
+}
+
+/// Running -> succeeded, ignoring a pending cancel.
+pub async fn succeed(exec: &impl Executor, p: &SettleParams) -> Result<Task> {
+    owned(exec, Query::new(Sql::SucceedTask).arg("result", &p.result), &p.task_id, &p.worker_id).await
+}
+
+/// Running -> succeeded, or canceled when a cancel is pending.
+pub async fn complete(exec: &impl Executor, p: &SettleParams) -> Result<Task> {
+    owned(exec, Query::new(Sql::CompleteTask).arg("result", &p.result), &p.task_id, &p.worker_id).await
+}
+
+/// Fails an attempt: cancel wins, else requeue or fail.
+pub async fn fail(exec: &impl Executor, p: &FailParams) -> Result<Task> {
+    let query =
+        Query::new(Sql::FailTask).arg("error", &p.error).arg("retryable", p.retryable).arg("delay_ms", p.delay_ms);
+    owned(exec, query, &p.task_id, &p.worker_id).await
+}
+
+/// Queued -> canceled now; running -> cancel requested; else `None`.
+pub async fn cancel(exec: &impl Executor, task: &TaskSelector) -> Result<Option<Task>> {
+    first(exec.tasks(Query::new(Sql::CancelTask).select(task)).await?)
+}
+
+/// Failed or canceled -> queued now (attempt reset when asked); else `None`.
+pub async fn retry(exec: &impl Executor, task: &TaskSelector, reset_attempt: bool) -> Result<Option<Task>> {
+    let query = Query::new(Sql::RetryTask).select(task);
+    let query = if reset_attempt { query.flag("reset_attempt") } else { query };
+    first(exec.tasks(query).await?)
+}
+
+/// Deletes terminal rows; their ids.
+pub async fn purge(exec: &impl Executor, filter: &PurgeFilter) -> Result<Vec<String>> {
+    exec.ids(Query::purge(filter)).await
+}
+
+/// Rows of the given queues no ordinary operation would move (see
+/// [`Store::repair`](crate::Store::repair)).
+pub async fn repair(exec: &impl Executor, params: &RepairParams) -> Result<Repaired> {
+    let queues = params.queues.clone();
+    Ok(Repaired {
+        expired: exec.ids(Query::new(Sql::ExpireUnleasedTasks).arg("queues", queues.clone())).await?,
+        scheduled: exec.ids(Query::new(Sql::ScheduleUnscheduledTasks).arg("queues", queues)).await?,
+    })
+}
+
+/// Whether a database may be used, given the `protocol_version` its meta
+/// table holds (`None`: no such row, or no meta table yet): a database
+/// being installed may not have one yet; an installed one must hold
+/// exactly this SDK's version.
+pub fn check_protocol_version(found: Option<&str>, installed: Installed) -> Result<()> {
+    let expected = cairnq_protocol::PROTOCOL_VERSION;
+    match (found.map(str::trim), installed) {
+        (Some(version), _) if version == expected.to_string() => Ok(()),
+        (None, Installed::NotYet) => Ok(()),
+        (found, _) => Err(Error::ProtocolVersionMismatch {
+            found: found.map_or_else(|| "no protocol_version row".to_string(), str::to_string),
+            expected,
+        }),
+    }
+}
+
+/// Where in its life a database is when its protocol version is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Installed {
+    /// Before migrating: a database without the meta row is being created.
+    NotYet,
+    /// After migrating: the meta row must be there.
+    Done,
+}

@@ -1,0 +1,266 @@
+//! Statement arguments in a driver-neutral form, and the queries every
+//! backend builds the same way.
+//!
+//! A protocol statement is picked by [`Sql`] and specialized by flags (its
+//! `-- when:` lines); its parameters have the same names in every dialect.
+//! So turning a filter, a selector or a claim draw into flags and values is
+//! dialect-neutral and written here once; each backend only converts an
+//! [`Arg`] to its driver's value (SQLite spells a list as JSON text, Postgres
+//! as an array).
+
+use cairnq_protocol::Sql;
+
+use crate::json::Json;
+use crate::store::{ListFilter, NewTask, PurgeFilter, TaskSelector};
+
+/// One argument value.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Arg {
+    /// SQL NULL.
+    Null,
+    /// A boolean.
+    Bool(bool),
+    /// An integer (a backend narrows it to the column's width, checked).
+    Int(i64),
+    /// A float.
+    Real(f64),
+    /// Text.
+    Text(String),
+    /// A list of texts (queues, names, ids).
+    Texts(Vec<String>),
+    /// A JSON document, verbatim.
+    Json(Json),
+    /// A list of optional texts (column-wise inserts).
+    OptTexts(Vec<Option<String>>),
+    /// A list of integers (column-wise inserts).
+    Ints(Vec<i64>),
+    /// A list of JSON documents (column-wise inserts).
+    Jsons(Vec<Json>),
+}
+
+impl From<bool> for Arg {
+    fn from(value: bool) -> Self {
+        Self::Bool(value)
+    }
+}
+
+impl From<i64> for Arg {
+    fn from(value: i64) -> Self {
+        Self::Int(value)
+    }
+}
+
+impl From<i32> for Arg {
+    fn from(value: i32) -> Self {
+        Self::Int(i64::from(value))
+    }
+}
+
+impl From<f64> for Arg {
+    fn from(value: f64) -> Self {
+        Self::Real(value)
+    }
+}
+
+impl From<&str> for Arg {
+    fn from(value: &str) -> Self {
+        Self::Text(value.to_string())
+    }
+}
+
+impl From<String> for Arg {
+    fn from(value: String) -> Self {
+        Self::Text(value)
+    }
+}
+
+impl From<&String> for Arg {
+    fn from(value: &String) -> Self {
+        Self::Text(value.clone())
+    }
+}
+
+impl From<Vec<String>> for Arg {
+    fn from(value: Vec<String>) -> Self {
+        Self::Texts(value)
+    }
+}
+
+impl From<Json> for Arg {
+    fn from(value: Json) -> Self {
+        Self::Json(value)
+    }
+}
+
+impl From<&Json> for Arg {
+    fn from(value: &Json) -> Self {
+        Self::Json(value.clone())
+    }
+}
+
+impl From<Vec<Option<String>>> for Arg {
+    fn from(value: Vec<Option<String>>) -> Self {
+        Self::OptTexts(value)
+    }
+}
+
+impl From<Vec<i64>> for Arg {
+    fn from(value: Vec<i64>) -> Self {
+        Self::Ints(value)
+    }
+}
+
+impl From<Vec<Json>> for Arg {
+    fn from(value: Vec<Json>) -> Self {
+        Self::Jsons(value)
+    }
+}
+
+impl<T: Into<Arg>> From<Option<T>> for Arg {
+    fn from(value: Option<T>) -> Self {
+        value.map_or(Self::Null, Into::into)
+    }
+}
+
+/// A statement with its optional lines switched on and its named
+/// arguments: what a backend runs. Extra arguments are ignored (Postgres
+/// statements read the database clock where SQLite ones take `now_ms`).
+///
+/// ```
+/// use cairnq_core::backend::{Arg, Query};
+/// use cairnq_core::store::ListFilter;
+/// let query = Query::list(&ListFilter::new().queue("emails"));
+/// assert_eq!(query.flags, ["queue"]);
+/// assert_eq!(query.get("queue"), Some(&Arg::Text("emails".into())));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Query {
+    /// The statement.
+    pub sql: Sql,
+    /// Flags of the optional lines to switch on.
+    pub flags: Vec<&'static str>,
+    /// Arguments by parameter name.
+    pub args: Vec<(&'static str, Arg)>,
+}
+
+impl Query {
+    /// `sql` with no flag and no argument yet.
+    pub fn new(sql: Sql) -> Self {
+        Self { sql, flags: Vec::new(), args: Vec::new() }
+    }
+
+    /// Switches the optional lines of `flag` on.
+    pub fn flag(mut self, flag: &'static str) -> Self {
+        self.flags.push(flag);
+        self
+    }
+
+    /// Binds `name`.
+    pub fn arg(mut self, name: &'static str, value: impl Into<Arg>) -> Self {
+        self.args.push((name, value.into()));
+        self
+    }
+
+    /// The value bound to `name` (the last one, if bound twice).
+    pub fn get(&self, name: &str) -> Option<&Arg> {
+        self.args.iter().rev().find(|(n, _)| *n == name).map(|(_, v)| v)
+    }
+
+    /// Switches `flag` on and binds it, when a value is given.
+    fn filter(self, flag: &'static str, value: Option<&str>) -> Self {
+        match value {
+            Some(value) => self.flag(flag).arg(flag, value),
+            None => self,
+        }
+    }
+
+    /// Picks the task by id (`by_id`) or through its key (`by_key`).
+    pub fn select(self, task: &TaskSelector) -> Self {
+        match task {
+            TaskSelector::Id(id) => self.flag("by_id").arg("id", id),
+            TaskSelector::Key(key) => self.flag("by_key").arg("key", key),
+        }
+    }
+
+    /// `list_tasks` for `filter`: one flag per filter given, so the
+    /// statement names only those columns and reaches their indexes.
+    pub fn list(filter: &ListFilter) -> Self {
+        Self::new(Sql::ListTasks)
+            .arg("limit", filter.limit)
+            .arg("offset", filter.offset)
+            .filter("status", filter.status.map(|s| s.as_str()))
+            .filter("queue", filter.queue.as_deref())
+            .filter("name", filter.name.as_deref())
+            .filter("root_id", filter.root_id.as_deref())
+            .filter("correlation_id", filter.correlation_id.as_deref())
+    }
+
+    /// `insert_task` for one task (the row the dialect's statement writes).
+    pub fn insert(task: &NewTask) -> Self {
+        Self::new(Sql::InsertTask)
+            .arg("id", &task.id)
+            .arg("name", &task.name)
+            .arg("queue", &task.queue)
+            .arg("payload", &task.payload)
+            .arg("metadata", &task.metadata)
+            .arg("max_attempts", task.max_attempts)
+            .arg("priority", task.priority)
+            .arg("delay_ms", task.delay_ms)
+            .arg("parent_id", task.parent_id.clone())
+            .arg("root_id", &task.root_id)
+            .arg("correlation_id", task.correlation_id.clone())
+    }
+
+    /// `purge_tasks` for `filter` (`any_status` spells the terminal set as
+    /// the partial purge index does).
+    pub fn purge(filter: &PurgeFilter) -> Self {
+        let query = Self::new(Sql::PurgeTasks).arg("older_than_ms", filter.older_than_ms).arg("limit", filter.limit);
+        let query = match filter.status {
+            Some(status) => query.flag("status").arg("status", status.as_str()),
+            None => query.flag("any_status"),
+        };
+        query.filter("queue", filter.queue.as_deref()).filter("name", filter.name.as_deref())
+    }
+
+    /// The queue and name filter of a probe or a claim draw: equality for
+    /// one value (so the claim indexes are read in order), a list for
+    /// several (an empty list matches nothing), no name filter for `None`.
+    pub fn scope(self, queues: &[String], names: Option<&[String]>) -> Self {
+        let query = match queues {
+            [one] => self.flag("one_queue").arg("queue", one),
+            many => self.flag("many_queues").arg("queues", many.to_vec()),
+        };
+        match names {
+            None => query,
+            Some([one]) => query.flag("one_name").arg("name", one),
+            Some(many) => query.flag("many_names").arg("names", many.to_vec()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::TaskStatus;
+
+    #[test]
+    fn filters_become_flags_only_when_given() {
+        let all = Query::list(&ListFilter::new());
+        assert!(all.flags.is_empty());
+        let some = Query::list(&ListFilter::new().status(TaskStatus::Failed).name("x"));
+        assert_eq!(some.flags, ["status", "name"]);
+        let purge = Query::purge(&PurgeFilter::new().queue("q"));
+        assert_eq!(purge.flags, ["any_status", "queue"]);
+    }
+
+    #[test]
+    fn one_value_is_equality_and_several_a_list() {
+        let one = Query::new(Sql::ProbeClaimable).scope(&["a".into()], Some(&["n".into()]));
+        assert_eq!(one.flags, ["one_queue", "one_name"]);
+        let many = Query::new(Sql::ProbeClaimable).scope(&["a".into(), "b".into()], Some(&[]));
+        assert_eq!(many.flags, ["many_queues", "many_names"]);
+        assert_eq!(many.get("names"), Some(&Arg::Texts(vec![])));
+    }
+}
