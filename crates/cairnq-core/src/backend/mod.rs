@@ -6,7 +6,7 @@
 //! A SQL backend implements [`Executor`] for whatever runs statements in
 //! its transaction and calls the flows from its `Store` methods; the
 //! protocol's statements come from `cairnq_protocol`, picked by
-//! [`Sql`](cairnq_protocol::Sql). A backend without SQL (see
+//! [`Sql`]. A backend without SQL (see
 //! `cairnq_testkit::memory::MemoryStore`) uses only the helpers.
 
 pub mod flows;
