@@ -116,6 +116,6 @@ mod worker;
 
 pub use context::TaskContext;
 pub use handler::{AsyncHandler, BatchHandler, BatchResults, BlockingHandler, ErasedHandler, TaskName};
-pub use options::{OnError, TaskOptions, WorkerIssue, WorkerOptions};
+pub use options::{OnError, OnUnusable, TaskOptions, WorkerIssue, WorkerOptions};
 pub use task_error::TaskError;
 pub use worker::{StopHandle, Worker, WorkerHandle};
