@@ -27,6 +27,9 @@ pub(crate) fn classify(context: &str, err: tokio_postgres::Error) -> Error {
         return Error::Serialization(message);
     }
     if is_unusable(&code, db.message()) {
+        // The server's words are the cause (`permission denied for table
+        // cairnq_tasks`): they go first, the step after.
+        let message = format!("{} (SQLSTATE {} during {context})", db.message(), code.code());
         return Error::Unusable { message, source: Some(Box::new(err)) };
     }
     Error::Storage { message, source: Some(Box::new(err)), transient: is_transient(&code) }

@@ -9,12 +9,15 @@
 //! The child counts its claim attempts through a store that passes every
 //! call to the SQLite store and prints a line per claim, and prints every
 //! issue the worker reports, so the parent counts both over a time window.
+//!
+//! On Postgres the same holds for a role without write privileges, shown in
+//! process (the database refuses the role, whoever runs the test).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
-use std::sync::Arc;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -49,7 +52,8 @@ async fn child_worker_entry() {
         .poll_interval(POLL)
         .on_unusable(policy)
         .on_error(|issue: WorkerIssue| println!("issue {issue}"));
-    let client = CairnQ::new(CountingStore { inner: Arc::new(store) });
+    let client =
+        CairnQ::new(CountingStore { inner: Arc::new(store), on_claim: Box::new(|| println!("attempt claim")) });
     let mut worker = Worker::new(client, options).expect("worker");
     worker
         .task("work", |_ctx: TaskContext, _payload: Value| async move { Ok::<_, TaskError>(Value::Null) })
@@ -223,9 +227,70 @@ async fn keep_retrying_backs_off_and_reports_the_cause_once() {
     assert_untouched(&path).await;
 }
 
-/// The SQLite store, printing a line per claim attempt.
+/// Postgres: a role that may read the cairnq tables but not write them
+/// (permission denied, SQLSTATE 42501) gets the same treatment, in process.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_postgres_worker_without_write_privileges_stops_with_one_clear_error() {
+    use cairnq_testkit::postgres::{dsn_with_user, fresh_schema_name, open, test_dsn};
+    let dsn = test_dsn().expect("a test Postgres server (set CAIRNQ_TEST_PG_DSN or install Postgres)");
+    let schema = fresh_schema_name();
+    let admin = CairnQ::new(open(&dsn, &schema).await.expect("install"));
+    let task = admin.submit("work", &json!({})).await.expect("submit");
+    // The role of scripts/pg-test-server.sh that may create nothing; here it
+    // may read (and run the idempotent DDL of a connect), never write.
+    let grants = format!(
+        "grant usage, create on schema {schema} to cairnq_noddl; \
+         grant select on all tables in schema {schema} to cairnq_noddl"
+    );
+    let granted = std::process::Command::new("psql")
+        .args([dsn.as_str(), "-v", "ON_ERROR_STOP=1", "-q", "-c", &grants])
+        .status()
+        .expect("run psql");
+    assert!(granted.success(), "psql grant failed");
+    let store = open(&dsn_with_user(&dsn, "cairnq_noddl"), &schema).await.expect("a role that may read connects");
+
+    let claims = Arc::new(AtomicUsize::new(0));
+    let issues = Arc::new(Mutex::new(Vec::new()));
+    let counted = claims.clone();
+    let store = CountingStore {
+        inner: Arc::new(store),
+        on_claim: Box::new(move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+        }),
+    };
+    let seen = issues.clone();
+    let options = WorkerOptions::new()
+        .poll_interval(POLL)
+        .on_error(move |issue: WorkerIssue| seen.lock().expect("issues").push(issue.to_string()));
+    let mut worker = Worker::new(CairnQ::new(store), options).expect("worker");
+    worker
+        .task("work", |_ctx: TaskContext, _payload: Value| async move { Ok::<_, TaskError>(Value::Null) })
+        .expect("register");
+    let ran = tokio::time::timeout(Duration::from_secs(10), worker.run()).await;
+    let issues = issues.lock().expect("issues").clone();
+    let claims = claims.load(Ordering::SeqCst);
+    eprintln!("postgres, no write privilege: {claims} claim attempt(s), issues {issues:?}, run {ran:?}");
+
+    let error = ran.expect("the worker stopped by itself").expect_err("run returns the error");
+    assert!(error.is_unusable(), "{error}");
+    let shown = error.to_string();
+    assert!(
+        shown.starts_with("unusable database: permission denied for table cairnq_tasks (SQLSTATE 42501"),
+        "{shown}"
+    );
+    assert_eq!(claims, 1, "a claim that cannot heal was tried again");
+    assert_eq!(issues.len(), 1, "reported once: {issues:?}");
+    assert!(issues[0].contains("so the worker stops"), "{}", issues[0]);
+    let row = admin.get(&task.id).await.expect("get").expect("the task");
+    assert_eq!((row.status, row.attempt), (TaskStatus::Queued, 0), "nothing was written");
+    admin.close().await.expect("close");
+}
+
+/// A store passing every call to `inner`, calling `on_claim` before each
+/// claim attempt.
 struct CountingStore {
     inner: Arc<dyn Store>,
+    on_claim: Box<dyn Fn() + Send + Sync>,
 }
 
 #[async_trait]
@@ -270,7 +335,7 @@ impl Store for CountingStore {
         self.inner.claimable(params).await
     }
     async fn claim(&self, params: &ClaimParams) -> Result<Vec<Task>> {
-        println!("attempt claim");
+        (self.on_claim)();
         self.inner.claim(params).await
     }
     async fn heartbeat(&self, params: &HeartbeatParams) -> Result<Task> {
