@@ -233,7 +233,13 @@ impl ClaimLoop {
         // Bounded by the poll interval too: a cap that no running call
         // holds (a resource of capacity 0) frees nothing. While claims back
         // off, until the next claim may start instead.
-        let wake_at = self.claim_after.unwrap_or_else(|| tokio::time::Instant::now() + core.options.poll_interval);
+        let now = tokio::time::Instant::now();
+        let wake_at = match self.claim_after {
+            Some(at) if at > now => at,
+            // Passed already (the claim was held back for another reason):
+            // a time in the past would make this wait spin.
+            _ => now + core.options.poll_interval,
+        };
         match idle {
             None => tokio::select! {
                 _ = core.load.freed.notified() => {},
@@ -292,16 +298,10 @@ impl ClaimLoop {
         if let Some((_, started)) = self.in_flight.take() {
             self.prefetch = prefetch_room(self.core.options.concurrency, started.elapsed(), self.core.load.mean_call());
         }
-        if let Claimed::Failed(during, error) = claimed {
-            self.probe_next = true;
-            self.claim_failures = self.claim_failures.saturating_add(1);
-            let pause = claim_backoff(self.core.options.poll_interval, self.claim_failures);
-            self.claim_after = Some(tokio::time::Instant::now() + pause);
-            self.core.store_failed(during, error);
-            return Next::Go;
+        if !matches!(claimed, Claimed::Failed(..)) {
+            self.claim_failures = 0;
+            self.core.store_ok();
         }
-        self.claim_failures = 0;
-        self.core.store_ok();
         match claimed {
             Claimed::Rows { tasks, filled } => {
                 self.watch = None;
@@ -319,8 +319,23 @@ impl ClaimLoop {
                 self.probe_next = true;
                 Next::Idle
             }
-            Claimed::Failed(..) => Next::Go,
+            Claimed::Failed(during, error) => {
+                self.probe_next = true;
+                self.back_off(during, error);
+                Next::Go
+            }
         }
+    }
+
+    /// A failed probe or claim: no claim starts before the backoff pause
+    /// ([`claim_backoff`]) has passed (`start_claim` checks, `pause` sleeps
+    /// until then), and the core reports it (and stops the worker if the
+    /// database is unusable).
+    fn back_off(&mut self, during: &'static str, error: cairnq_core::Error) {
+        self.claim_failures = self.claim_failures.saturating_add(1);
+        let pause = claim_backoff(self.core.options.poll_interval, self.claim_failures);
+        self.claim_after = Some(tokio::time::Instant::now() + pause);
+        self.core.store_failed(during, error);
     }
 
     /// A claim found nothing. If limits left draws out, the next rotation

@@ -85,7 +85,7 @@ impl WorkerCore {
         }
     }
 
-    /// Hands a survived problem to the hook (stderr by default).
+    /// Hands an issue to the hook (stderr by default).
     pub(crate) fn report(&self, issue: WorkerIssue) {
         match &self.on_error {
             Some(hook) => hook(issue),

@@ -12,6 +12,13 @@
 //!
 //! On Postgres the same holds for a role without write privileges, shown in
 //! process (the database refuses the role, whoever runs the test).
+//!
+//! Why read-only and not "corrupted under a running worker": overwriting
+//! the header of a file a store holds open goes unnoticed by its
+//! connections (SQLite serves page 1 from its cache, and in WAL mode keeps
+//! that cache while the WAL index is unchanged), so such a test would
+//! measure SQLite's caching, not the worker. A fresh connection to such a
+//! file fails with SQLITE_NOTADB, which is unusable like a read-only file.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
