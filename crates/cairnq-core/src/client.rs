@@ -3,6 +3,10 @@
 //!
 //! Validation happens here, before the first write, so every backend
 //! refuses the same bad input with the same typed error and changes nothing.
+//! That includes text a backend could not hold: every caller-supplied
+//! string (names, queues, keys, ids, filters, messages) is refused when it
+//! holds a NUL character, which SQLite would store and Postgres `text`
+//! columns refuse with driver text.
 
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
@@ -14,7 +18,7 @@ use serde::Serialize;
 use crate::HeldLease;
 use crate::backpressure::{Backpressure, BackpressureGate};
 use crate::envelope::ErrorEnvelope;
-use crate::error::{Error, Result, require_non_empty, require_non_negative, require_positive};
+use crate::error::{Error, Result, require_non_empty, require_non_negative, require_positive, require_text};
 use crate::id::new_task_id;
 use crate::json::Json;
 use crate::keys::Conflict;
@@ -151,9 +155,19 @@ impl SubmitOptions {
     /// insert, with a fresh id.
     pub fn to_new_task(&self, name: &str, payload: Json) -> Result<NewTask> {
         require_non_empty("name", name)?;
+        require_text("name", name)?;
         require_non_empty("queue", &self.queue)?;
+        require_text("queue", &self.queue)?;
         if let Some(key) = &self.key {
             require_non_empty("key", key)?;
+            require_text("key", key)?;
+        }
+        for (field, value) in
+            [("parent_id", &self.parent_id), ("root_id", &self.root_id), ("correlation_id", &self.correlation_id)]
+        {
+            if let Some(value) = value {
+                require_text(field, value)?;
+            }
         }
         let priority = i32::try_from(self.priority)
             .map_err(|_| Error::validation("priority", format!("{} is outside the 32-bit range", self.priority)))?;
@@ -436,22 +450,22 @@ impl CairnQ {
 
     /// The task with this id.
     pub async fn get(&self, task_id: &str) -> Result<Option<Task>> {
-        self.store.get(&TaskSelector::Id(task_id.to_string())).await
+        self.store.get(&by_id(task_id)?).await
     }
 
     /// The task this key points at.
     pub async fn get_by_key(&self, key: &str) -> Result<Option<Task>> {
-        self.store.get(&TaskSelector::Key(key.to_string())).await
+        self.store.get(&by_key(key)?).await
     }
 
     /// Id and status of the task with this id.
     pub async fn get_status(&self, task_id: &str) -> Result<Option<TaskRef>> {
-        self.store.get_status(&TaskSelector::Id(task_id.to_string())).await
+        self.store.get_status(&by_id(task_id)?).await
     }
 
     /// Id and status of the task this key points at.
     pub async fn get_status_by_key(&self, key: &str) -> Result<Option<TaskRef>> {
-        self.store.get_status(&TaskSelector::Key(key.to_string())).await
+        self.store.get_status(&by_key(key)?).await
     }
 
     /// Tasks matching the filter, newest first. A row that does not decode
@@ -460,12 +474,25 @@ impl CairnQ {
     pub async fn list(&self, filter: &ListFilter) -> Result<TaskPage> {
         require_non_negative("limit", filter.limit)?;
         require_non_negative("offset", filter.offset)?;
+        for (field, value) in [
+            ("queue", &filter.queue),
+            ("name", &filter.name),
+            ("root_id", &filter.root_id),
+            ("correlation_id", &filter.correlation_id),
+        ] {
+            if let Some(value) = value {
+                require_text(field, value)?;
+            }
+        }
         Ok(TaskPage::from_rows(self.store.list(filter).await?))
     }
 
     /// Counts per queue and status, every status zero-filled; with a queue,
     /// that queue is present even when empty.
     pub async fn stats(&self, queue: Option<&str>) -> Result<Stats> {
+        if let Some(queue) = queue {
+            require_text("queue", queue)?;
+        }
         let counts = self.store.stats(queue).await?;
         Ok(fold_stats(counts, queue))
     }
@@ -474,6 +501,7 @@ impl CairnQ {
     /// included), never negative, reading at most `max_depth` rows.
     pub async fn queue_depth(&self, queue: &str, max_depth: i64) -> Result<u64> {
         require_non_negative("max_depth", max_depth)?;
+        require_text("queue", queue)?;
         let max_depth = u64::try_from(max_depth).unwrap_or(0);
         let queued = self.store.count_queued(queue, max_depth).await?;
         Ok(max_depth.saturating_sub(queued))
@@ -483,22 +511,22 @@ impl CairnQ {
     /// (the handler sees it, and its completion becomes canceled). `None`
     /// when the task is terminal or missing.
     pub async fn cancel(&self, task_id: &str) -> Result<Option<Task>> {
-        self.store.cancel(&TaskSelector::Id(task_id.to_string())).await
+        self.store.cancel(&by_id(task_id)?).await
     }
 
     /// [`cancel`](Self::cancel) by business key.
     pub async fn cancel_by_key(&self, key: &str) -> Result<Option<Task>> {
-        self.store.cancel(&TaskSelector::Key(key.to_string())).await
+        self.store.cancel(&by_key(key)?).await
     }
 
     /// Requeues a failed or canceled task now; `None` otherwise.
     pub async fn retry(&self, task_id: &str, reset_attempt: bool) -> Result<Option<Task>> {
-        self.store.retry(&TaskSelector::Id(task_id.to_string()), reset_attempt).await
+        self.store.retry(&by_id(task_id)?, reset_attempt).await
     }
 
     /// [`retry`](Self::retry) by business key.
     pub async fn retry_by_key(&self, key: &str, reset_attempt: bool) -> Result<Option<Task>> {
-        self.store.retry(&TaskSelector::Key(key.to_string()), reset_attempt).await
+        self.store.retry(&by_key(key)?, reset_attempt).await
     }
 
     /// Deletes terminal tasks; returns the deleted ids (not in any order).
@@ -512,12 +540,12 @@ impl CairnQ {
     /// into an error). On timeout: [`Error::TaskTimeout`], and the task keeps
     /// running. A task that does not exist: [`Error::NotFound`].
     pub async fn wait(&self, task_id: &str, options: &WaitOptions) -> Result<Task> {
-        self.wait_selected(TaskSelector::Id(task_id.to_string()), options).await
+        self.wait_selected(by_id(task_id)?, options).await
     }
 
     /// [`wait`](Self::wait) for the task a key points at (resolved once).
     pub async fn wait_by_key(&self, key: &str, options: &WaitOptions) -> Result<Task> {
-        self.wait_selected(TaskSelector::Key(key.to_string()), options).await
+        self.wait_selected(by_key(key)?, options).await
     }
 
     async fn wait_selected(&self, selector: TaskSelector, options: &WaitOptions) -> Result<Task> {
@@ -575,18 +603,26 @@ impl CairnQ {
     pub async fn claim(&self, params: &ClaimParams) -> Result<Vec<Task>> {
         require_positive("lease_ms", params.lease_ms)?;
         require_non_empty("worker_id", &params.worker_id)?;
+        require_text("worker_id", &params.worker_id)?;
+        for draw in &params.draws {
+            draw.queues.iter().try_for_each(|queue| require_text("queues", queue))?;
+            draw.names.iter().flatten().try_for_each(|name| require_text("names", name))?;
+        }
         self.store.claim(params).await
     }
 
     /// Extends one lease.
     pub async fn heartbeat(&self, params: &HeartbeatParams) -> Result<Task> {
         require_positive("lease_ms", params.lease_ms)?;
+        require_owner(&params.task_id, &params.worker_id)?;
         self.store.heartbeat(params).await
     }
 
     /// Extends many leases; returns those still held, in the order asked.
     pub async fn heartbeat_batch(&self, params: &HeartbeatBatchParams) -> Result<Vec<HeldLease>> {
         require_positive("lease_ms", params.lease_ms)?;
+        require_text("worker_id", &params.worker_id)?;
+        params.task_ids.iter().try_for_each(|id| require_text("task_ids", id))?;
         if params.task_ids.is_empty() {
             return Ok(Vec::new());
         }
@@ -600,16 +636,22 @@ impl CairnQ {
         {
             return Err(Error::validation("progress", format!("{p} is outside 0..1")));
         }
+        require_owner(&params.task_id, &params.worker_id)?;
+        if let Some(message) = &params.message {
+            require_text("message", message)?;
+        }
         self.store.progress(params).await
     }
 
     /// Running -> succeeded (ignores a pending cancel: the raw primitive).
     pub async fn succeed(&self, params: &SettleParams) -> Result<Task> {
+        require_owner(&params.task_id, &params.worker_id)?;
         self.store.succeed(params).await
     }
 
     /// Running -> succeeded, or canceled when a cancel is pending.
     pub async fn complete(&self, params: &SettleParams) -> Result<Task> {
+        require_owner(&params.task_id, &params.worker_id)?;
         self.store.complete(params).await
     }
 
@@ -629,6 +671,8 @@ impl CairnQ {
         if let Some((twice, _)) = params.completions.iter().find(|(id, _)| !seen.insert(id.as_str())) {
             return Err(Error::validation("completions", format!("task {twice} is listed twice")));
         }
+        require_text("worker_id", &params.worker_id)?;
+        params.completions.iter().try_for_each(|(id, _)| require_text("completions", id))?;
         if params.completions.is_empty() {
             return Ok(Vec::new());
         }
@@ -638,6 +682,7 @@ impl CairnQ {
     /// Fails an attempt (requeue, fail, or cancel-wins).
     pub async fn fail(&self, params: &FailParams) -> Result<Task> {
         require_non_negative("delay_ms", params.delay_ms)?;
+        require_owner(&params.task_id, &params.worker_id)?;
         if !params.error.is_object() {
             return Err(Error::validation("error", "must be an error envelope object"));
         }
@@ -651,6 +696,25 @@ impl CairnQ {
         }
         self.store.close().await
     }
+}
+
+/// A selector for `task_id`, refused when the id holds a NUL.
+fn by_id(task_id: &str) -> Result<TaskSelector> {
+    require_text("task_id", task_id)?;
+    Ok(TaskSelector::Id(task_id.to_string()))
+}
+
+/// A selector for `key`, refused when the key holds a NUL.
+fn by_key(key: &str) -> Result<TaskSelector> {
+    require_text("key", key)?;
+    Ok(TaskSelector::Key(key.to_string()))
+}
+
+/// The task and worker of an ownership-checked write, as text every
+/// backend can hold.
+fn require_owner(task_id: &str, worker_id: &str) -> Result<()> {
+    require_text("task_id", task_id)?;
+    require_text("worker_id", worker_id)
 }
 
 /// A terminal task's outcome: its result when it succeeded, else the

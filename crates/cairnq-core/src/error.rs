@@ -4,6 +4,13 @@
 //! that handles `QueueFull` or `TaskFailed` works the same on every backend.
 //! Backends translate their native errors into [`Error::Storage`] (or a more
 //! specific kind) in one place each.
+//!
+//! One question cuts across the kinds: can waiting help? A dropped
+//! connection or a locked file heals by itself, so a worker backs off and
+//! tries again. A read-only or corrupted file, a missing privilege or a
+//! database of another protocol does not: [`Error::is_unusable`] says so,
+//! and each backend decides it in its one translation place, so callers
+//! (the worker's claim loop) never parse driver text.
 
 use serde_json::Value;
 
@@ -121,6 +128,21 @@ pub enum Error {
     /// The store was closed and cannot serve requests.
     #[error("the store is closed")]
     StoreClosed,
+    /// The database cannot be used as it is, and waiting will not change
+    /// that: the file is read-only or not a database, a directory SQLite
+    /// needs is not writable, a privilege is missing, a cairnq table is
+    /// gone. Someone has to fix the environment; retrying the same call
+    /// later fails the same way. Its [`kind`](Error::kind) is
+    /// [`ErrorKind::StorageError`] (other SDKs have no separate kind for it).
+    #[error("unusable database: {message}")]
+    Unusable {
+        /// The cause first (what is wrong with the environment, with the
+        /// path or object at fault), then the failed step.
+        message: String,
+        /// The driver's error.
+        #[source]
+        source: Option<BoxError>,
+    },
     /// The database or its driver failed.
     #[error("storage error: {message}")]
     Storage {
@@ -208,7 +230,7 @@ impl Error {
             Self::Validation { .. } => ErrorKind::ValidationError,
             Self::NotFound { .. } => ErrorKind::NotFound,
             Self::StoreClosed => ErrorKind::StoreClosed,
-            Self::Storage { .. } | Self::Undecodable(_) => ErrorKind::StorageError,
+            Self::Storage { .. } | Self::Unusable { .. } | Self::Undecodable(_) => ErrorKind::StorageError,
         }
     }
 
@@ -231,14 +253,88 @@ impl Error {
         matches!(self, Self::Storage { transient: true, .. })
     }
 
+    /// Whether the database itself cannot be used and waiting will not
+    /// help: [`Error::Unusable`], a database of another protocol
+    /// ([`Error::ProtocolVersionMismatch`]), a second installation
+    /// ([`Error::SchemaMismatch`]) and a closed store
+    /// ([`Error::StoreClosed`], which never reopens).
+    ///
+    /// Errors about one call (bad arguments, a lost lease, a missing task)
+    /// are not: the next call may well succeed. Nor is a plain
+    /// [`Error::Storage`], which may heal (a restarting server, a full disk
+    /// that gets space).
+    ///
+    /// ```
+    /// use cairnq_core::Error;
+    /// let readonly = Error::Unusable { message: "queue.db is not writable".into(), source: None };
+    /// assert!(readonly.is_unusable());
+    /// assert!(!Error::Storage { message: "connection reset".into(), source: None, transient: true }.is_unusable());
+    /// ```
+    pub fn is_unusable(&self) -> bool {
+        matches!(
+            self,
+            Self::Unusable { .. } | Self::ProtocolVersionMismatch { .. } | Self::SchemaMismatch(_) | Self::StoreClosed
+        )
+    }
+
+    /// A copy of this error for a second receiver (errors are not `Clone`:
+    /// a driver's `source` cannot be copied). Every field is kept but the
+    /// source, whose text the backends already put in the message, so the
+    /// copy has the same kind, [`is_transient`](Self::is_transient),
+    /// [`is_unusable`](Self::is_unusable) and `Display` as the original.
+    ///
+    /// ```
+    /// use cairnq_core::Error;
+    /// let e = Error::Storage { message: "disk I/O error".into(), source: None, transient: true };
+    /// assert_eq!(e.replicate().to_string(), e.to_string());
+    /// ```
+    pub fn replicate(&self) -> Error {
+        match self {
+            Self::AlreadyExists { key, task_id } => Self::AlreadyExists { key: key.clone(), task_id: task_id.clone() },
+            Self::QueueFull { queue, waited_ms } => Self::QueueFull { queue: queue.clone(), waited_ms: *waited_ms },
+            Self::TaskTimeout { task_id, timeout_ms } => {
+                Self::TaskTimeout { task_id: task_id.clone(), timeout_ms: *timeout_ms }
+            }
+            Self::TaskFailed { task_id, error_type, code, message, retryable, details } => Self::TaskFailed {
+                task_id: task_id.clone(),
+                error_type: error_type.clone(),
+                code: code.clone(),
+                message: message.clone(),
+                retryable: *retryable,
+                details: details.clone(),
+            },
+            Self::TaskCanceled { task_id } => Self::TaskCanceled { task_id: task_id.clone() },
+            Self::LostLease { task_id, worker_id } => {
+                Self::LostLease { task_id: task_id.clone(), worker_id: worker_id.clone() }
+            }
+            Self::ProtocolVersionMismatch { found, expected } => {
+                Self::ProtocolVersionMismatch { found: found.clone(), expected: *expected }
+            }
+            Self::SchemaMismatch(message) => Self::SchemaMismatch(message.clone()),
+            Self::UnsupportedBackend { operation, backend } => Self::UnsupportedBackend { operation, backend },
+            Self::Serialization(message) => Self::Serialization(message.clone()),
+            Self::Validation { field, message } => Self::Validation { field, message: message.clone() },
+            Self::NotFound { task_id } => Self::NotFound { task_id: task_id.clone() },
+            Self::StoreClosed => Self::StoreClosed,
+            Self::Undecodable(row) => Self::Undecodable(row.clone()),
+            Self::Unusable { message, .. } => Self::Unusable { message: message.clone(), source: None },
+            Self::Storage { message, transient, .. } => {
+                Self::Storage { message: message.clone(), source: None, transient: *transient }
+            }
+        }
+    }
+
     /// A [`Error::Validation`] for `field`.
     pub fn validation(field: &'static str, message: impl Into<String>) -> Self {
         Self::Validation { field, message: message.into() }
     }
 
-    /// A non-transient [`Error::Storage`] wrapping a driver error.
+    /// A non-transient [`Error::Storage`] wrapping a driver error; the
+    /// message ends with the driver's own text, so `Display` names the
+    /// cause and not only the step.
     pub fn storage(message: impl Into<String>, source: impl Into<BoxError>) -> Self {
-        Self::Storage { message: message.into(), source: Some(source.into()), transient: false }
+        let source = source.into();
+        Self::Storage { message: format!("{}: {source}", message.into()), source: Some(source), transient: false }
     }
 
     /// A [`Error::Storage`] for a stored value that cannot be decoded
@@ -259,6 +355,106 @@ pub(crate) fn require_non_negative(field: &'static str, value: i64) -> Result<()
     if value < 0 { Err(Error::validation(field, format!("{value} is negative"))) } else { Ok(()) }
 }
 
+/// Refuses text holding a NUL character. SQLite would store it, but
+/// Postgres `text` columns cannot hold `\u0000`, so without this check the
+/// same call would succeed on one backend and fail with driver text on the
+/// other.
+pub(crate) fn require_text(field: &'static str, value: &str) -> Result<()> {
+    if value.contains('\0') {
+        Err(Error::validation(field, "contains a NUL character (\\u0000), which Postgres text columns cannot hold"))
+    } else {
+        Ok(())
+    }
+}
+
 pub(crate) fn require_positive(field: &'static str, value: i64) -> Result<()> {
     if value < 1 { Err(Error::validation(field, format!("{value} is below 1"))) } else { Ok(()) }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Display texts and the unusable / replicate helpers.
+
+    use super::*;
+
+    /// One error of every variant, the ones carrying a driver error too.
+    fn one_of_each() -> Vec<Error> {
+        let io = || std::io::Error::other("disk on fire");
+        vec![
+            Error::AlreadyExists { key: "k".into(), task_id: "t".into() },
+            Error::QueueFull { queue: "q".into(), waited_ms: 1 },
+            Error::TaskTimeout { task_id: "t".into(), timeout_ms: 1 },
+            Error::TaskFailed {
+                task_id: "t".into(),
+                error_type: "E".into(),
+                code: "c".into(),
+                message: "m".into(),
+                retryable: true,
+                details: Value::Null,
+            },
+            Error::TaskCanceled { task_id: "t".into() },
+            Error::LostLease { task_id: "t".into(), worker_id: "w".into() },
+            Error::ProtocolVersionMismatch { found: "2".into(), expected: 1 },
+            Error::SchemaMismatch("two installations".into()),
+            Error::UnsupportedBackend { operation: "op", backend: "b" },
+            Error::Serialization("NaN".into()),
+            Error::validation("name", "must not be empty"),
+            Error::NotFound { task_id: "t".into() },
+            Error::StoreClosed,
+            Error::Unusable { message: "queue.db is not writable".into(), source: Some(Box::new(io())) },
+            Error::storage("begin", io()),
+            Error::corrupt_row("column x"),
+        ]
+    }
+
+    #[test]
+    fn no_display_repeats_its_prefix() {
+        let prefixes = ["storage error: ", "unusable database: ", "serialization error: ", "invalid "];
+        for error in one_of_each() {
+            for shown in [error.to_string(), error.replicate().to_string()] {
+                for prefix in prefixes {
+                    assert!(shown.matches(prefix).count() <= 1, "{prefix:?} twice in {shown:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_replica_keeps_kind_transience_unusability_and_text() {
+        for error in one_of_each() {
+            let copy = error.replicate();
+            assert_eq!(copy.kind(), error.kind());
+            assert_eq!(copy.is_transient(), error.is_transient());
+            assert_eq!(copy.is_unusable(), error.is_unusable());
+            assert_eq!(copy.to_string(), error.to_string());
+        }
+    }
+
+    #[test]
+    fn a_storage_error_names_its_cause() {
+        let error = Error::storage("cannot start the tokio runtime", std::io::Error::other("too many threads"));
+        assert_eq!(error.to_string(), "storage error: cannot start the tokio runtime: too many threads");
+    }
+
+    #[test]
+    fn only_environment_errors_are_unusable() {
+        let unusable: Vec<_> = one_of_each().into_iter().filter(Error::is_unusable).map(|e| e.kind()).collect();
+        assert_eq!(
+            unusable,
+            [
+                ErrorKind::ProtocolVersionMismatch,
+                ErrorKind::SchemaMismatch,
+                ErrorKind::StoreClosed,
+                ErrorKind::StorageError
+            ]
+        );
+    }
+
+    #[test]
+    fn nul_is_refused_in_text() {
+        assert!(require_text("queue", "default").is_ok());
+        let err = require_text("queue", "a\0b").expect_err("NUL refused");
+        assert_eq!(err.kind(), ErrorKind::ValidationError);
+        assert!(err.to_string().starts_with("invalid queue: contains a NUL"), "{err}");
+    }
 }

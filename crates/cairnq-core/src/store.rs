@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::error::{Error, Result, require_non_negative, require_positive};
+use crate::error::{Error, Result, require_non_negative, require_positive, require_text};
 use crate::json::Json;
 use crate::keys::Conflict;
 use crate::model::{HeldLease, Task, TaskCount, TaskRef, TaskStatus, Undecodable};
@@ -267,10 +267,15 @@ impl PurgeFilter {
     }
 
     /// Refuses what no store may be asked: a negative age, a limit below 1,
-    /// a non-terminal status.
+    /// a non-terminal status, a queue or name holding a NUL character.
     pub fn validate(&self) -> Result<()> {
         require_non_negative("older_than_ms", self.older_than_ms)?;
         require_positive("limit", self.limit)?;
+        for (field, value) in [("queue", &self.queue), ("name", &self.name)] {
+            if let Some(value) = value {
+                require_text(field, value)?;
+            }
+        }
         if let Some(status) = self.status.filter(|s| !s.is_terminal()) {
             return Err(Error::validation(
                 "status",

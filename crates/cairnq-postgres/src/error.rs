@@ -2,9 +2,13 @@
 //!
 //! Every driver, pool and server error passes through [`classify`] (or
 //! [`classify_pool`]), so callers see the protocol's kinds: a refused JSON
-//! value is [`Error::Serialization`], and anything a retry may cure — a
+//! value is [`Error::Serialization`], anything a retry may cure — a
 //! dropped connection, a restarting server, a deadlock or serialization
-//! failure — is a *transient* [`Error::Storage`].
+//! failure — is a *transient* [`Error::Storage`], and what no wait cures —
+//! a missing privilege, a read-only transaction (a standby, or
+//! `default_transaction_read_only`), failed authentication, a database,
+//! schema or cairnq table that does not exist, corrupted data — is
+//! [`Error::Unusable`].
 
 use cairnq_core::Error;
 use deadpool_postgres::PoolError;
@@ -21,6 +25,12 @@ pub(crate) fn classify(context: &str, err: tokio_postgres::Error) -> Error {
     let message = format!("{context}: {} {}: {}", db.severity(), code.code(), db.message());
     if is_refused_value(&code) {
         return Error::Serialization(message);
+    }
+    if is_unusable(&code, db.message()) {
+        // The server's words are the cause (`permission denied for table
+        // cairnq_tasks`): they go first, the step after.
+        let message = format!("{} (SQLSTATE {} during {context})", db.message(), code.code());
+        return Error::Unusable { message, source: Some(Box::new(err)) };
     }
     Error::Storage { message, source: Some(Box::new(err)), transient: is_transient(&code) }
 }
@@ -44,6 +54,28 @@ pub(crate) fn classify_pool(context: &str, err: PoolError) -> Error {
 fn is_refused_value(code: &SqlState) -> bool {
     [SqlState::UNTRANSLATABLE_CHARACTER, SqlState::CHARACTER_NOT_IN_REPERTOIRE, SqlState::INVALID_TEXT_REPRESENTATION]
         .contains(code)
+}
+
+/// Server answers no wait cures: someone must grant a privilege, point the
+/// DSN at a primary, fix a password, or install cairnq where it is looked
+/// for. Checked before [`is_transient`]: `database_dropped` (57P04) sits in
+/// the otherwise transient class 57.
+fn is_unusable(code: &SqlState, message: &str) -> bool {
+    let class = &code.code()[..2];
+    // 28: invalid authorization (bad password, no pg_hba entry).
+    class == "28"
+        || [
+            SqlState::INSUFFICIENT_PRIVILEGE,
+            SqlState::READ_ONLY_SQL_TRANSACTION,
+            SqlState::INVALID_CATALOG_NAME,
+            SqlState::INVALID_SCHEMA_NAME,
+            SqlState::DATABASE_DROPPED,
+            SqlState::DATA_CORRUPTED,
+            SqlState::INDEX_CORRUPTED,
+        ]
+        .contains(code)
+        // Only cairnq's own tables: `relation "cairnq_tasks" does not exist`.
+        || (*code == SqlState::UNDEFINED_TABLE && message.contains("\"cairnq_"))
 }
 
 fn is_transient(code: &SqlState) -> bool {
@@ -75,6 +107,26 @@ mod tests {
         assert!(!is_transient(&SqlState::INSUFFICIENT_PRIVILEGE));
         assert!(!is_transient(&SqlState::INVALID_PASSWORD));
         assert!(!is_transient(&SqlState::UNIQUE_VIOLATION));
+    }
+
+    #[test]
+    fn environment_answers_are_unusable_and_never_transient() {
+        let tasks_gone = r#"relation "cairnq_tasks" does not exist"#;
+        for code in [
+            SqlState::INSUFFICIENT_PRIVILEGE,
+            SqlState::READ_ONLY_SQL_TRANSACTION,
+            SqlState::INVALID_CATALOG_NAME,
+            SqlState::INVALID_PASSWORD,
+            SqlState::DATABASE_DROPPED,
+            SqlState::DATA_CORRUPTED,
+        ] {
+            assert!(is_unusable(&code, "x"), "{code:?}");
+        }
+        assert!(is_unusable(&SqlState::UNDEFINED_TABLE, tasks_gone));
+        assert!(!is_unusable(&SqlState::UNDEFINED_TABLE, r#"relation "mine" does not exist"#));
+        assert!(!is_unusable(&SqlState::T_R_DEADLOCK_DETECTED, "x"));
+        assert!(!is_unusable(&SqlState::ADMIN_SHUTDOWN, "x"));
+        assert!(!is_unusable(&SqlState::UNIQUE_VIOLATION, "x"));
     }
 
     #[test]

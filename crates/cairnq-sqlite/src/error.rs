@@ -1,13 +1,29 @@
 //! The one place rusqlite errors become cairnq errors.
+//!
+//! Three outcomes: lock contention is a *transient* [`Error::Storage`] (a
+//! retry may succeed); a file SQLite cannot use as it is — read-only, not a
+//! database, corrupt, unopenable, refused by the OS or an authorizer, or
+//! missing a cairnq table — is [`Error::Unusable`] (waiting will not help);
+//! anything else is a plain [`Error::Storage`]. An unusable error then gets
+//! its cause named from the file system ([`crate::diagnose`]) on the
+//! connection's own thread, never on the async runtime.
+
+use std::path::Path;
 
 use cairnq_core::Error;
-use rusqlite::ErrorCode;
+use rusqlite::{Connection, ErrorCode};
 
-/// A [`Error::Storage`] for a failed SQLite call; lock contention is marked
-/// transient so callers know a later retry may succeed.
+use crate::diagnose::diagnose;
+
+/// A cairnq error for a failed SQLite call made during `context` (a step
+/// name such as `begin immediate`, kept after the cause).
 pub(crate) fn sqlite_error(context: &str, error: rusqlite::Error) -> Error {
+    let message = format!("{context}: {error}");
+    if is_unusable(&error) {
+        return Error::Unusable { message, source: Some(Box::new(error)) };
+    }
     let transient = is_busy(&error);
-    Error::Storage { message: format!("{context}: {error}"), source: Some(Box::new(error)), transient }
+    Error::Storage { message, source: Some(Box::new(error)), transient }
 }
 
 /// Whether another connection holds the lock SQLite needed.
@@ -15,19 +31,67 @@ pub(crate) fn is_busy(error: &rusqlite::Error) -> bool {
     matches!(error.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
 }
 
-/// A copy of `error` for every caller of a failed group commit (errors are
-/// not `Clone`; the copy keeps message and transience).
-pub(crate) fn replicate(error: &Error) -> Error {
-    Error::Storage { message: error.to_string(), source: None, transient: error.is_transient() }
+/// Whether `error` says the file cannot be used as it is, whatever the
+/// wait: SQLITE_READONLY (every extended code: a read-only file, directory,
+/// `-shm`, or a database moved away), SQLITE_NOTADB, SQLITE_CORRUPT,
+/// SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_AUTH, and a cairnq table that is
+/// gone. SQLITE_FULL and SQLITE_IOERR are left healable: space gets freed,
+/// and an I/O error may be one flaky read.
+fn is_unusable(error: &rusqlite::Error) -> bool {
+    let unusable_code = matches!(
+        error.sqlite_error_code(),
+        Some(
+            ErrorCode::ReadOnly
+                | ErrorCode::NotADatabase
+                | ErrorCode::DatabaseCorrupt
+                | ErrorCode::CannotOpen
+                | ErrorCode::PermissionDenied
+                | ErrorCode::AuthorizationForStatementDenied
+        )
+    );
+    // SQLite reports a missing table as a plain SQLITE_ERROR; only its
+    // text tells. A cairnq table gone from under a running store (dropped
+    // by hand, or the file replaced) stays gone.
+    unusable_code || error.to_string().contains("no such table: cairnq_")
 }
 
-/// Prefixes a storage error raised while opening with the database path.
-pub(crate) fn at_path(path: &std::path::Path, error: Error) -> Error {
-    match error {
-        Error::Storage { message, source, transient } => {
-            Error::Storage { message: format!("opening {}: {message}", path.display()), source, transient }
+/// Names the cause of an unusable error of the connection's file (a
+/// read-only file, a directory SQLite cannot write to, a foreign header)
+/// before SQLite's own text; other errors pass through. Runs file-system
+/// calls: call it on the connection's thread.
+pub(crate) fn explain(conn: &Connection, error: Error) -> Error {
+    match (error, conn.path()) {
+        (Error::Unusable { message, source }, Some(path)) if !path.is_empty() => match diagnose(Path::new(path)) {
+            Some(cause) => Error::Unusable { message: format!("{cause} ({message})"), source },
+            None => Error::Unusable { message: format!("{path}: {message}"), source },
+        },
+        (other, _) => other,
+    }
+}
+
+/// Turns an error raised while opening `path` into one that starts with the
+/// path and, when the file system shows what is wrong, the cause: a
+/// directory, a missing or read-only directory, a read-only file, a foreign
+/// header. Such an error becomes [`Error::Unusable`] whatever SQLite said
+/// (SQLite often says only "unable to open database file"). Protocol and
+/// other non-storage errors pass through.
+pub(crate) fn opening(path: &Path, error: Error) -> Error {
+    let (message, source, transient) = match error {
+        Error::Storage { message, source, transient } => (message, source, transient),
+        Error::Unusable { message, source } => {
+            let message = match diagnose(path) {
+                Some(cause) => format!("{cause} ({message})"),
+                None => message,
+            };
+            return Error::Unusable { message: format!("cannot open {}: {message}", path.display()), source };
         }
-        other => other,
+        other => return other,
+    };
+    match diagnose(path) {
+        Some(cause) => {
+            Error::Unusable { message: format!("cannot open {}: {cause} ({message})", path.display()), source }
+        }
+        None => Error::Storage { message: format!("cannot open {}: {message}", path.display()), source, transient },
     }
 }
 
@@ -36,4 +100,61 @@ pub(crate) fn at_path(path: &std::path::Path, error: Error) -> Error {
 pub(crate) fn guarded<T>(work: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
         .unwrap_or_else(|_| Err(Error::corrupt_row("a store operation panicked; its changes were rolled back")))
+}
+
+#[cfg(test)]
+mod tests {
+    //! Classification and messages, on real SQLite errors.
+
+    use super::*;
+
+    fn failure(code: i32, text: &str) -> rusqlite::Error {
+        rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), Some(text.to_string()))
+    }
+
+    #[test]
+    fn environment_errors_are_unusable_and_contention_is_transient() {
+        let unusable = [
+            rusqlite::ffi::SQLITE_READONLY,
+            rusqlite::ffi::SQLITE_READONLY_DIRECTORY,
+            rusqlite::ffi::SQLITE_NOTADB,
+            rusqlite::ffi::SQLITE_CORRUPT,
+            rusqlite::ffi::SQLITE_CANTOPEN,
+            rusqlite::ffi::SQLITE_PERM,
+            rusqlite::ffi::SQLITE_AUTH,
+        ];
+        for code in unusable {
+            let error = sqlite_error("claim", failure(code, "x"));
+            assert!(error.is_unusable() && !error.is_transient(), "code {code}: {error}");
+        }
+        let busy = sqlite_error("claim", failure(rusqlite::ffi::SQLITE_BUSY, "database is locked"));
+        assert!(busy.is_transient() && !busy.is_unusable(), "{busy}");
+        let full = sqlite_error("claim", failure(rusqlite::ffi::SQLITE_FULL, "database or disk is full"));
+        assert!(!full.is_transient() && !full.is_unusable(), "{full}");
+        let gone = sqlite_error("claim", failure(rusqlite::ffi::SQLITE_ERROR, "no such table: cairnq_tasks"));
+        assert!(gone.is_unusable(), "{gone}");
+        let other = sqlite_error("claim", failure(rusqlite::ffi::SQLITE_ERROR, "no such table: mine"));
+        assert!(!other.is_unusable(), "{other}");
+    }
+
+    /// The replica every caller of a failed group commit gets (see the
+    /// writer) used to be built from `Display`, which doubled the prefix.
+    #[test]
+    fn a_replicated_batch_error_says_storage_error_once() {
+        let error = sqlite_error("commit", failure(rusqlite::ffi::SQLITE_IOERR, "disk I/O error"));
+        let copy = error.replicate();
+        assert_eq!(copy.to_string(), "storage error: commit: disk I/O error");
+        let readonly = sqlite_error("begin immediate", failure(rusqlite::ffi::SQLITE_READONLY, "readonly"));
+        assert_eq!(readonly.replicate().to_string(), "unusable database: begin immediate: readonly");
+    }
+
+    #[test]
+    fn an_open_error_starts_with_the_path_once() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("queue.db");
+        let error = opening(&path, sqlite_error("open", failure(rusqlite::ffi::SQLITE_IOERR, "disk I/O error")));
+        let shown = error.to_string();
+        assert_eq!(shown, format!("storage error: cannot open {}: open: disk I/O error", path.display()));
+        assert_eq!(opening(&path, Error::StoreClosed).to_string(), "the store is closed");
+    }
 }

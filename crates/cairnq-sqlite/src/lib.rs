@@ -90,6 +90,7 @@
 //! - A task's `now` comes from this host's clock; processes on hosts with
 //!   skewed clocks sharing one file (over a network share) would disagree.
 
+mod diagnose;
 mod error;
 mod exec;
 mod open;

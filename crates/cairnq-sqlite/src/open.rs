@@ -13,7 +13,7 @@ use cairnq_core::{Clock, Error, Result};
 use cairnq_protocol::{Migration, sqlite};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
-use crate::error::{at_path, is_busy, sqlite_error};
+use crate::error::{is_busy, opening, sqlite_error};
 use crate::options::SqliteOptions;
 use crate::sql::{query_int, query_opt};
 
@@ -38,7 +38,7 @@ pub(crate) fn open_writer(path: &Path, options: &SqliteOptions) -> Result<Connec
         analyze_once(&conn)?;
         Ok(conn)
     };
-    prepare().map_err(|e| at_path(path, e))
+    prepare().map_err(|e| opening(path, e))
 }
 
 /// A reader's connection; `query_only` makes sure it never writes.
@@ -48,16 +48,13 @@ pub(crate) fn open_reader(path: &Path, options: &SqliteOptions) -> Result<Connec
         conn.pragma_update(None, "query_only", true).map_err(|e| sqlite_error("query_only", e))?;
         Ok(conn)
     };
-    prepare().map_err(|e| at_path(path, e))
+    prepare().map_err(|e| opening(path, e))
 }
 
 fn connect(path: &Path, options: &SqliteOptions) -> Result<Connection> {
     if path.is_dir() {
-        return Err(Error::Storage {
-            message: "is a directory, not a database file".into(),
-            source: None,
-            transient: false,
-        });
+        // `opening` names the directory; SQLite would only say it cannot open it.
+        return Err(Error::Unusable { message: "SQLite cannot open a directory".into(), source: None });
     }
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags).map_err(|e| sqlite_error("open", e))?;

@@ -15,7 +15,7 @@ use parking_lot::Mutex;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-use crate::error::guarded;
+use crate::error::{explain, guarded};
 use crate::open::{open_reader, open_writer};
 use crate::options::SqliteOptions;
 use crate::reader::{ReadJob, run_reader};
@@ -79,8 +79,15 @@ impl SqliteStore {
     ///
     /// Fails with [`Error::ProtocolVersionMismatch`] (writing nothing) when
     /// the file belongs to another protocol version, and with
-    /// [`Error::Storage`] naming the path when it is a directory or not a
-    /// SQLite database.
+    /// [`Error::Unusable`] when SQLite cannot use the file: the message
+    /// starts with the path and the cause found on the file system (a
+    /// directory, a missing or read-only directory where SQLite must create
+    /// the `-wal` and `-shm` files, a read-only file, a file that is not a
+    /// SQLite database), then SQLite's own words.
+    ///
+    /// A file this process may read but not write opens (SQLite falls back
+    /// to read-only): reads work, and every write fails with
+    /// [`Error::Unusable`] naming the read-only file.
     pub async fn open(path: impl AsRef<Path>) -> Result<Self> {
         Self::open_with(path, SqliteOptions::default()).await
     }
@@ -142,7 +149,7 @@ impl SqliteStore {
         let (reply, receiver) = oneshot::channel();
         let clock = Arc::clone(&self.clock);
         let job: ReadJob = Box::new(move |conn| {
-            let _ = reply.send(guarded(|| work(conn, clock.now_ms())));
+            let _ = reply.send(guarded(|| work(conn, clock.now_ms())).map_err(|e| explain(conn, e)));
         });
         let sent = self.readers.lock().as_ref().map(|r| r.send(job).is_ok());
         if sent != Some(true) {

@@ -21,7 +21,7 @@ use cairnq_core::{Clock, Error, Result};
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-use crate::error::{guarded, replicate, sqlite_error};
+use crate::error::{explain, guarded, sqlite_error};
 use crate::sql::query;
 use crate::wake::{Changes, WakeBoard};
 
@@ -76,8 +76,8 @@ where
     F: Fn(WriteCtx<'_>) -> Result<T> + Send,
 {
     fn run(&mut self, ctx: WriteCtx<'_>) -> bool {
-        let work = &self.work;
-        let outcome = guarded(|| work(ctx));
+        let (work, conn) = (&self.work, ctx.conn);
+        let outcome = guarded(|| work(ctx)).map_err(|e| explain(conn, e));
         let ok = outcome.is_ok();
         self.outcome = Some(outcome);
         ok
@@ -86,7 +86,7 @@ where
     fn finish(self: Box<Self>, committed: &Result<()>) {
         let reply = match (self.outcome, committed) {
             (Some(Err(own)), _) => Err(own),
-            (_, Err(batch)) => Err(replicate(batch)),
+            (_, Err(batch)) => Err(batch.replicate()),
             (Some(ok), Ok(())) => ok,
             (None, Ok(())) => Err(Error::corrupt_row("a write was never run")),
         };
@@ -143,7 +143,9 @@ fn run_batch(conn: &Connection, mut batch: Vec<Box<dyn Job>>, env: &WriterEnv) {
         env.counters.jobs.fetch_add(batch.len() as u64, Ordering::Relaxed);
         env.wakes.publish(&changes);
     }
-    let committed = committed.map(|_| ());
+    // Every caller gets a replica of a failed batch's error: name the cause
+    // once, here on the writer thread, before it is copied.
+    let committed = committed.map(|_| ()).map_err(|e| explain(conn, e));
     for job in batch {
         job.finish(&committed);
     }

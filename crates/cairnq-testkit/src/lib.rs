@@ -22,6 +22,8 @@ pub mod postgres;
 pub mod scenario;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+#[cfg(unix)]
+pub mod unprivileged;
 pub mod worker_suite;
 
 /// Where a fresh store lives, so another process can open the same one

@@ -32,13 +32,13 @@ pub fn test_dsn() -> Result<String> {
     if let Ok(dsn) = std::env::var(DSN_ENV) {
         return Ok(dsn);
     }
-    static SHARED: OnceLock<std::result::Result<TestServer, String>> = OnceLock::new();
-    let shared = SHARED.get_or_init(|| {
-        TestServer::start(workspace_root().join("target").join("pg-test"), SHARED_PORT).map_err(|e| e.to_string())
-    });
+    static SHARED: OnceLock<Result<TestServer>> = OnceLock::new();
+    let shared = SHARED.get_or_init(|| TestServer::start(workspace_root().join("target").join("pg-test"), SHARED_PORT));
     match shared {
         Ok(server) => Ok(server.dsn().to_string()),
-        Err(message) => Err(server_error(message.clone())),
+        // A copy, not a new error around its text: that read
+        // "storage error: test Postgres server: storage error: ...".
+        Err(error) => Err(error.replicate()),
     }
 }
 

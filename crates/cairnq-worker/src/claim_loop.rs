@@ -29,6 +29,16 @@
 //! worker could run. A buffered task whose lease the heartbeat finds lost
 //! is dropped unstarted.
 //!
+//! # A failing store
+//!
+//! A failed probe or claim does not make the loop poll faster or at the
+//! same pace: the next claim waits a capped exponential backoff with equal
+//! jitter — the poll interval for the first failure, doubling up to 30 s
+//! ([`claim_backoff`]) — and the first success resets it. The failure
+//! goes to [`WorkerCore::store_failed`], which stops the whole worker when
+//! waiting will not help (see [`OnUnusable`](crate::OnUnusable)). Buffered
+//! tasks still start while the claims back off: they were claimed before.
+//!
 //! # Stop
 //!
 //! On stop the loop stops claiming, waits for a claim in flight (its write
@@ -38,14 +48,17 @@
 //! task on its last attempt), and the buffer holds only a few claim
 //! round-trips of work of handlers that proved fast. Past the drain timeout,
 //! running calls are abandoned and buffered tasks dropped; their leases
-//! expire as before, and only then does the heartbeat stop.
+//! expire as before, and only then does the heartbeat stop. A stop caused
+//! by an unusable database drops the buffered tasks at once instead: their
+//! results could not be written, so running them would only repeat their
+//! side effects when another worker retries them.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cairnq_core::store::{ClaimParams, ProbeParams};
-use cairnq_core::{ChangeWatch, ErrorEnvelope, Task, Wake, codes};
+use cairnq_core::{Backoff, ChangeWatch, ErrorEnvelope, Task, Wake, codes};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use tokio::sync::watch;
@@ -71,6 +84,19 @@ pub(crate) const MAX_PREFETCH: usize = 1024;
 /// until writes catch up.
 const MAX_SETTLING: usize = 1024;
 
+/// The longest pause between failing claims (unless the poll interval is
+/// longer).
+const CLAIM_BACKOFF_CAP: Duration = Duration::from_secs(30);
+
+/// The pause before the next claim after `failures` failed ones in a row:
+/// equal jitter over a window of the poll interval doubled per failure,
+/// capped at [`CLAIM_BACKOFF_CAP`] — the first pause is half to one poll
+/// interval, as an idle poll would be.
+fn claim_backoff(poll: Duration, failures: u32) -> Duration {
+    let base = poll.max(Duration::from_millis(1));
+    Duration::from_millis(Backoff::new(base, CLAIM_BACKOFF_CAP.max(base)).delay_ms(failures))
+}
+
 /// A watch, taken now, for tasks becoming queued on the worker's queues.
 fn queued_watch(core: &WorkerCore) -> ChangeWatch {
     core.client.store().watch_for_change(&Wake::Queued(core.options.queues.clone()))
@@ -91,7 +117,7 @@ enum Claimed {
     Empty { left_out_draws: bool },
     /// The probe found nothing due.
     NothingDue,
-    /// The store failed during this step.
+    /// The store failed during this step (the probe or the claim).
     Failed(&'static str, cairnq_core::Error),
 }
 
@@ -99,7 +125,7 @@ enum Claimed {
 enum Next {
     /// Look again at once.
     Go,
-    /// Nothing due (or the store failed): sleep up to the poll interval.
+    /// Nothing due: sleep up to the poll interval.
     Idle,
 }
 
@@ -123,6 +149,10 @@ pub(crate) struct ClaimLoop {
     /// idle: a submit committed between the probe and the sleep still ends
     /// the sleep.
     watch: Option<ChangeWatch>,
+    /// Failed claims (or probes) in a row.
+    claim_failures: u32,
+    /// No claim starts before this, while claims fail.
+    claim_after: Option<tokio::time::Instant>,
 }
 
 impl ClaimLoop {
@@ -146,6 +176,8 @@ impl ClaimLoop {
             prefetch: 0,
             probe_next: true,
             watch: None,
+            claim_failures: 0,
+            claim_after: None,
         }
     }
 
@@ -198,14 +230,22 @@ impl ClaimLoop {
         let watch = self.watch.take();
         let mut stop = self.stop.clone();
         let stopped = stop.wait_for(|s| *s);
+        // Bounded by the poll interval too: a cap that no running call
+        // holds (a resource of capacity 0) frees nothing. While claims back
+        // off, until the next claim may start instead.
+        let now = tokio::time::Instant::now();
+        let wake_at = match self.claim_after {
+            Some(at) if at > now => at,
+            // Passed already (the claim was held back for another reason):
+            // a time in the past would make this wait spin.
+            _ => now + core.options.poll_interval,
+        };
         match idle {
-            // Bounded by the poll interval too: a cap that no running call
-            // holds (a resource of capacity 0) frees nothing.
             None => tokio::select! {
                 _ = core.load.freed.notified() => {},
                 // A call whose settle write finished (see MAX_SETTLING).
                 _ = self.calls.join_next(), if !self.calls.is_empty() => {},
-                _ = tokio::time::sleep(core.options.poll_interval) => {},
+                _ = tokio::time::sleep_until(wake_at) => {},
                 _ = stopped => {},
             },
             // A call ending may unblock a resource or a per-name cap that
@@ -226,6 +266,10 @@ impl ClaimLoop {
     fn start_claim(&mut self) -> bool {
         if self.buffer.len() > self.prefetch / 2 || self.calls.len() >= self.core.options.concurrency + MAX_SETTLING {
             return false;
+        }
+        match self.claim_after {
+            Some(at) if tokio::time::Instant::now() < at => return false,
+            _ => self.claim_after = None,
         }
         let core = self.core.clone();
         let mut view = core.load.view();
@@ -254,6 +298,10 @@ impl ClaimLoop {
         if let Some((_, started)) = self.in_flight.take() {
             self.prefetch = prefetch_room(self.core.options.concurrency, started.elapsed(), self.core.load.mean_call());
         }
+        if !matches!(claimed, Claimed::Failed(..)) {
+            self.claim_failures = 0;
+            self.core.store_ok();
+        }
         match claimed {
             Claimed::Rows { tasks, filled } => {
                 self.watch = None;
@@ -273,10 +321,21 @@ impl ClaimLoop {
             }
             Claimed::Failed(during, error) => {
                 self.probe_next = true;
-                self.core.report(WorkerIssue::Store { during, error });
-                Next::Idle
+                self.back_off(during, error);
+                Next::Go
             }
         }
+    }
+
+    /// A failed probe or claim: no claim starts before the backoff pause
+    /// ([`claim_backoff`]) has passed (`start_claim` checks, `pause` sleeps
+    /// until then), and the core reports it (and stops the worker if the
+    /// database is unusable).
+    fn back_off(&mut self, during: &'static str, error: cairnq_core::Error) {
+        self.claim_failures = self.claim_failures.saturating_add(1);
+        let pause = claim_backoff(self.core.options.poll_interval, self.claim_failures);
+        self.claim_after = Some(tokio::time::Instant::now() + pause);
+        self.core.store_failed(during, error);
     }
 
     /// A claim found nothing. If limits left draws out, the next rotation
@@ -384,6 +443,13 @@ impl ClaimLoop {
             let claimed = claim.await;
             self.finish_claim(claimed);
         }
+        if self.core.is_halted() {
+            // Their results could not be written: leave them to their leases.
+            for ctx in self.buffer.drain(..) {
+                ctx.state().mark_lost();
+                self.core.leases.remove(ctx.task_id());
+            }
+        }
         loop {
             while self.calls.try_join_next().is_some() {}
             self.start_buffered();
@@ -445,6 +511,22 @@ mod tests {
     //! The prefetch sizing rule.
 
     use super::*;
+
+    #[test]
+    fn failed_claims_back_off_from_the_poll_interval_to_the_cap() {
+        let poll = Duration::from_millis(500);
+        for _ in 0..50 {
+            let first = claim_backoff(poll, 1);
+            assert!(first >= poll / 2 && first < poll, "{first:?}");
+            let third = claim_backoff(poll, 3);
+            assert!(third >= poll * 2 && third < poll * 4, "{third:?}");
+            let late = claim_backoff(poll, 40);
+            assert!(late >= CLAIM_BACKOFF_CAP / 2 && late < CLAIM_BACKOFF_CAP, "{late:?}");
+        }
+        let slow = Duration::from_secs(60);
+        assert!(claim_backoff(slow, 9) >= slow / 2, "a poll beyond the cap is never shortened");
+        assert!(claim_backoff(Duration::from_micros(10), 1) <= Duration::from_millis(1));
+    }
 
     #[test]
     fn fast_handlers_get_a_deep_buffer_and_slow_ones_none() {

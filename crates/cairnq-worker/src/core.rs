@@ -6,21 +6,35 @@
 //! early through its context, or the call when the handler returns), so
 //! "exactly once", "never after the lease is lost" and "stop renewing once
 //! settled" hold on every path.
+//!
+//! Every store call of the loop (probe, claim, heartbeat, settle) reports
+//! its outcome here too ([`WorkerCore::store_ok`],
+//! [`WorkerCore::store_failed`]): an error waiting will not heal is
+//! reported once per outage and, under [`OnUnusable::Stop`], stops the
+//! worker and becomes what `Worker::run` returns.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use cairnq_core::store::{FailParams, SettleParams, lost_lease};
-use cairnq_core::{CairnQ, Error, Json, Result, Task};
+use cairnq_core::{Backoff, CairnQ, Error, Json, Result, Task};
+use parking_lot::Mutex;
+use tokio::sync::watch;
 
 use crate::completions::{CompletionQueue, completion_queue};
-use crate::options::{OnError, WorkerIssue, WorkerOptions};
+use crate::options::{OnError, OnUnusable, WorkerIssue, WorkerOptions};
 use crate::state::{Leases, Load, TaskState};
 use crate::task_error::TaskError;
 
-/// Attempts of one settle write when the store reports a transient error.
+/// Attempts of one settle write when the store reports a transient error,
+/// and their pauses: equal jitter, doubling from 100 ms (50-100 ms, then
+/// 100-200 ms), so writers that all hit one hiccup do not retry in step.
 const SETTLE_TRIES: u32 = 3;
-const SETTLE_RETRY_PAUSE: Duration = Duration::from_millis(100);
+
+fn settle_retry_pause(tries: u32) -> Duration {
+    Duration::from_millis(Backoff::new(Duration::from_millis(100), Duration::from_secs(1)).delay_ms(tries))
+}
 
 /// How a task ends its attempt.
 #[derive(Debug, Clone)]
@@ -39,10 +53,16 @@ pub(crate) struct WorkerCore {
     pub(crate) load: Arc<Load>,
     completions: Arc<CompletionQueue>,
     on_error: Option<OnError>,
+    /// The worker's stop switch: an unusable database flips it.
+    stop: Arc<watch::Sender<bool>>,
+    /// The error that stopped the worker, for `Worker::run` to return.
+    halted: Mutex<Option<Error>>,
+    /// An unusable error was reported since the last successful store call.
+    unusable_reported: AtomicBool,
 }
 
 impl WorkerCore {
-    pub(crate) fn new(client: CairnQ, options: WorkerOptions) -> Self {
+    pub(crate) fn new(client: CairnQ, options: WorkerOptions, stop: Arc<watch::Sender<bool>>) -> Self {
         let worker_id = options.worker_id.clone().unwrap_or_else(cairnq_core::id::new_worker_id);
         let client = match &options.backpressure {
             Some(settings) => client.with_backpressure(settings.clone()),
@@ -50,15 +70,70 @@ impl WorkerCore {
         };
         let on_error = options.on_error.clone();
         let completions = completion_queue(client.clone(), worker_id.clone());
-        Self { client, options, worker_id, leases: Leases::default(), load: Arc::default(), completions, on_error }
+        Self {
+            client,
+            options,
+            worker_id,
+            leases: Leases::default(),
+            load: Arc::default(),
+            completions,
+            on_error,
+            stop,
+            halted: Mutex::new(None),
+            unusable_reported: AtomicBool::new(false),
+        }
     }
 
-    /// Hands a survived problem to the hook (stderr by default).
+    /// Hands an issue to the hook (stderr by default).
     pub(crate) fn report(&self, issue: WorkerIssue) {
         match &self.on_error {
             Some(hook) => hook(issue),
             None => eprintln!("cairnq worker {}: {issue}", self.worker_id),
         }
+    }
+
+    /// A store call of the loop succeeded: any outage is over, and the next
+    /// unusable error will be reported again.
+    pub(crate) fn store_ok(&self) {
+        self.unusable_reported.store(false, Ordering::Relaxed);
+    }
+
+    /// A store call of the loop failed during `during`. A healable error is
+    /// reported as it comes (the callers pace their retries). An unusable
+    /// one is reported once until a store call succeeds again and, under
+    /// [`OnUnusable::Stop`], stops the worker: claims end, running calls
+    /// drain, and `Worker::run` returns the error.
+    pub(crate) fn store_failed(&self, during: &'static str, error: Error) {
+        if !error.is_unusable() {
+            return self.report(WorkerIssue::Store { during, error });
+        }
+        if self.halted.lock().is_some() || self.unusable_reported.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let stopping = self.options.on_unusable == OnUnusable::Stop;
+        let reported = if stopping {
+            // `run` returns the original (with its driver error as source);
+            // the hook gets a copy.
+            let copy = error.replicate();
+            *self.halted.lock() = Some(error);
+            copy
+        } else {
+            error
+        };
+        self.report(WorkerIssue::Unusable { during, error: reported, stopping });
+        if stopping {
+            self.stop.send_replace(true);
+        }
+    }
+
+    /// Whether an unusable database stopped the worker.
+    pub(crate) fn is_halted(&self) -> bool {
+        self.halted.lock().is_some()
+    }
+
+    /// The error that stopped the worker, once.
+    pub(crate) fn take_halt(&self) -> Option<Error> {
+        self.halted.lock().take()
     }
 
     /// Settles `task` once: `Ok(None)` when it was already settled,
@@ -108,8 +183,9 @@ impl WorkerCore {
 
     fn reported<T>(&self, written: Result<T>) {
         match written {
-            Ok(_) | Err(Error::LostLease { .. }) => {}
-            Err(error) => self.report(WorkerIssue::Store { during: "settle", error }),
+            // A lost lease is an answer from a working store.
+            Ok(_) | Err(Error::LostLease { .. }) => self.store_ok(),
+            Err(error) => self.store_failed("settle", error),
         }
     }
 
@@ -163,8 +239,8 @@ where
     loop {
         match write().await {
             Err(e) if e.is_transient() && tries < SETTLE_TRIES => {
+                tokio::time::sleep(settle_retry_pause(tries)).await;
                 tries += 1;
-                tokio::time::sleep(SETTLE_RETRY_PAUSE).await;
             }
             other => return other,
         }

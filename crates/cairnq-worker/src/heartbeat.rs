@@ -45,9 +45,15 @@ async fn renew(core: &WorkerCore) {
     }
     let ids = held.iter().map(|(id, _)| id.clone()).collect();
     let params = HeartbeatBatchParams::new(ids, &core.worker_id, core.options.lease_ms());
+    // A failing heartbeat keeps its schedule rather than backing off: a
+    // pause longer than the lease would only make sure every lease is lost.
+    // Its failures still count (an unusable database stops the worker).
     let kept = match core.client.heartbeat_batch(&params).await {
-        Ok(kept) => kept,
-        Err(error) => return core.report(WorkerIssue::Store { during: "heartbeat", error }),
+        Ok(kept) => {
+            core.store_ok();
+            kept
+        }
+        Err(error) => return core.store_failed("heartbeat", error),
     };
     let kept: HashMap<String, bool> = kept.into_iter().map(|l| (l.id.clone(), l.cancel_requested())).collect();
     for (id, state) in held {

@@ -63,6 +63,14 @@
 //!   task it did not settle itself, through `complete` (so a requested
 //!   cancel wins) or `fail` with an error envelope and an attempt-based
 //!   backoff delay. Settling is exactly once.
+//! - **A failing store.** A failed claim makes the next one wait a capped
+//!   exponential backoff with equal jitter (the poll interval, doubling per
+//!   failure up to 30 s; reset by a success), never the poll pace. An error
+//!   waiting will not heal ([`cairnq_core::Error::is_unusable`]: a
+//!   read-only or corrupted database, a missing privilege, another
+//!   protocol) is reported once as [`WorkerIssue::Unusable`] and, by
+//!   default, stops the worker: [`Worker::run`] returns it.
+//!   [`OnUnusable::KeepRetrying`] keeps backing off instead.
 //! - **Stop.** `stop()`, a dropped [`WorkerHandle`] or SIGINT/SIGTERM under
 //!   [`Worker::serve`] stop claiming; a claim in flight lands, buffered
 //!   (not yet started) tasks are run as slots free, and everything gets
@@ -116,6 +124,6 @@ mod worker;
 
 pub use context::TaskContext;
 pub use handler::{AsyncHandler, BatchHandler, BatchResults, BlockingHandler, ErasedHandler, TaskName};
-pub use options::{OnError, TaskOptions, WorkerIssue, WorkerOptions};
+pub use options::{OnError, OnUnusable, TaskOptions, WorkerIssue, WorkerOptions};
 pub use task_error::TaskError;
 pub use worker::{StopHandle, Worker, WorkerHandle};

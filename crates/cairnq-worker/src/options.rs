@@ -1,5 +1,5 @@
 //! Worker and per-name options, with PROTOCOL.md's defaults, and the
-//! [`WorkerIssue`]s a worker survives and reports.
+//! [`WorkerIssue`]s a worker reports.
 //!
 //! Options are plain builders checked once in [`WorkerOptions::validate`]
 //! when the worker is made, so a bad value fails before anything runs.
@@ -11,17 +11,35 @@ use std::time::Duration;
 
 use cairnq_core::{Backoff, Backpressure, Error, Result};
 
-/// Something the worker loop survived: reported through
-/// [`WorkerOptions::on_error`] and then carried on.
+/// Something the worker loop ran into, reported through
+/// [`WorkerOptions::on_error`]. Every issue but an [`Unusable`] database
+/// under [`OnUnusable::Stop`] is survived: the loop carries on.
+///
+/// [`Unusable`]: WorkerIssue::Unusable
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum WorkerIssue {
-    /// A store call of the loop failed (claim, heartbeat, settle).
+    /// A store call of the loop failed (probe, claim, heartbeat, settle)
+    /// with an error that may heal; failed claims are retried with a
+    /// capped exponential backoff.
     Store {
         /// What the loop was doing.
         during: &'static str,
         /// The error.
         error: Error,
+    },
+    /// A store call failed with an error waiting will not heal (see
+    /// [`Error::is_unusable`]): a read-only or corrupted database, a missing
+    /// privilege, another protocol. Reported once per outage; then the
+    /// worker stops (`stopping`, the default) or keeps retrying with the
+    /// backoff, as [`WorkerOptions::on_unusable`] says.
+    Unusable {
+        /// What the loop was doing.
+        during: &'static str,
+        /// The error, its message starting with the cause.
+        error: Error,
+        /// Whether the worker stops because of it.
+        stopping: bool,
     },
     /// A heartbeat tick came this much later than scheduled: something is
     /// blocking the async runtime (a synchronous handler registered with
@@ -42,12 +60,41 @@ impl fmt::Display for WorkerIssue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Store { during, error } => write!(f, "{during} failed: {error}"),
+            Self::Unusable { during, error, stopping: true } => {
+                write!(f, "{during} failed and waiting will not help, so the worker stops: {error}")
+            }
+            Self::Unusable { during, error, stopping: false } => write!(
+                f,
+                "{during} failed and waiting will not help; retrying with backoff as configured \
+                 (reported once until a store call succeeds): {error}"
+            ),
             Self::BlockedRuntime { late_by } => {
                 write!(f, "the async runtime was blocked: a heartbeat tick ran {} ms late", late_by.as_millis())
             }
             Self::Abandoned { calls } => write!(f, "abandoned {calls} handler call(s) at the drain timeout"),
         }
     }
+}
+
+/// What a worker does when the database cannot be used as it is (a
+/// read-only or corrupted file, a missing privilege, a database of another
+/// protocol: see [`Error::is_unusable`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OnUnusable {
+    /// Report it once ([`WorkerIssue::Unusable`]) and stop as
+    /// [`Worker::stop`](crate::Worker::stop) does — claim nothing more, let
+    /// running handlers finish within the drain timeout (buffered, not yet
+    /// started tasks are dropped: their results could not be written) —
+    /// then [`Worker::run`](crate::Worker::run) returns the error. The
+    /// default: a worker that cannot work should say so and exit, so a
+    /// supervisor or an operator sees it.
+    #[default]
+    Stop,
+    /// Report it once per outage and keep retrying claims with the backoff
+    /// (poll interval doubling up to 30 s), for deployments where someone
+    /// may fix the database under a running worker.
+    KeepRetrying,
 }
 
 /// The hook that receives [`WorkerIssue`]s.
@@ -99,8 +146,10 @@ pub struct WorkerOptions {
     pub claim_unknown_names: bool,
     /// The worker id; `None`: `worker_` + a fresh ULID.
     pub worker_id: Option<String>,
-    /// Receives what the loop survives; `None`: written to stderr.
+    /// Receives what the loop reports; `None`: written to stderr.
     pub on_error: Option<OnError>,
+    /// What to do when the database turns out unusable (stop, by default).
+    pub on_unusable: OnUnusable,
 }
 
 impl Default for WorkerOptions {
@@ -121,6 +170,7 @@ impl Default for WorkerOptions {
             claim_unknown_names: false,
             worker_id: None,
             on_error: None,
+            on_unusable: OnUnusable::Stop,
         }
     }
 }
@@ -137,6 +187,7 @@ impl fmt::Debug for WorkerOptions {
             .field("resources", &self.resources)
             .field("max_in_flight_bytes", &self.max_in_flight_bytes)
             .field("worker_id", &self.worker_id)
+            .field("on_unusable", &self.on_unusable)
             .finish_non_exhaustive()
     }
 }
@@ -231,7 +282,19 @@ impl WorkerOptions {
         self
     }
 
-    /// Sends what the loop survives to `hook` instead of stderr.
+    /// Stops (the default) or keeps retrying when the database is unusable.
+    ///
+    /// ```
+    /// use cairnq_worker::{OnUnusable, WorkerOptions};
+    /// let options = WorkerOptions::new().on_unusable(OnUnusable::KeepRetrying);
+    /// assert_eq!(options.on_unusable, OnUnusable::KeepRetrying);
+    /// ```
+    pub fn on_unusable(mut self, policy: OnUnusable) -> Self {
+        self.on_unusable = policy;
+        self
+    }
+
+    /// Sends what the loop reports to `hook` instead of stderr.
     pub fn on_error(mut self, hook: impl Fn(WorkerIssue) + Send + Sync + 'static) -> Self {
         self.on_error = Some(Arc::new(hook));
         self
@@ -249,8 +312,11 @@ impl WorkerOptions {
 
     /// Refuses values the loop cannot run with.
     pub fn validate(&self) -> Result<()> {
-        if self.queues.is_empty() || self.queues.iter().any(String::is_empty) {
-            return Err(Error::validation("queues", "at least one queue, and no empty names"));
+        if self.queues.is_empty() || self.queues.iter().any(|q| q.is_empty() || q.contains('\0')) {
+            return Err(Error::validation("queues", "at least one queue, and no empty names or NUL characters"));
+        }
+        if self.worker_id.as_ref().is_some_and(|id| id.is_empty() || id.contains('\0')) {
+            return Err(Error::validation("worker_id", "must not be empty or hold a NUL character"));
         }
         if self.concurrency == 0 {
             return Err(Error::validation("concurrency", "must be at least 1"));
@@ -348,6 +414,8 @@ mod tests {
         assert_eq!(field(WorkerOptions::new().concurrency(0)), Some("concurrency"));
         assert_eq!(field(WorkerOptions::new().heartbeat(Duration::from_secs(30))), Some("heartbeat"));
         assert_eq!(field(WorkerOptions::new().claim_batch(0)), Some("claim_batch"));
+        assert_eq!(field(WorkerOptions::new().queues(["a\0b"])), Some("queues"));
+        assert_eq!(field(WorkerOptions::new().worker_id("w\0")), Some("worker_id"));
     }
 
     #[test]

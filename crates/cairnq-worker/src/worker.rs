@@ -156,8 +156,8 @@ impl Worker {
     }
 
     fn register(&mut self, name: &str, options: TaskOptions, handler: ErasedHandler) -> Result<&mut Self> {
-        if name.is_empty() {
-            return Err(Error::validation("name", "must not be empty"));
+        if name.is_empty() || name.contains('\0') {
+            return Err(Error::validation("name", "must not be empty or hold a NUL character"));
         }
         if self.handlers.contains_key(name) {
             return Err(Error::validation("name", format!("a handler for {name:?} is already registered")));
@@ -171,15 +171,25 @@ impl Worker {
     /// then drains. Fails at once when no handler is registered or the worker
     /// is already running. A stopped worker stays stopped: a later `run`
     /// drains and returns at once.
+    ///
+    /// When the database turns out unusable — read-only, corrupted, a
+    /// missing privilege, another protocol ([`Error::is_unusable`]) — the
+    /// worker reports it once ([`WorkerIssue::Unusable`](crate::WorkerIssue::Unusable)),
+    /// stops and drains as if stopped, and `run` returns that error; with
+    /// [`OnUnusable::KeepRetrying`](crate::OnUnusable::KeepRetrying) it keeps
+    /// backing off instead.
     pub async fn run(&self) -> Result<()> {
         let names = self.name_table()?;
         if self.running.swap(true, Ordering::AcqRel) {
             return Err(Error::validation("worker", "this worker is already running"));
         }
-        let core = Arc::new(WorkerCore::new(self.client.clone(), self.options.clone()));
-        ClaimLoop::new(core, self.handlers.clone(), names, self.stop.subscribe()).run().await;
+        let core = Arc::new(WorkerCore::new(self.client.clone(), self.options.clone(), self.stop.clone()));
+        ClaimLoop::new(core.clone(), self.handlers.clone(), names, self.stop.subscribe()).run().await;
         self.running.store(false, Ordering::Release);
-        Ok(())
+        match core.take_halt() {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
     }
 
     fn name_table(&self) -> Result<NameTable> {

@@ -9,11 +9,21 @@ use cairnq_sqlite::SqliteStore;
 pub(crate) const ACK: &str = "ACK ";
 /// Printed once the store is open and migrated.
 pub(crate) const OPENED: &str = "OPENED";
+/// Printed before the error of a failed open (mode `report_open`).
+pub(crate) const OPEN_ERROR: &str = "OPEN_ERROR ";
 
 pub(crate) async fn run_from_env() {
     let (Ok(mode), Ok(path)) = (std::env::var("CAIRNQ_SQLITE_CHILD"), std::env::var("CAIRNQ_SQLITE_PATH")) else {
         panic!("child_process_entry runs only as a child (CAIRNQ_SQLITE_CHILD and CAIRNQ_SQLITE_PATH unset)");
     };
+    if mode == "report_open" {
+        // On a line of its own: libtest has printed `test child_process_entry ... `.
+        match SqliteStore::open(&path).await {
+            Ok(_) => println!("\n{OPENED}"),
+            Err(e) => println!("\n{OPEN_ERROR}{e}"),
+        }
+        return;
+    }
     let store = SqliteStore::open(&path).await.expect("child opens the store");
     match mode.as_str() {
         "open" => println!("{OPENED}"),

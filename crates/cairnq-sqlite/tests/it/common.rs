@@ -41,7 +41,24 @@ pub(crate) fn count(path: &Path, sql: &str) -> i64 {
 /// Spawns this test binary running `child_process_entry` in `mode`, with
 /// a piped stdin (modes that wait for a go-ahead read it).
 pub(crate) fn spawn_child(mode: &str, path: &Path, stdout: Stdio) -> Child {
-    Command::new(std::env::current_exe().expect("current exe"))
+    child_command(Command::new(std::env::current_exe().expect("current exe")), mode, path, stdout)
+}
+
+/// [`spawn_child`] as a user file permissions stop (see
+/// `cairnq_testkit::unprivileged`); `None` after printing why there is
+/// none.
+pub(crate) fn spawn_unprivileged_child(mode: &str, path: &Path, stdout: Stdio) -> Option<Child> {
+    match cairnq_testkit::unprivileged::command(&std::env::current_exe().expect("current exe")) {
+        Ok(command) => Some(child_command(command, mode, path, stdout)),
+        Err(reason) => {
+            eprintln!("skipped: {reason}");
+            None
+        }
+    }
+}
+
+fn child_command(mut command: Command, mode: &str, path: &Path, stdout: Stdio) -> Child {
+    command
         .args(["--ignored", "--exact", "child_process_entry", "--nocapture", "--test-threads", "1"])
         .env("CAIRNQ_SQLITE_CHILD", mode)
         .env("CAIRNQ_SQLITE_PATH", path)

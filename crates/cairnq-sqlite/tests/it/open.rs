@@ -5,8 +5,10 @@ use std::process::Stdio;
 use cairnq_core::ErrorKind;
 use cairnq_sqlite::SqliteStore;
 
-use crate::child::OPENED;
-use crate::common::{count, fresh_path, open_store, raw, spawn_child};
+use cairnq_testkit::unprivileged::set_mode;
+
+use crate::child::{OPEN_ERROR, OPENED};
+use crate::common::{count, fresh_path, open_store, raw, spawn_child, spawn_unprivileged_child};
 
 /// Everything a test can observe of a file: its bytes.
 fn file_bytes(path: &std::path::Path) -> Vec<u8> {
@@ -58,6 +60,76 @@ async fn open_a_file_that_is_not_sqlite_is_a_storage_error_naming_the_path() {
     assert_eq!(err.kind(), ErrorKind::StorageError, "{err}");
     assert!(err.to_string().contains(&fresh.path.display().to_string()), "{err}");
     assert_eq!(file_bytes(&fresh.path), before, "the junk file changed");
+}
+
+/// What `SqliteStore::open` says in a child process that file permissions
+/// stop: `Ok(())` when it opened, else the error's text. `None`: skipped.
+fn open_as_unprivileged(path: &std::path::Path) -> Option<Result<(), String>> {
+    let output = spawn_unprivileged_child("report_open", path, Stdio::piped())?.wait_with_output().expect("child");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "the child failed: {stdout}");
+    if stdout.lines().any(|line| line == OPENED) {
+        return Some(Ok(()));
+    }
+    let error = stdout.lines().find_map(|line| line.strip_prefix(OPEN_ERROR));
+    Some(Err(error.unwrap_or_else(|| panic!("the child reported nothing: {stdout}")).to_string()))
+}
+
+/// The brief of an unusable directory: a database SQLite cannot open in WAL
+/// mode because it cannot create `-wal` and `-shm` beside it, and a new
+/// database it cannot create. The message names the directory and what
+/// SQLite needs there, not the internal step that failed.
+#[tokio::test]
+async fn an_unwritable_directory_is_named_as_the_cause() {
+    let fresh = fresh_path();
+    let store = open_store(&fresh.path).await;
+    cairnq_core::Store::close(&store).await.expect("close");
+    assert!(!fresh.dir.path().join("queue.db-wal").exists(), "closed cleanly: no -wal left");
+    set_mode(&fresh.path, 0o666).expect("the file writable by anyone");
+    set_mode(fresh.dir.path(), 0o555).expect("the directory read-only");
+    let before = file_bytes(&fresh.path);
+
+    let existing = open_as_unprivileged(&fresh.path);
+    let new = open_as_unprivileged(&fresh.dir.path().join("new.db"));
+    set_mode(fresh.dir.path(), 0o755).expect("restore the directory");
+    let (Some(existing), Some(new)) = (existing, new) else { return };
+    eprintln!("opening as an unprivileged user: {existing:?} / {new:?}");
+
+    let dir = fresh.dir.path().display().to_string();
+    let error = existing.expect_err("no -wal can be created");
+    let cause = format!(
+        "cannot open {dir}/queue.db: the directory {dir} holding queue.db is not writable: \
+         SQLite needs to create queue.db-wal and queue.db-shm there ("
+    );
+    assert!(error.starts_with(&format!("unusable database: {cause}")), "{error}");
+    let error = new.expect_err("the file cannot be created");
+    let cause =
+        format!("cannot open {dir}/new.db: the directory {dir} is not writable: SQLite needs to create new.db there");
+    assert!(error.starts_with(&format!("unusable database: {cause}")), "{error}");
+    assert_eq!(file_bytes(&fresh.path), before, "the database file changed");
+}
+
+/// A file someone else may not write opens read-only (reads work), and a
+/// write fails with an unusable error that names the file. Run here in
+/// process as the owner of a 0444 file when not root; as root the worker
+/// tests (cairnq-worker `tests/unusable.rs`) show it from a child.
+#[tokio::test]
+async fn a_read_only_file_fails_writes_naming_the_file() {
+    if cairnq_testkit::unprivileged::is_root() {
+        eprintln!("skipped in process as root (permissions do not stop root); see cairnq-worker tests/unusable.rs");
+        return;
+    }
+    let fresh = fresh_path();
+    let client = crate::common::open_client(&fresh.path).await;
+    client.submit("job", &serde_json::json!({})).await.expect("submit");
+    client.close().await.expect("close");
+    crate::common::open_client(&fresh.path).await.close().await.expect("analyzed with a row");
+    set_mode(&fresh.path, 0o444).expect("chmod");
+    let client = crate::common::open_client(&fresh.path).await;
+    assert_eq!(client.list(&cairnq_core::ListFilter::new()).await.expect("reads work").tasks.len(), 1);
+    let err = client.submit("job", &serde_json::json!({})).await.expect_err("read-only");
+    assert!(err.is_unusable(), "{err}");
+    assert!(err.to_string().contains("queue.db is not writable by this process"), "{err}");
 }
 
 #[tokio::test]
