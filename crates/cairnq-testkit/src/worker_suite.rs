@@ -29,8 +29,8 @@ mod support;
 
 pub use chaos::random_sigkills_lose_no_task;
 pub use lifecycle::{
-    a_killed_worker_is_recovered_after_its_lease, a_stopped_worker_claims_nothing_more, cancel_wins_on_every_path,
-    sigterm_drains_then_abandons,
+    a_killed_worker_is_recovered_after_its_lease, a_stopped_worker_claims_nothing_more,
+    a_suspended_worker_reports_its_lost_leases, cancel_wins_on_every_path, sigterm_drains_then_abandons,
 };
 pub use limits::{
     a_batch_call_settles_what_it_left_open, a_failed_batch_call_fails_what_it_left_open,

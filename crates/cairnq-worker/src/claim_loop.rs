@@ -71,6 +71,7 @@ use crate::core::{Settlement, WorkerCore};
 use crate::handler::Handler;
 use crate::heartbeat::heartbeat_loop;
 use crate::options::{TaskOptions, WorkerIssue};
+use crate::repair::repair_loop;
 use crate::state::{CallLoad, TaskState};
 use crate::task_error::TaskError;
 
@@ -184,11 +185,12 @@ impl ClaimLoop {
     /// Runs until stopped, then drains.
     pub(crate) async fn run(mut self) {
         let (heartbeat_stop, heartbeat_stopped) = watch::channel(false);
+        let repair = tokio::spawn(repair_loop(self.core.clone(), heartbeat_stopped.clone()));
         let heartbeat = tokio::spawn(heartbeat_loop(self.core.clone(), heartbeat_stopped));
         self.claim_until_stopped().await;
         self.drain().await;
         heartbeat_stop.send_replace(true);
-        let _ = heartbeat.await;
+        let _ = tokio::join!(heartbeat, repair);
     }
 
     fn stopped(&self) -> bool {

@@ -220,7 +220,7 @@ impl TaskContext {
         }
         let written = write.await;
         if matches!(written, Err(Error::LostLease { .. })) {
-            self.state.mark_lost();
+            self.core.lease_lost(&self.task.id, &self.state);
         }
         written
     }

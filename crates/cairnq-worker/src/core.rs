@@ -126,6 +126,14 @@ impl WorkerCore {
         }
     }
 
+    /// The lease of `task_id` turned out lost: marks the attempt and reports
+    /// it, once per task.
+    pub(crate) fn lease_lost(&self, task_id: &str, state: &TaskState) {
+        if state.mark_lost() {
+            self.report(WorkerIssue::LostLeases { task_ids: vec![task_id.to_string()] });
+        }
+    }
+
     /// Whether an unusable database stopped the worker.
     pub(crate) fn is_halted(&self) -> bool {
         self.halted.lock().is_some()
@@ -203,7 +211,7 @@ impl WorkerCore {
     fn finish_write<T>(&self, task: &Task, state: &TaskState, written: Result<T>) -> Result<T> {
         self.leases.remove(&task.id);
         if matches!(written, Err(Error::LostLease { .. })) {
-            state.mark_lost();
+            self.lease_lost(&task.id, state);
         }
         written
     }

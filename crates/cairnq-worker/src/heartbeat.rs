@@ -3,10 +3,15 @@
 //!
 //! The reply lists the leases still held: a task missing from it lost its
 //! lease (another worker may run it now), so only that task's context is
-//! flagged and its outcome will be discarded; a pending cancel flips the
-//! context's `canceled()`. A tick that fires late by more than a third of the
-//! lease means the async runtime is blocked, which is reported, since leases
-//! then expire under running handlers.
+//! flagged, its outcome will be discarded, and the loss is reported; a
+//! pending cancel flips the context's `canceled()`.
+//!
+//! Two other things put every lease at risk, and are reported apart: a
+//! tick that fires late by more than a third of the lease (the async
+//! runtime is blocked, or the process was suspended), and a renewal that
+//! itself takes that long (the store is slow). Lateness is counted from
+//! when the loop was ready to wait, so a slow renewal never reads as a
+//! blocked runtime.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,7 +19,7 @@ use std::time::Duration;
 
 use cairnq_core::store::HeartbeatBatchParams;
 use tokio::sync::watch;
-use tokio::time::MissedTickBehavior;
+use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::core::WorkerCore;
 use crate::options::WorkerIssue;
@@ -25,16 +30,23 @@ pub(crate) async fn heartbeat_loop(core: Arc<WorkerCore>, mut stop: watch::Recei
     let tolerance = core.options.lease / 3;
     let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let tolerance = tolerance.max(Duration::from_millis(1));
     loop {
+        let ready = Instant::now();
         let scheduled = tokio::select! {
             scheduled = ticks.tick() => scheduled,
             _ = stop.wait_for(|stopped| *stopped) => return,
         };
-        let late_by = scheduled.elapsed();
-        if late_by > tolerance.max(Duration::from_millis(1)) {
+        let late_by = scheduled.max(ready).elapsed();
+        if late_by > tolerance {
             core.report(WorkerIssue::BlockedRuntime { late_by });
         }
+        let renewing = Instant::now();
         renew(&core).await;
+        let took = renewing.elapsed();
+        if took > tolerance {
+            core.report(WorkerIssue::SlowStore { during: "heartbeat", took });
+        }
     }
 }
 
@@ -56,6 +68,7 @@ async fn renew(core: &WorkerCore) {
         Err(error) => return core.store_failed("heartbeat", error),
     };
     let kept: HashMap<String, bool> = kept.into_iter().map(|l| (l.id.clone(), l.cancel_requested())).collect();
+    let mut lost = Vec::new();
     for (id, state) in held {
         match kept.get(&id) {
             Some(true) => state.mark_canceled(),
@@ -63,9 +76,14 @@ async fn renew(core: &WorkerCore) {
             // Settled between the snapshot and the reply: not a lost lease.
             None if state.is_settled() => {}
             None => {
-                state.mark_lost();
+                if state.mark_lost() {
+                    lost.push(id.clone());
+                }
                 core.leases.remove(&id);
             }
         }
+    }
+    if !lost.is_empty() {
+        core.report(WorkerIssue::LostLeases { task_ids: lost });
     }
 }

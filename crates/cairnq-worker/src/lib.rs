@@ -53,8 +53,15 @@
 //!   renews all unsettled leases with one `heartbeat_batch`. A task missing
 //!   from the reply lost its lease: only that context is flagged
 //!   ([`TaskContext::lost_lease`], [`TaskContext::on_lost_lease`]) and its
-//!   outcome is discarded. A pending cancel flips [`TaskContext::canceled`].
-//!   A tick late by more than a third of the lease reports a blocked runtime.
+//!   outcome is discarded; the loss is reported (`WorkerIssue::LostLeases`,
+//!   once per task, also when a settle or a context write finds it). A
+//!   pending cancel flips [`TaskContext::canceled`]. A tick late by more
+//!   than a third of the lease reports a blocked runtime (or a suspended
+//!   process); a renewal that itself takes that long reports a slow store.
+//! - **Repair loop** (one per worker). At start and every `repair_every`
+//!   (60 s) it asks the store to repair rows of its queues that no operation
+//!   would move (`Store::repair`: a running row without a lease, a queued
+//!   row without a due time) and reports what it repaired.
 //! - **Calls.** Each call runs on its own tokio task under a panic guard and
 //!   the `max_run` ceiling; blocking handlers run on tokio's blocking
 //!   threads. The call's slot frees when the handler is done; the settle
@@ -118,6 +125,7 @@ mod core;
 mod handler;
 mod heartbeat;
 mod options;
+mod repair;
 mod state;
 mod task_error;
 mod worker;

@@ -48,6 +48,30 @@ pub enum WorkerIssue {
         /// How late the tick was.
         late_by: Duration,
     },
+    /// The worker lost the leases of these tasks: it did not renew them in
+    /// time (a suspended process, a blocked runtime, a store too slow to
+    /// answer), so another worker may run them now and whatever this worker
+    /// still does with them is discarded. Each task is reported once.
+    LostLeases {
+        /// The tasks whose lease was lost.
+        task_ids: Vec<String>,
+    },
+    /// A store call took this long, more than a third of the lease: leases
+    /// are at risk even though the runtime itself is not blocked.
+    SlowStore {
+        /// What the loop was doing.
+        during: &'static str,
+        /// How long the call took.
+        took: Duration,
+    },
+    /// The periodic repair (see [`WorkerOptions::repair_every`]) moved rows
+    /// no ordinary operation would have: running rows without a lease (now
+    /// recovered like an expired lease) and queued rows without a due time
+    /// (now due). Some writer left them so.
+    Repaired {
+        /// What was repaired.
+        repaired: cairnq_core::Repaired,
+    },
     /// Handlers still running when the drain timeout passed were abandoned;
     /// their leases will expire and another worker will retry them.
     Abandoned {
@@ -68,9 +92,27 @@ impl fmt::Display for WorkerIssue {
                 "{during} failed and waiting will not help; retrying with backoff as configured \
                  (reported once until a store call succeeds): {error}"
             ),
-            Self::BlockedRuntime { late_by } => {
-                write!(f, "the async runtime was blocked: a heartbeat tick ran {} ms late", late_by.as_millis())
+            Self::BlockedRuntime { late_by } => write!(
+                f,
+                "a heartbeat tick ran {} ms late: the async runtime was blocked or the process was suspended",
+                late_by.as_millis()
+            ),
+            Self::LostLeases { task_ids } => write!(
+                f,
+                "lost the lease of {} task(s), which another worker may run now; their outcomes here are discarded: {}",
+                task_ids.len(),
+                task_ids.join(", ")
+            ),
+            Self::SlowStore { during, took } => {
+                write!(f, "{during} took {} ms, more than a third of the lease: leases are at risk", took.as_millis())
             }
+            Self::Repaired { repaired } => write!(
+                f,
+                "repaired rows no operation would move: gave running rows without a lease an expired one ({}), \
+                 made queued rows without a due time due now ({})",
+                repaired.expired.join(", "),
+                repaired.scheduled.join(", ")
+            ),
             Self::Abandoned { calls } => write!(f, "abandoned {calls} handler call(s) at the drain timeout"),
         }
     }
@@ -150,6 +192,10 @@ pub struct WorkerOptions {
     pub on_error: Option<OnError>,
     /// What to do when the database turns out unusable (stop, by default).
     pub on_unusable: OnUnusable,
+    /// How often the worker repairs rows of its queues that no operation
+    /// would move ([`Store::repair`](cairnq_core::Store::repair)), starting
+    /// at once; `None`: never. Default 60 s.
+    pub repair_every: Option<Duration>,
 }
 
 impl Default for WorkerOptions {
@@ -171,6 +217,7 @@ impl Default for WorkerOptions {
             worker_id: None,
             on_error: None,
             on_unusable: OnUnusable::Stop,
+            repair_every: Some(Duration::from_secs(60)),
         }
     }
 }
@@ -300,6 +347,12 @@ impl WorkerOptions {
         self
     }
 
+    /// Repairs rows no operation would move this often (`None`: never).
+    pub fn repair_every(mut self, every: Option<Duration>) -> Self {
+        self.repair_every = every;
+        self
+    }
+
     /// The heartbeat period in effect.
     pub fn heartbeat_interval(&self) -> Duration {
         self.heartbeat.unwrap_or_else(|| (self.lease / 3).max(Duration::from_millis(50)))
@@ -323,6 +376,9 @@ impl WorkerOptions {
         }
         if self.lease < Duration::from_millis(1) {
             return Err(Error::validation("lease", "must be at least 1 ms"));
+        }
+        if self.repair_every.is_some_and(|every| every.is_zero()) {
+            return Err(Error::validation("repair_every", "must be above zero (or None for never)"));
         }
         if self.heartbeat_interval().is_zero() || self.poll_interval.is_zero() {
             return Err(Error::validation("heartbeat", "heartbeat and poll intervals must be above zero"));

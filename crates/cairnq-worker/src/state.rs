@@ -41,8 +41,9 @@ impl TaskState {
         self.settled.load(Ordering::Acquire)
     }
 
-    pub(crate) fn mark_lost(&self) {
-        self.lost.send_replace(true);
+    /// Marks the attempt lease-lost; true the first time.
+    pub(crate) fn mark_lost(&self) -> bool {
+        !self.lost.send_replace(true)
     }
 
     pub(crate) fn is_lost(&self) -> bool {

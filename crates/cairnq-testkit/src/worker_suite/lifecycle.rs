@@ -169,3 +169,65 @@ pub async fn a_stopped_worker_claims_nothing_more(factory: &dyn BackendFactory) 
     let untouched = client.get(&second.id).await.expect("get").expect("exists");
     assert_eq!((untouched.status, untouched.attempt), (TaskStatus::Queued, 0));
 }
+
+/// A worker process suspended (SIGSTOP) past its lease, while another
+/// claimer recovers the task, reports on waking that it lost that task's
+/// lease, by id, not only that its runtime was late; the task ends as the
+/// other claimer settles it.
+pub async fn a_suspended_worker_reports_its_lost_leases(factory: &dyn BackendFactory) {
+    let (client, fresh) = fresh(factory).await;
+    let Some(locator) = fresh.locator.clone() else {
+        return eprintln!("skipped: {} stores cannot be opened by another process", factory.name());
+    };
+    let task = client.submit("crash", &json!({})).await.expect("submit");
+    let mut args = ChildArgs::new(locator, ChildMode::Hang);
+    (args.lease_ms, args.report_issues) = (400, true);
+    let mut child = spawn_child(&args).expect("start the child worker");
+    let mut lines = stdout_lines(&mut child);
+    assert_eq!(lines.recv().await.as_deref(), Some(format!("started {}", task.id).as_str()));
+    signal(&child, "STOP");
+    let claim = ClaimParams::single("rescuer", 60_000, vec!["default".into()], None, 1);
+    let mut rescued = Vec::new();
+    for _ in 0..100 {
+        rescued = client.claim(&claim).await.expect("claim");
+        if !rescued.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(rescued.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), [task.id.as_str()], "lease recovered");
+    signal(&child, "CONT");
+    let report = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.recv().await {
+            if line.contains("lost the lease") {
+                return Some(line);
+            }
+        }
+        None
+    });
+    let report = report.await.expect("a report in time").expect("the child reports the lost lease");
+    assert!(report.contains(&task.id), "{report}");
+    client.complete(&SettleParams::new(&task.id, "rescuer", json!("rescued"))).await.expect("the rescuer settles");
+    terminate(&child).expect("SIGTERM");
+    child.wait().expect("reap the child");
+}
+
+/// Sends a signal to a child (through `kill`, so no libc binding is needed).
+fn signal(child: &std::process::Child, name: &str) {
+    let status = std::process::Command::new("kill").args([&format!("-{name}"), &child.id().to_string()]).status();
+    assert!(status.is_ok_and(|s| s.success()), "kill -{name}");
+}
+
+/// The child's stdout, line by line, read on a thread of its own.
+fn stdout_lines(child: &mut std::process::Child) -> tokio::sync::mpsc::UnboundedReceiver<String> {
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (lines, received) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(std::result::Result::ok) {
+            if lines.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    received
+}

@@ -6,3 +6,4 @@
 mod binary;
 mod broken_store;
 mod interpreter;
+mod repair;
