@@ -164,7 +164,7 @@ fn add_peer_numbers(
     rows: &mut [Row],
 ) -> Result<(), String> {
     let python = test_env::ensure_python_peer(root)?;
-    let script = root.join("crates/cairnq-testkit/interop/bench_peer.py");
+    let script = root.join("cairnq-testkit/interop/bench_peer.py");
     let scratch = root.join("target/bench-peer");
     std::fs::create_dir_all(&scratch).map_err(|e| e.to_string())?;
     for (n, (workload, full, small)) in PEER_WORKLOADS.iter().enumerate() {

@@ -76,15 +76,25 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
     }
 }
 
+/// The workspace members, as the root manifest lists them.
 fn member_dirs(root: &Path) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = fs::read_dir(root.join("crates"))
-        .map(|entries| {
-            entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.join("Cargo.toml").is_file()).collect()
-        })
-        .unwrap_or_default();
-    dirs.sort();
-    dirs.push(root.join("xtask"));
-    dirs
+    let manifest = fs::read_to_string(root.join("Cargo.toml")).unwrap_or_default();
+    workspace_members(&manifest).into_iter().map(|member| root.join(member)).collect()
+}
+
+/// The entries of `[workspace] members = [...]` (one quoted path each,
+/// on any number of lines).
+fn workspace_members(manifest: &str) -> Vec<String> {
+    let Some(start) = manifest.find("\nmembers") else { return Vec::new() };
+    let list = &manifest[start..];
+    let (Some(open), Some(close)) = (list.find('['), list.find(']')) else { return Vec::new() };
+    list[open + 1..close]
+        .lines()
+        .map(|line| line.split('#').next().unwrap_or(""))
+        .flat_map(|line| line.split(','))
+        .map(|item| item.trim().trim_matches('"').to_string())
+        .filter(|item| !item.is_empty())
+        .collect()
 }
 
 /// One internal dependency found in a manifest.
@@ -209,6 +219,15 @@ mod tests {
         check_dependencies("cairnq-core", &dir, &mut problems);
         fs::remove_dir_all(&dir).ok();
         assert_eq!(problems, vec!["cairnq-core: [dependencies] on cairnq-worker breaks the layering".to_string()]);
+    }
+
+    #[test]
+    fn members_are_read_from_the_root_manifest() {
+        let manifest = "[workspace]\nmembers = [\n    \"a\", # first\n    \"b\",\n]\n[workspace.package]\n";
+        assert_eq!(workspace_members(manifest), ["a", "b"]);
+        let members = member_dirs(&crate::project_root());
+        assert!(members.iter().all(|dir| dir.join("Cargo.toml").is_file()), "{members:?}");
+        assert!(members.iter().any(|dir| dir.ends_with("cairnq-core")));
     }
 
     #[test]

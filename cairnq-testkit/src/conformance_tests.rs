@@ -4,7 +4,7 @@
 //! backend can silently skip a test another runs.
 //!
 //! ```ignore
-//! // crates/your-backend/tests/conformance.rs
+//! // your-backend/tests/conformance.rs
 //! fn factory() -> MyFactory { MyFactory::new() }
 //! cairnq_testkit::conformance_tests!(factory());
 //! ```

@@ -1,6 +1,6 @@
 """The Python reference SDK (cairnq==0.15.1 from PyPI) driven as a black box.
 
-Cross-language tests in crates/cairnq-testkit/tests/interop_*.rs run this
+Cross-language tests in cairnq-testkit/tests/interop/ run this
 script to make the peer create, read and settle tasks in the same database
 the Rust side uses. Every command prints one JSON document on stdout.
 

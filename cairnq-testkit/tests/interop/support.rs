@@ -13,7 +13,7 @@ fn python() -> PathBuf {
     if let Ok(python) = std::env::var("CAIRNQ_PYTHON") {
         return PathBuf::from(python);
     }
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python");
     assert!(
         venv.exists(),
         "the Python peer SDK is not provisioned: run `cargo xtask test`, or set CAIRNQ_PYTHON to a python with cairnq==0.15.1"

@@ -228,7 +228,7 @@ fn script(args: &[&std::ffi::OsStr]) -> Result<String> {
 }
 
 fn workspace_root() -> &'static Path {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
 }
 
 fn server_error(message: String) -> Error {
