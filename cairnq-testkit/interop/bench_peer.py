@@ -12,6 +12,7 @@ import json
 import sys
 import time
 
+import pin_protocol  # noqa: F401  (before cairnq: see its docstring)
 import cairnq
 
 from peer import open_store

@@ -16,6 +16,7 @@ import re
 import sqlite3
 import sys
 
+import pin_protocol  # noqa: F401  (before cairnq: see its docstring)
 import cairnq
 
 

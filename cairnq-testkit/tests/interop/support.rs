@@ -2,7 +2,8 @@
 //! comparing its view of a task with ours, column by column.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use cairnq_core::Task;
 use serde_json::Value;
@@ -21,9 +22,30 @@ fn python() -> PathBuf {
     venv
 }
 
+/// How long one peer command may take before the test gives up on it: the
+/// peer SDK can hang on an error (its worker thread keeps the process up).
+const PEER_TIMEOUT: Duration = Duration::from_secs(180);
+
 fn run_peer(args: &[&str]) -> std::process::Output {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("interop/peer.py");
-    Command::new(python()).arg(&script).args(args).output().expect("run the Python peer")
+    let child = Command::new(python())
+        .arg(&script)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run the Python peer");
+    let pid = child.id();
+    let (done, outcome) = std::sync::mpsc::channel();
+    std::thread::spawn(move || done.send(child.wait_with_output()));
+    match outcome.recv_timeout(PEER_TIMEOUT) {
+        Ok(output) => output.expect("wait for the Python peer"),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+            let output = outcome.recv().expect("the killed peer").expect("wait for the Python peer");
+            panic!("peer {args:?} hung for {PEER_TIMEOUT:?}: {}", String::from_utf8_lossy(&output.stderr));
+        }
+    }
 }
 
 /// Runs `interop/peer.py` with `args` and returns the JSON it printed.
