@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
-use crate::store::Store;
+use crate::store::{CountQueuedParams, Store};
 
 /// How many submits one headroom read may admit.
-pub const SUBMITS_PER_READ: u64 = 64;
+pub(crate) const SUBMITS_PER_READ: u64 = 64;
 
 /// First and largest sleep between headroom reads while a queue is full.
 const FIRST_RECHECK: Duration = Duration::from_millis(25);
@@ -107,7 +107,7 @@ impl BackpressureGate {
             if self.take_admitted(queue) {
                 return Ok(());
             }
-            let queued = store.count_queued(queue, max_depth).await?;
+            let queued = store.count_queued(&CountQueuedParams::new(queue, max_depth)).await?;
             let headroom = max_depth.saturating_sub(queued).min(SUBMITS_PER_READ);
             if headroom > 0 {
                 self.admitted.lock().insert(queue.to_string(), headroom - 1);

@@ -24,7 +24,7 @@ pub type BatchWrite<I, O> = Arc<dyn Fn(Vec<I>) -> BoxFuture<'static, Vec<Result<
 ///
 /// ```
 /// # use std::sync::Arc;
-/// # use cairnq_core::coalesce::Coalescer;
+/// # use cairnq_core::backend::Coalescer;
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// let doubler = Coalescer::new(64, Arc::new(|items: Vec<i64>| {

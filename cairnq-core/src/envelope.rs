@@ -49,26 +49,35 @@ fn empty_object() -> Value {
 }
 
 impl ErrorEnvelope {
-    /// An envelope with empty details.
+    /// A permanent envelope of type `Error` with empty details; set the
+    /// rest with the setters.
     ///
     /// ```
     /// use cairnq_core::ErrorEnvelope;
-    /// let e = ErrorEnvelope::new("Timeout", "handler_timeout", "too slow", true);
+    /// let e = ErrorEnvelope::new("handler_timeout", "too slow").error_type("Timeout").retryable(true);
     /// assert_eq!(e.to_value()["type"], "Timeout");
+    /// assert!(e.retryable);
     /// ```
-    pub fn new(
-        error_type: impl Into<String>,
-        code: impl Into<String>,
-        message: impl Into<String>,
-        retryable: bool,
-    ) -> Self {
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
         Self {
-            error_type: error_type.into(),
+            error_type: "Error".to_string(),
             code: code.into(),
             message: message.into(),
-            retryable,
+            retryable: false,
             details: empty_object(),
         }
+    }
+
+    /// The same envelope with another type name.
+    pub fn error_type(mut self, error_type: impl Into<String>) -> Self {
+        self.error_type = error_type.into();
+        self
+    }
+
+    /// The same envelope, retryable or permanent.
+    pub fn retryable(mut self, retryable: bool) -> Self {
+        self.retryable = retryable;
+        self
     }
 
     /// The same envelope with `details` set.
@@ -79,7 +88,7 @@ impl ErrorEnvelope {
 
     /// What lease recovery records on a task whose attempts ran out.
     pub fn lease_expired() -> Self {
-        Self::new("LeaseExpired", codes::LEASE_EXPIRED, "task lease expired and max attempts reached", false)
+        Self::new(codes::LEASE_EXPIRED, "task lease expired and max attempts reached").error_type("LeaseExpired")
     }
 
     /// What a claim records on a row it drew but could not decode: the
@@ -87,7 +96,7 @@ impl ErrorEnvelope {
     pub fn undecodable(row: &Undecodable) -> Self {
         let message = format!("the stored task cannot be decoded: column {:?}: {}", row.column, row.reason);
         let details = serde_json::json!({"column": row.column, "reason": row.reason});
-        Self::new("UndecodableRow", codes::UNDECODABLE_ROW, message, false).with_details(details)
+        Self::new(codes::UNDECODABLE_ROW, message).error_type("UndecodableRow").with_details(details)
     }
 
     /// The envelope as stored JSON.

@@ -6,25 +6,24 @@ use std::time::{SystemTime, UNIX_EPOCH};
 const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
 /// A ULID for the given millisecond time and 80 random bits.
-///
-/// ```
-/// let id = cairnq_core::id::ulid_at(0, 0);
-/// assert_eq!(id, "00000000000000000000000000");
-/// assert_eq!(cairnq_core::id::ulid_at(1, 0).len(), 26);
-/// ```
-pub fn ulid_at(time_ms: u64, random80: u128) -> String {
+fn ulid_at(time_ms: u64, random80: u128) -> String {
     let value: u128 = (u128::from(time_ms & 0xFFFF_FFFF_FFFF) << 80) | (random80 & ((1u128 << 80) - 1));
     (0..26).rev().map(|i| CROCKFORD[((value >> (i * 5)) & 0x1F) as usize] as char).collect()
 }
 
 /// A fresh ULID for the current time.
-pub fn ulid() -> String {
+fn ulid() -> String {
     let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
     let random = (u128::from(fastrand::u64(..)) << 16) | u128::from(fastrand::u16(..));
     ulid_at(u64::try_from(now).unwrap_or(u64::MAX), random)
 }
 
 /// A fresh task id: `task_` + ULID.
+///
+/// ```
+/// let id = cairnq_core::backend::new_task_id();
+/// assert!(id.starts_with("task_") && id.len() == 31);
+/// ```
 pub fn new_task_id() -> String {
     format!("task_{}", ulid())
 }
@@ -32,4 +31,16 @@ pub fn new_task_id() -> String {
 /// A fresh worker id: `worker_` + ULID.
 pub fn new_worker_id() -> String {
     format!("worker_{}", ulid())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ulids_spell_time_then_randomness_in_crockford_base32() {
+        assert_eq!(ulid_at(0, 0), "00000000000000000000000000");
+        assert_eq!(ulid_at(1, 0), "00000000010000000000000000");
+        assert!(ulid_at(1, 0) > ulid_at(0, u128::MAX), "ordered by time first");
+    }
 }

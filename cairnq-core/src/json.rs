@@ -176,11 +176,6 @@ impl<'de> Deserialize<'de> for Json {
     }
 }
 
-/// Decodes JSON into a Rust type (see [`Json::decode`]).
-pub fn from_json<T: DeserializeOwned>(json: &Json) -> Result<T> {
-    json.decode()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

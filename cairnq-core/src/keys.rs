@@ -77,7 +77,8 @@ pub enum KeyedSubmit {
 /// `None` when the key is free (never used, or its task was purged).
 ///
 /// ```
-/// use cairnq_core::keys::{resolve_key_conflict, Conflict, KeyedSubmit};
+/// use cairnq_core::backend::{resolve_key_conflict, KeyedSubmit};
+/// use cairnq_core::Conflict;
 /// use cairnq_core::{TaskRef, TaskStatus};
 /// let done = TaskRef { id: "task_1".into(), status: TaskStatus::Succeeded };
 /// assert_eq!(resolve_key_conflict(Conflict::Reuse, "k", Some(&done)).unwrap(), KeyedSubmit::Insert { cancel_existing: false });

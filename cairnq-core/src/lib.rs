@@ -17,24 +17,25 @@
 //! ```
 
 pub mod backend;
-pub mod backoff;
-pub mod backpressure;
-pub mod client;
-pub mod clock;
-pub mod coalesce;
-pub mod envelope;
-pub mod error;
-pub mod id;
-pub mod json;
-pub mod keys;
-pub mod model;
-pub mod retention;
 pub mod store;
-pub mod typed;
+
+mod backoff;
+mod backpressure;
+mod client;
+mod clock;
+mod coalesce;
+mod envelope;
+mod error;
+mod id;
+mod json;
+mod keys;
+mod model;
+mod retention;
+mod typed;
 
 pub use backoff::Backoff;
 pub use backpressure::{Backpressure, BackpressureGate};
-pub use client::{CairnQ, ListFilter, PurgeFilter, Submit, SubmitOptions, TaskSpec, WaitOptions, task_outcome};
+pub use client::{CairnQ, Submit, SubmitOptions, TaskSpec, WaitOptions, task_outcome};
 pub use clock::{Clock, SystemClock};
 pub use envelope::{ErrorEnvelope, codes};
 pub use error::{BoxError, Error, ErrorKind, Result};
@@ -42,5 +43,5 @@ pub use json::Json;
 pub use keys::Conflict;
 pub use model::{HeldLease, QueueCounts, Stats, Task, TaskCount, TaskPage, TaskRef, TaskStatus, Undecodable};
 pub use retention::{Retention, Sweeper, SweeperHandle};
-pub use store::{Capabilities, ChangeWatch, Repaired, Store, TaskSelector, Wake};
+pub use store::{Capabilities, ChangeWatch, ListFilter, PurgeFilter, Repaired, Store, TaskSelector, Wake};
 pub use typed::TaskDef;

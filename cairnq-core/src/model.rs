@@ -223,7 +223,7 @@ pub struct TaskCount {
 /// Folds raw counts into [`Stats`], zero-filling every status, and adding the
 /// asked-for queue even when it has no rows. Unrecognized statuses add to
 /// [`QueueCounts::unrecognized`].
-pub fn fold_stats(counts: impl IntoIterator<Item = TaskCount>, asked: Option<&str>) -> Stats {
+pub(crate) fn fold_stats(counts: impl IntoIterator<Item = TaskCount>, asked: Option<&str>) -> Stats {
     let mut stats = Stats::new();
     if let Some(queue) = asked {
         stats.insert(queue.to_string(), QueueCounts::default());

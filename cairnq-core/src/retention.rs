@@ -10,9 +10,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::client::PurgeFilter;
 use crate::error::{Error, Result};
 use crate::model::TaskStatus;
+use crate::store::PurgeFilter;
 use crate::store::Store;
 
 /// Rows one purge call deletes at most, unless a rule says otherwise.

@@ -36,7 +36,7 @@
 //!   second, split queue.
 //! - **Push wakeups.** One LISTEN connection per store turns the
 //!   `cairnq_queued` / `cairnq_done` notifications into early returns of
-//!   [`Store::wait_for_change`](cairnq_core::Store::wait_for_change). It
+//!   [`Store::watch_for_change`](cairnq_core::Store::watch_for_change). It
 //!   reconnects with backoff; polling stays the source of truth, so a lost
 //!   notification (or `listen(false)`) only costs a poll interval.
 //! - **Application transactions.** [`PostgresStore::complete_in`] and

@@ -4,12 +4,13 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use cairnq_core::coalesce::Coalescer;
+use cairnq_core::backend::Coalescer;
 use cairnq_core::store::{
-    ClaimParams, CompleteBatchParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask,
-    ProbeParams, ProgressParams, PurgeFilter, RepairParams, Repaired, SettleParams, TaskRow,
+    CancelParams, ClaimParams, CompleteBatchParams, CountQueuedParams, FailParams, GetParams, HeartbeatBatchParams,
+    HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RepairParams, Repaired,
+    RetryParams, SettleParams, StatsParams, SubmitManyParams, TaskRow,
 };
-use cairnq_core::{Capabilities, ChangeWatch, HeldLease, Result, Store, Task, TaskCount, TaskRef, TaskSelector, Wake};
+use cairnq_core::{Capabilities, ChangeWatch, HeldLease, Result, Store, Task, TaskCount, TaskRef, Wake};
 use deadpool_postgres::{Client, Pool};
 
 use cairnq_core::backend::flows;
@@ -101,7 +102,7 @@ impl PostgresStore {
     /// use cairnq_core::store::SettleParams;
     /// let tx = app.transaction().await.expect("begin");
     /// tx.execute("insert into invoices (task_id) values ($1)", &[&task.id]).await.expect("insert");
-    /// store.complete_in(&tx, &SettleParams::new(&task.id, worker_id, serde_json::json!({"ok": true}))).await?;
+    /// store.complete_in(&tx, &SettleParams::new(&task.id, worker_id).result(serde_json::json!({"ok": true}))).await?;
     /// tx.commit().await.expect("commit");
     /// # Ok(()) }
     /// ```
@@ -128,6 +129,25 @@ impl PostgresStore {
     }
 }
 
+/// A flow of `backend::flows` in a transaction of its own (keyed submits,
+/// `submit_many`, claims and repairs are all or nothing).
+macro_rules! in_transaction {
+    ($store:expr, $flow:ident, $params:expr) => {{
+        let mut client = $store.client().await?;
+        let tx = begin(&mut client).await?;
+        let done = flows::$flow(&PgExec(&tx), $params).await?;
+        commit(tx).await?;
+        Ok(done)
+    }};
+}
+
+/// A flow of `backend::flows` (one statement) on a pooled connection.
+macro_rules! on_connection {
+    ($store:expr, $flow:ident, $params:expr) => {
+        flows::$flow(&PgExec(&$store.client().await?), $params).await
+    };
+}
+
 #[async_trait]
 impl Store for PostgresStore {
     fn backend(&self) -> &'static str {
@@ -135,7 +155,7 @@ impl Store for PostgresStore {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::none().with_push_wakeups(self.inner.listener.is_some()).with_transactional_settle(true)
+        Capabilities::none().with_push_wakeups(self.inner.listener.is_some())
     }
 
     async fn submit(&self, task: &NewTask) -> Result<Task> {
@@ -143,53 +163,45 @@ impl Store for PostgresStore {
         if task.key.is_none() {
             return self.inner.submits.call(task.clone()).await;
         }
-        let mut client = self.client().await?;
-        let tx = begin(&mut client).await?;
-        let submitted = flows::submit(&PgExec(&tx), task).await?;
-        commit(tx).await?;
-        Ok(submitted)
+        in_transaction!(self, submit, task)
     }
 
-    async fn submit_many(&self, tasks: &[NewTask]) -> Result<Vec<Task>> {
+    async fn submit_many(&self, params: &SubmitManyParams) -> Result<Vec<Task>> {
         // Every item is checked before the first insert is sent.
-        tasks.iter().try_for_each(check_json)?;
-        let mut client = self.client().await?;
-        let tx = begin(&mut client).await?;
-        let submitted = flows::submit_many(&PgExec(&tx), tasks).await?;
-        commit(tx).await?;
-        Ok(submitted)
+        params.tasks.iter().try_for_each(check_json)?;
+        in_transaction!(self, submit_many, params)
     }
 
-    async fn get(&self, task: &TaskSelector) -> Result<Option<Task>> {
-        read::get(&self.client().await?, task).await
+    async fn get(&self, params: &GetParams) -> Result<Option<Task>> {
+        read::get(&self.client().await?, params).await
     }
 
-    async fn get_status(&self, task: &TaskSelector) -> Result<Option<TaskRef>> {
-        read::get_status(&self.client().await?, task).await
+    async fn get_status(&self, params: &GetParams) -> Result<Option<TaskRef>> {
+        read::get_status(&self.client().await?, params).await
     }
 
     async fn list(&self, params: &ListFilter) -> Result<Vec<TaskRow>> {
         read::list(&self.client().await?, params).await
     }
 
-    async fn stats(&self, queue: Option<&str>) -> Result<Vec<TaskCount>> {
-        read::stats(&self.client().await?, queue).await
+    async fn stats(&self, params: &StatsParams) -> Result<Vec<TaskCount>> {
+        read::stats(&self.client().await?, params).await
     }
 
-    async fn count_queued(&self, queue: &str, at_most: u64) -> Result<u64> {
-        read::count_queued(&self.client().await?, queue, at_most).await
+    async fn count_queued(&self, params: &CountQueuedParams) -> Result<u64> {
+        read::count_queued(&self.client().await?, params).await
     }
 
-    async fn cancel(&self, task: &TaskSelector) -> Result<Option<Task>> {
-        flows::cancel(&PgExec(&self.client().await?), task).await
+    async fn cancel(&self, params: &CancelParams) -> Result<Option<Task>> {
+        on_connection!(self, cancel, params)
     }
 
-    async fn retry(&self, task: &TaskSelector, reset_attempt: bool) -> Result<Option<Task>> {
-        flows::retry(&PgExec(&self.client().await?), task, reset_attempt).await
+    async fn retry(&self, params: &RetryParams) -> Result<Option<Task>> {
+        on_connection!(self, retry, params)
     }
 
     async fn purge(&self, params: &PurgeFilter) -> Result<Vec<String>> {
-        flows::purge(&PgExec(&self.client().await?), params).await
+        on_connection!(self, purge, params)
     }
 
     async fn claimable(&self, params: &ProbeParams) -> Result<bool> {
@@ -197,33 +209,29 @@ impl Store for PostgresStore {
     }
 
     async fn claim(&self, params: &ClaimParams) -> Result<Vec<Task>> {
-        let mut client = self.client().await?;
-        let tx = begin(&mut client).await?;
-        let claimed = flows::claim(&PgExec(&tx), params).await?;
-        commit(tx).await?;
-        Ok(claimed)
+        in_transaction!(self, claim, params)
     }
 
     async fn heartbeat(&self, params: &HeartbeatParams) -> Result<Task> {
-        flows::heartbeat(&PgExec(&self.client().await?), params).await
+        on_connection!(self, heartbeat, params)
     }
 
     async fn heartbeat_batch(&self, params: &HeartbeatBatchParams) -> Result<Vec<HeldLease>> {
-        flows::heartbeat_batch(&PgExec(&self.client().await?), params).await
+        on_connection!(self, heartbeat_batch, params)
     }
 
     async fn progress(&self, params: &ProgressParams) -> Result<Task> {
-        flows::progress(&PgExec(&self.client().await?), params).await
+        on_connection!(self, progress, params)
     }
 
     async fn succeed(&self, params: &SettleParams) -> Result<Task> {
         check_jsonb("result", &params.result)?;
-        flows::succeed(&PgExec(&self.client().await?), params).await
+        on_connection!(self, succeed, params)
     }
 
     async fn complete(&self, params: &SettleParams) -> Result<Task> {
         check_jsonb("result", &params.result)?;
-        flows::complete(&PgExec(&self.client().await?), params).await
+        on_connection!(self, complete, params)
     }
 
     async fn complete_batch(&self, params: &CompleteBatchParams) -> Result<Vec<TaskRef>> {
@@ -232,15 +240,11 @@ impl Store for PostgresStore {
 
     async fn fail(&self, params: &FailParams) -> Result<Task> {
         check_jsonb("error", &params.error)?;
-        flows::fail(&PgExec(&self.client().await?), params).await
+        on_connection!(self, fail, params)
     }
 
     async fn repair(&self, params: &RepairParams) -> Result<Repaired> {
-        let mut client = self.client().await?;
-        let tx = begin(&mut client).await?;
-        let repaired = flows::repair(&PgExec(&tx), params).await?;
-        commit(tx).await?;
-        Ok(repaired)
+        in_transaction!(self, repair, params)
     }
 
     fn watch_for_change(&self, wake: &Wake) -> ChangeWatch {

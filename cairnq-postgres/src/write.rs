@@ -6,8 +6,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use cairnq_core::backend::{Query, Sql, in_asked_order};
-use cairnq_core::coalesce::Coalescer;
+use cairnq_core::backend::{Coalescer, Query, Sql, in_asked_order};
 use cairnq_core::store::{CompleteBatchParams, NewTask};
 use cairnq_core::{Error, Json, Result, Task, TaskRef};
 use deadpool_postgres::Pool;

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use cairnq_core::store::{ClaimParams, HeartbeatBatchParams, SettleParams};
+use cairnq_core::store::{ClaimDraw, ClaimParams, HeartbeatBatchParams, SettleParams};
 use cairnq_core::{CairnQ, Store, TaskSpec};
 use cairnq_sqlite::{SqliteOptions, SqliteStore, Synchronous};
 
@@ -39,7 +39,8 @@ async fn main() -> cairnq_core::Result<()> {
 
     for batch in [1u32, 64] {
         let rounds = 200;
-        let params = ClaimParams::single("w", 60_000, vec!["default".into()], Some(vec!["noop".into()]), batch);
+        let params = ClaimParams::new("w", 60_000)
+            .draw(ClaimDraw::new(vec!["default".into()]).names(vec!["noop".into()]).limit(batch));
         let start = Instant::now();
         let mut claimed = Vec::new();
         for _ in 0..rounds {
@@ -50,10 +51,10 @@ async fn main() -> cairnq_core::Result<()> {
         let ids: Vec<String> = claimed.iter().take(64).map(|t| t.id.clone()).collect();
         let start = Instant::now();
         for _ in 0..rounds {
-            store.heartbeat_batch(&HeartbeatBatchParams::new(ids.clone(), "w", 60_000)).await?;
+            store.heartbeat_batch(&HeartbeatBatchParams::new("w", ids.clone()).lease_ms(60_000)).await?;
         }
         report(&format!("heartbeat_batch of {}", ids.len()), rounds, start);
-        let settle = |t: &cairnq_core::Task| SettleParams::new(&t.id, "w", serde_json::Value::Null);
+        let settle = |t: &cairnq_core::Task| SettleParams::new(&t.id, "w").result(serde_json::Value::Null);
         let (one_by_one, concurrent) = claimed.split_at(claimed.len() / 2);
         let start = Instant::now();
         for task in one_by_one.iter().take(500) {

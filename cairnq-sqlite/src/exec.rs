@@ -4,13 +4,14 @@
 //!
 //! On the writer it also records what each write changed for this store's
 //! sleepers (a queue gained due work, a task finished), published after
-//! the commit.
+//! the commit. The one write whose statement is SQLite's own shape
+//! ([`complete_batch`]) is here too.
 
 use std::cell::RefCell;
 
-use cairnq_core::backend::{Arg, Executor, Query, Sql, TaskRow};
-use cairnq_core::store::NewTask;
-use cairnq_core::{HeldLease, Result, Task, TaskRef};
+use cairnq_core::backend::{Arg, Executor, Query, Sql, TaskRow, in_asked_order};
+use cairnq_core::store::{CompleteBatchParams, NewTask};
+use cairnq_core::{Error, HeldLease, Result, Task, TaskRef};
 use rusqlite::{Connection, Row};
 
 use crate::row;
@@ -154,4 +155,20 @@ impl Executor for SqliteExec<'_> {
         }
         Ok(tasks.iter().map(|t| t.inserted_row(self.now_ms)).collect())
     }
+}
+
+/// The tasks settled, in the order asked; each is done for its waiters.
+/// `:settles` is one JSON array of `[id, result]` pairs (results embedded
+/// verbatim), the shape SQLite's `json_each` reads.
+pub(crate) fn complete_batch(ctx: &mut WriteCtx<'_>, params: &CompleteBatchParams) -> Result<Vec<TaskRef>> {
+    let settles = serde_json::to_string(&params.completions).map_err(|e| Error::Serialization(e.to_string()))?;
+    let q = Query::new(Sql::CompleteTasks)
+        .arg("settles", settles)
+        .arg("worker_id", &params.worker_id)
+        .arg("now_ms", ctx.now_ms);
+    let settled = query(ctx.conn, &q, row::task_ref)?;
+    for task in &settled {
+        ctx.changes.finished(task.id.clone());
+    }
+    Ok(in_asked_order(params.completions.iter().map(|(id, _)| id.as_str()), settled, |t| &t.id))
 }

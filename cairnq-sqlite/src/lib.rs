@@ -52,7 +52,7 @@
 //! starting together never apply one twice.
 //!
 //! Another process's commits cut sleeps in
-//! [`Store::wait_for_change`](cairnq_core::Store::wait_for_change) short too:
+//! [`Store::watch_for_change`](cairnq_core::Store::watch_for_change) short too:
 //! while (and only while) someone watches, a watcher thread reads the
 //! wal-index header SQLite rewrites on every commit (one `pread` of the
 //! `-shm` file, confirmed by `PRAGMA data_version` on its own connection
@@ -102,7 +102,6 @@ mod sql;
 mod store;
 mod wake;
 mod watch;
-mod write;
 mod writer;
 
 pub use options::{SqliteOptions, Synchronous};

@@ -6,9 +6,11 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use cairnq_core::backend::flows;
 use cairnq_core::store::{
-    ClaimParams, CompleteBatchParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask,
-    ProbeParams, ProgressParams, PurgeFilter, RepairParams, Repaired, SettleParams, TaskRow, TaskSelector,
+    CancelParams, ClaimParams, CompleteBatchParams, CountQueuedParams, FailParams, GetParams, HeartbeatBatchParams,
+    HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RepairParams, Repaired,
+    RetryParams, SettleParams, StatsParams, SubmitManyParams, TaskRow,
 };
 use cairnq_core::{Capabilities, ChangeWatch, Clock, Error, HeldLease, Result, Store, Task, TaskCount, TaskRef, Wake};
 use parking_lot::Mutex;
@@ -16,13 +18,14 @@ use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use crate::error::{explain, guarded};
+use crate::exec::{SqliteExec, complete_batch};
 use crate::open::{open_reader, open_writer};
 use crate::options::SqliteOptions;
+use crate::read;
 use crate::reader::{ReadJob, run_reader};
 use crate::wake::WakeBoard;
 use crate::watch::{CommitWatch, ShmHeader, run_watcher};
 use crate::writer::{Counters, Job, WriteCtx, WriteStats, WriterEnv, job, run_writer};
-use crate::{read, write};
 
 /// A cairnq store in one SQLite file, shared with every other process and
 /// SDK that opens the same file.
@@ -242,6 +245,28 @@ async fn spawn_watcher(
         .await
 }
 
+/// One write job on the writer thread: a flow of `backend::flows` run on
+/// the writer's connection inside its group commit.
+macro_rules! write_flow {
+    ($store:expr, $flow:ident, $params:expr) => {{
+        let params = $params.clone();
+        $store
+            .write(move |mut ctx| {
+                let exec = SqliteExec::writing(&mut ctx);
+                exec.run(flows::$flow(&exec, &params))
+            })
+            .await
+    }};
+}
+
+/// One read job on a reader thread.
+macro_rules! read_job {
+    ($store:expr, $read:path, $params:expr) => {{
+        let params = $params.clone();
+        $store.read(move |conn, now_ms| $read(conn, now_ms, &params)).await
+    }};
+}
+
 #[async_trait]
 impl Store for SqliteStore {
     fn backend(&self) -> &'static str {
@@ -253,103 +278,84 @@ impl Store for SqliteStore {
     }
 
     async fn submit(&self, task: &NewTask) -> Result<Task> {
-        let task = task.clone();
-        self.write(move |mut ctx| write::submit(&mut ctx, &task)).await
+        write_flow!(self, submit, task)
     }
 
-    async fn submit_many(&self, tasks: &[NewTask]) -> Result<Vec<Task>> {
-        let tasks = tasks.to_vec();
-        self.write(move |mut ctx| write::submit_many(&mut ctx, &tasks)).await
+    async fn submit_many(&self, params: &SubmitManyParams) -> Result<Vec<Task>> {
+        write_flow!(self, submit_many, params)
     }
 
-    async fn get(&self, task: &TaskSelector) -> Result<Option<Task>> {
-        let task = task.clone();
-        self.read(move |conn, _| read::get(conn, &task)).await
+    async fn get(&self, params: &GetParams) -> Result<Option<Task>> {
+        read_job!(self, read::get, params)
     }
 
-    async fn get_status(&self, task: &TaskSelector) -> Result<Option<TaskRef>> {
-        let task = task.clone();
-        self.read(move |conn, _| read::get_status(conn, &task)).await
+    async fn get_status(&self, params: &GetParams) -> Result<Option<TaskRef>> {
+        read_job!(self, read::get_status, params)
     }
 
     async fn list(&self, params: &ListFilter) -> Result<Vec<TaskRow>> {
-        let params = params.clone();
-        self.read(move |conn, _| read::list(conn, &params)).await
+        read_job!(self, read::list, params)
     }
 
-    async fn stats(&self, queue: Option<&str>) -> Result<Vec<TaskCount>> {
-        let queue = queue.map(str::to_string);
-        self.read(move |conn, _| read::stats(conn, queue.as_deref())).await
+    async fn stats(&self, params: &StatsParams) -> Result<Vec<TaskCount>> {
+        read_job!(self, read::stats, params)
     }
 
-    async fn count_queued(&self, queue: &str, at_most: u64) -> Result<u64> {
-        let queue = queue.to_string();
-        self.read(move |conn, _| read::count_queued(conn, &queue, at_most)).await
+    async fn count_queued(&self, params: &CountQueuedParams) -> Result<u64> {
+        read_job!(self, read::count_queued, params)
     }
 
-    async fn cancel(&self, task: &TaskSelector) -> Result<Option<Task>> {
-        let task = task.clone();
-        self.write(move |mut ctx| write::cancel(&mut ctx, &task)).await
+    async fn cancel(&self, params: &CancelParams) -> Result<Option<Task>> {
+        write_flow!(self, cancel, params)
     }
 
-    async fn retry(&self, task: &TaskSelector, reset_attempt: bool) -> Result<Option<Task>> {
-        let task = task.clone();
-        self.write(move |mut ctx| write::retry(&mut ctx, &task, reset_attempt)).await
+    async fn retry(&self, params: &RetryParams) -> Result<Option<Task>> {
+        write_flow!(self, retry, params)
     }
 
     async fn purge(&self, params: &PurgeFilter) -> Result<Vec<String>> {
-        let params = params.clone();
-        self.write(move |mut ctx| write::purge(&mut ctx, &params)).await
+        write_flow!(self, purge, params)
     }
 
     async fn claimable(&self, params: &ProbeParams) -> Result<bool> {
-        let params = params.clone();
-        self.read(move |conn, now_ms| read::claimable(conn, now_ms, &params)).await
+        read_job!(self, read::claimable, params)
     }
 
     async fn claim(&self, params: &ClaimParams) -> Result<Vec<Task>> {
-        let params = params.clone();
-        self.write(move |mut ctx| write::claim(&mut ctx, &params)).await
+        write_flow!(self, claim, params)
     }
 
     async fn heartbeat(&self, params: &HeartbeatParams) -> Result<Task> {
-        let params = params.clone();
-        self.write(move |mut ctx| write::heartbeat(&mut ctx, &params)).await
+        write_flow!(self, heartbeat, params)
     }
 
     async fn heartbeat_batch(&self, params: &HeartbeatBatchParams) -> Result<Vec<HeldLease>> {
-        let params = params.clone();
-        self.write(move |mut ctx| write::heartbeat_batch(&mut ctx, &params)).await
+        write_flow!(self, heartbeat_batch, params)
     }
 
     async fn progress(&self, params: &ProgressParams) -> Result<Task> {
-        let params = params.clone();
-        self.write(move |mut ctx| write::progress(&mut ctx, &params)).await
+        write_flow!(self, progress, params)
     }
 
     async fn succeed(&self, params: &SettleParams) -> Result<Task> {
-        let params = params.clone();
-        self.write(move |mut ctx| write::succeed(&mut ctx, &params)).await
+        write_flow!(self, succeed, params)
     }
 
     async fn complete(&self, params: &SettleParams) -> Result<Task> {
-        let params = params.clone();
-        self.write(move |mut ctx| write::complete(&mut ctx, &params)).await
+        write_flow!(self, complete, params)
     }
 
     async fn complete_batch(&self, params: &CompleteBatchParams) -> Result<Vec<TaskRef>> {
         let params = params.clone();
-        self.write(move |mut ctx| write::complete_batch(&mut ctx, &params)).await
+        self.write(move |mut ctx| complete_batch(&mut ctx, &params)).await
     }
 
     async fn fail(&self, params: &FailParams) -> Result<Task> {
-        let params = params.clone();
-        self.write(move |mut ctx| write::fail(&mut ctx, &params)).await
+        write_flow!(self, fail, params)
     }
 
     async fn repair(&self, params: &RepairParams) -> Result<Repaired> {
-        let params = params.clone();
-        self.write(move |mut ctx| write::repair(&mut ctx, &params)).await
+        write_flow!(self, repair, params)
     }
 
     fn watch_for_change(&self, wake: &Wake) -> ChangeWatch {

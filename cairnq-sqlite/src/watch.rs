@@ -1,7 +1,7 @@
 //! Cross-process push wakeups: one watcher thread per store notices
 //! commits made through any other connection to the file (another process,
 //! another SDK, another store in this process) and wakes every sleeper of
-//! [`Store::wait_for_change`](cairnq_core::Store::wait_for_change).
+//! [`Store::watch_for_change`](cairnq_core::Store::watch_for_change).
 //!
 //! The watcher reads the wal-index header from the `-shm` file, which
 //! SQLite rewrites on every commit, and confirms with `PRAGMA

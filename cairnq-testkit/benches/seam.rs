@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use cairnq_core::store::{ClaimParams, SettleParams};
+use cairnq_core::store::{ClaimDraw, ClaimParams, SettleParams};
 use cairnq_core::{CairnQ, Store};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
@@ -31,12 +31,13 @@ fn hot_statements(c: &mut Criterion) {
     group.bench_function("get_status", |b| {
         b.to_async(&rt).iter(|| async { client.get_status(&seed.id).await.expect("get_status") })
     });
-    let claim = ClaimParams::single("bench", 30_000, vec!["default".into()], Some(vec!["noop".into()]), 1);
+    let claim = ClaimParams::new("bench", 30_000)
+        .draw(ClaimDraw::new(vec!["default".into()]).names(vec!["noop".into()]).limit(1));
     group.bench_function("submit_claim_complete", |b| {
         b.to_async(&rt).iter(|| async {
             client.submit("noop", &json!({})).await.expect("submit");
             for task in client.claim(&claim).await.expect("claim") {
-                client.complete(&SettleParams::new(&task.id, "bench", json!(null))).await.expect("complete");
+                client.complete(&SettleParams::new(&task.id, "bench").result(json!(null))).await.expect("complete");
             }
         })
     });

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use cairnq_core::store::ClaimParams;
+use cairnq_core::store::{ClaimDraw, ClaimParams};
 use cairnq_core::{CairnQ, Error, ListFilter, Result, Store, SubmitOptions, TaskSpec, TaskStatus, WaitOptions};
 use cairnq_worker::{TaskContext, TaskError, Worker, WorkerOptions};
 use serde::Serialize;
@@ -117,9 +117,11 @@ impl BenchBackend {
     /// and a store over it.
     pub async fn fresh(&self, label: &str) -> Result<(String, Arc<dyn Store>)> {
         let locator = match self {
-            Self::Sqlite { dir } => dir.join(format!("{label}-{}.db", cairnq_core::id::ulid())).display().to_string(),
+            Self::Sqlite { dir } => {
+                dir.join(format!("{label}-{}.db", cairnq_core::backend::new_task_id())).display().to_string()
+            }
             #[cfg(feature = "postgres")]
-            Self::Postgres { dsn } => format!("{dsn}#bench_{}", cairnq_core::id::ulid().to_lowercase()),
+            Self::Postgres { dsn } => format!("{dsn}#bench_{}", cairnq_core::backend::new_task_id().to_lowercase()),
         };
         let store = self.open(&locator).await?;
         Ok((locator, store))
@@ -248,7 +250,8 @@ fn per_second(count: usize, elapsed: Duration) -> f64 {
 /// WAL + synchronous FULL, straight through rusqlite.
 fn raw_commit_rate(dir: &Path, rows: usize) -> Result<f64> {
     let storage = |e: rusqlite::Error| Error::storage("raw commit benchmark", e);
-    let conn = rusqlite::Connection::open(dir.join(format!("raw-{}.db", cairnq_core::id::ulid()))).map_err(storage)?;
+    let conn = rusqlite::Connection::open(dir.join(format!("raw-{}.db", cairnq_core::backend::new_task_id())))
+        .map_err(storage)?;
     conn.pragma_update(None, "journal_mode", "WAL").map_err(storage)?;
     conn.pragma_update(None, "synchronous", "FULL").map_err(storage)?;
     for migration in cairnq_protocol::sqlite::MIGRATIONS {
@@ -258,7 +261,7 @@ fn raw_commit_rate(dir: &Path, rows: usize) -> Result<f64> {
                values (?1, 'noop', 'default', 'queued', '{}', 0, 0, 0)";
     let start = Instant::now();
     for _ in 0..rows {
-        conn.execute(sql, [cairnq_core::id::new_task_id()]).map_err(storage)?;
+        conn.execute(sql, [cairnq_core::backend::new_task_id()]).map_err(storage)?;
     }
     Ok(per_second(rows, start.elapsed()))
 }
@@ -428,7 +431,8 @@ async fn claim_at_backlog(backend: &BenchBackend, queued: usize, backing_off: us
     for chunk in delayed.chunks(10_000) {
         client.submit_many(chunk).await?;
     }
-    let params = ClaimParams::single("bench", 30_000, vec!["default".into()], Some(vec!["noop".into()]), 1);
+    let params = ClaimParams::new("bench", 30_000)
+        .draw(ClaimDraw::new(vec!["default".into()]).names(vec!["noop".into()]).limit(1));
     let mut samples = Vec::new();
     for _ in 0..200.min(queued) {
         let start = Instant::now();

@@ -17,6 +17,7 @@ use cairnq_core::{Result, Store};
 #[cfg(feature = "bench")]
 pub mod bench;
 mod conformance_tests;
+pub mod forwarding;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod scenario;

@@ -81,7 +81,7 @@ pub fn dsn_with_user(dsn: &str, user_and_password: &str) -> String {
 /// older than two hours from a reused server.
 pub fn fresh_schema_name() -> String {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
-    let random = cairnq_core::id::ulid().to_lowercase();
+    let random = cairnq_core::backend::new_task_id().to_lowercase();
     format!("t_{now}_{}", &random[random.len() - 10..])
 }
 

@@ -124,12 +124,13 @@ async fn settle_batch(core: &WorkerCore, contexts: &[TaskContext], ending: Endin
 /// lease marked lost so whatever the handler still does is discarded.
 async fn abandon(core: &WorkerCore, ctx: &TaskContext, limit: Duration) {
     let message = format!("the attempt ran longer than max_run ({} ms) and was abandoned", limit.as_millis());
-    let envelope = ErrorEnvelope::new("HandlerTimeout", codes::HANDLER_TIMEOUT, message, true);
+    let envelope = ErrorEnvelope::new(codes::HANDLER_TIMEOUT, message).error_type("HandlerTimeout").retryable(true);
     core.abandon(ctx.task(), ctx.state(), TaskError::from_envelope(envelope)).await;
 }
 
 fn panic_error(message: &str) -> TaskError {
-    let envelope = ErrorEnvelope::new("Panic", codes::HANDLER_ERROR, format!("the handler panicked: {message}"), true);
+    let message = format!("the handler panicked: {message}");
+    let envelope = ErrorEnvelope::new(codes::HANDLER_ERROR, message).error_type("Panic").retryable(true);
     TaskError::from_envelope(envelope)
 }
 

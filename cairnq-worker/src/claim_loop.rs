@@ -281,7 +281,13 @@ impl ClaimLoop {
             return false;
         };
         self.rotation = self.rotation.wrapping_add(1);
-        let probe = self.probe_next.then(|| ProbeParams::new(core.options.queues.clone(), self.names.probe_names()));
+        let probe = self.probe_next.then(|| {
+            let probe = ProbeParams::new(core.options.queues.clone());
+            match self.names.probe_names() {
+                Some(names) => probe.names(names),
+                None => probe,
+            }
+        });
         // Only before a probe: a loop that keeps filling its claims never
         // goes idle, and a watch held there would keep SQLite's commit
         // watcher polling for nothing.
@@ -415,7 +421,7 @@ impl ClaimLoop {
     fn refuse(&mut self, ctx: TaskContext) {
         let core = self.core.clone();
         let message = format!("no handler is registered for {:?} on worker {}", ctx.name(), core.worker_id);
-        let envelope = ErrorEnvelope::new("NoHandler", codes::NO_HANDLER, message, false);
+        let envelope = ErrorEnvelope::new(codes::NO_HANDLER, message).error_type("NoHandler");
         let how = Settlement::Fail(TaskError::from_envelope(envelope));
         self.calls.spawn(async move { core.settle_outcome(ctx.task(), ctx.state(), how).await });
     }

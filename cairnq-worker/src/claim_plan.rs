@@ -89,9 +89,7 @@ pub(crate) fn plan_claim(
     for unit in rotated_units(names, rotation) {
         let draw = match unit {
             Some((name, opts)) => own_draw(options, name, opts, load, &mut calls_left),
-            None => {
-                Some(ClaimDraw::new(options.queues.clone(), names.shared.clone(), u32::MAX).spending(vec![SLOTS, ROWS]))
-            }
+            None => Some(draw(options.queues.clone(), names.shared.clone(), u32::MAX).spending(vec![SLOTS, ROWS])),
         };
         match draw {
             Some(d) => draws.push(d),
@@ -103,7 +101,8 @@ pub(crate) fn plan_claim(
     }
     let mut budgets = vec![clamp(calls_left + beyond_slots), rows];
     budgets.extend(resources);
-    let params = ClaimParams::with_draws(worker_id, options.lease_ms(), draws, budgets);
+    let params = draws.into_iter().fold(ClaimParams::new(worker_id, options.lease_ms()), ClaimParams::draw);
+    let params = params.budgets(budgets);
     // Every draw capped at zero (a busy resource): no transaction can take
     // anything until a call ends.
     let max_rows = max_rows(&params);
@@ -160,9 +159,9 @@ fn own_draw(
                 return None;
             }
             *calls_left -= 1;
-            ClaimDraw::new(queues, names, clamp(batch)).spending([ROWS].into_iter().chain(resource_budget).collect())
+            draw(queues, names, clamp(batch)).spending([ROWS].into_iter().chain(resource_budget).collect())
         }
-        None => ClaimDraw::new(queues, names, clamp(name_calls_left))
+        None => draw(queues, names, clamp(name_calls_left))
             .spending([SLOTS, ROWS].into_iter().chain(resource_budget).collect()),
     };
     Some(draw)
@@ -194,6 +193,15 @@ fn resource_budgets(resources: &BTreeMap<String, u32>, load: &LoadView) -> Vec<u
 
 fn clamp(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// A draw of up to `limit` rows of `names` (`None`: any name) on `queues`.
+fn draw(queues: Vec<String>, names: Option<Vec<String>>, limit: u32) -> ClaimDraw {
+    let draw = ClaimDraw::new(queues).limit(limit);
+    match names {
+        Some(names) => draw.names(names),
+        None => draw,
+    }
 }
 
 #[cfg(test)]

@@ -9,8 +9,8 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use cairnq_core::coalesce::Coalescer;
-use cairnq_core::store::{CompleteBatchParams, SettleParams, lost_lease};
+use cairnq_core::backend::{Coalescer, lost_lease};
+use cairnq_core::store::{CompleteBatchParams, SettleParams};
 use cairnq_core::{CairnQ, Json, Result};
 
 use crate::core::with_transient_retries;
@@ -47,7 +47,7 @@ async fn write_batch(client: &CairnQ, worker_id: &str, batch: Vec<(String, Json)
         Err(_) => {
             let mut outcomes = Vec::with_capacity(params.completions.len());
             for (task_id, result) in params.completions {
-                outcomes.push(client.complete(&SettleParams::new(task_id, worker_id, result)).await.map(drop));
+                outcomes.push(client.complete(&SettleParams::new(task_id, worker_id).result(result)).await.map(drop));
             }
             outcomes
         }

@@ -5,7 +5,8 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use cairnq_core::store::{HeartbeatParams, ProgressParams, lost_lease};
+use cairnq_core::backend::lost_lease;
+use cairnq_core::store::{HeartbeatParams, ProgressParams};
 use cairnq_core::{CairnQ, Error, Json, Result, Submit, Task, WaitOptions};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -126,14 +127,18 @@ impl TaskContext {
 
     /// Records progress (0..1) and an optional message.
     pub async fn progress(&self, value: f64, message: Option<&str>) -> Result<()> {
-        let params = ProgressParams::new(&self.task.id, &self.core.worker_id, Some(value), message.map(str::to_string));
+        let params = ProgressParams::new(&self.task.id, &self.core.worker_id).progress(value);
+        let params = match message {
+            Some(message) => params.message(message),
+            None => params,
+        };
         self.owned_write(self.core.client.progress(&params)).await.map(drop)
     }
 
     /// Extends this task's lease now (the worker's heartbeat loop already
     /// does this; call it before a long stretch of blocking work).
     pub async fn heartbeat(&self) -> Result<()> {
-        let params = HeartbeatParams::new(&self.task.id, &self.core.worker_id, self.core.options.lease_ms());
+        let params = HeartbeatParams::new(&self.task.id, &self.core.worker_id).lease_ms(self.core.options.lease_ms());
         let row = self.owned_write(self.core.client.heartbeat(&params)).await?;
         if row.cancel_requested_at_ms.is_some() {
             self.state.mark_canceled();

@@ -17,7 +17,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use cairnq_core::store::{FailParams, SettleParams, lost_lease};
+use cairnq_core::backend::lost_lease;
+use cairnq_core::store::{FailParams, SettleParams};
 use cairnq_core::{Backoff, CairnQ, Error, Json, Result, Task};
 use parking_lot::Mutex;
 use tokio::sync::watch;
@@ -63,7 +64,7 @@ pub(crate) struct WorkerCore {
 
 impl WorkerCore {
     pub(crate) fn new(client: CairnQ, options: WorkerOptions, stop: Arc<watch::Sender<bool>>) -> Self {
-        let worker_id = options.worker_id.clone().unwrap_or_else(cairnq_core::id::new_worker_id);
+        let worker_id = options.worker_id.clone().unwrap_or_else(cairnq_core::backend::new_worker_id);
         let client = match &options.backpressure {
             Some(settings) => client.with_backpressure(settings.clone()),
             None => client,
@@ -220,7 +221,7 @@ impl WorkerCore {
         with_transient_retries(|| async {
             match how {
                 Settlement::Complete(result) => {
-                    self.client.complete(&SettleParams::new(&task.id, &self.worker_id, result.clone())).await
+                    self.client.complete(&SettleParams::new(&task.id, &self.worker_id).result(result.clone())).await
                 }
                 Settlement::Fail(error) => self.client.fail(&self.fail_params(task, error)).await,
             }
@@ -232,7 +233,10 @@ impl WorkerCore {
         let attempt = u32::try_from(task.attempt).unwrap_or(u32::MAX);
         let delay = if error.is_retryable() { self.options.backoff.delay_ms(attempt) } else { 0 };
         let delay_ms = i64::try_from(delay).unwrap_or(i64::MAX);
-        FailParams::new(&task.id, &self.worker_id, error.envelope().to_json(), error.is_retryable(), delay_ms)
+        FailParams::new(&task.id, &self.worker_id)
+            .error(error.envelope().to_json())
+            .retryable(error.is_retryable())
+            .delay_ms(delay_ms)
     }
 }
 

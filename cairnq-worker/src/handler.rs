@@ -185,13 +185,13 @@ where
 fn decode_payload<P: DeserializeOwned>(ctx: &TaskContext) -> Result<P, TaskError> {
     ctx.payload::<P>().map_err(|e| {
         let message = format!("the payload does not decode into {}: {e}", std::any::type_name::<P>());
-        TaskError::from_envelope(ErrorEnvelope::new("SerializationError", codes::HANDLER_ERROR, message, false))
+        TaskError::from_envelope(ErrorEnvelope::new(codes::HANDLER_ERROR, message).error_type("SerializationError"))
     })
 }
 
 fn encode_result<R: Serialize + ?Sized>(result: &R) -> Result<Json, TaskError> {
     Json::encode(result).map_err(|e| {
-        let envelope = ErrorEnvelope::new("SerializationError", codes::UNSERIALIZABLE_RESULT, e.to_string(), false);
+        let envelope = ErrorEnvelope::new(codes::UNSERIALIZABLE_RESULT, e.to_string()).error_type("SerializationError");
         TaskError::from_envelope(envelope)
     })
 }

@@ -56,7 +56,7 @@ async fn renew(core: &WorkerCore) {
         return;
     }
     let ids = held.iter().map(|(id, _)| id.clone()).collect();
-    let params = HeartbeatBatchParams::new(ids, &core.worker_id, core.options.lease_ms());
+    let params = HeartbeatBatchParams::new(&core.worker_id, ids).lease_ms(core.options.lease_ms());
     // A failing heartbeat keeps its schedule rather than backing off: a
     // pause longer than the lease would only make sure every lease is lost.
     // Its failures still count (an unusable database stops the worker).

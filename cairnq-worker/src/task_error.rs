@@ -31,7 +31,7 @@ pub struct TaskError {
 impl TaskError {
     /// A retryable `TaskError` (code `task_error`) with this message.
     pub fn new(message: impl Into<String>) -> Self {
-        Self { envelope: ErrorEnvelope::new("TaskError", codes::TASK_ERROR, message, true) }
+        Self { envelope: ErrorEnvelope::new(codes::TASK_ERROR, message).error_type("TaskError").retryable(true) }
     }
 
     /// The same error, retryable or permanent.
@@ -86,7 +86,9 @@ impl fmt::Display for TaskError {
 
 impl<E: std::error::Error + Send + Sync + 'static> From<E> for TaskError {
     fn from(error: E) -> Self {
-        let envelope = ErrorEnvelope::new(short_type_name::<E>(), codes::HANDLER_ERROR, error.to_string(), true);
+        let envelope = ErrorEnvelope::new(codes::HANDLER_ERROR, error.to_string())
+            .error_type(short_type_name::<E>())
+            .retryable(true);
         Self { envelope }
     }
 }

@@ -52,7 +52,7 @@ impl Worker {
     /// option is out of range.
     pub fn new(client: CairnQ, mut options: WorkerOptions) -> Result<Self> {
         options.validate()?;
-        options.worker_id.get_or_insert_with(cairnq_core::id::new_worker_id);
+        options.worker_id.get_or_insert_with(cairnq_core::backend::new_worker_id);
         let stop = Arc::new(watch::Sender::new(false));
         Ok(Self { client, options, handlers: HashMap::new(), stop, running: AtomicBool::new(false) })
     }

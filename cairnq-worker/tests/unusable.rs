@@ -28,14 +28,10 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use cairnq_core::store::{
-    ClaimParams, CompleteBatchParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask,
-    ProbeParams, ProgressParams, PurgeFilter, SettleParams, TaskRow, TaskSelector,
-};
-use cairnq_core::{
-    CairnQ, Capabilities, ChangeWatch, HeldLease, Result, Store, Task, TaskCount, TaskRef, TaskStatus, Wake,
-};
+use cairnq_core::store::{ClaimParams, ListFilter};
+use cairnq_core::{CairnQ, Result, Store, Task, TaskStatus};
 use cairnq_sqlite::SqliteStore;
+use cairnq_testkit::forwarding::{Forward, Forwarding};
 use cairnq_testkit::unprivileged;
 use cairnq_worker::{OnUnusable, TaskContext, TaskError, Worker, WorkerIssue, WorkerOptions};
 use serde_json::{Value, json};
@@ -59,8 +55,10 @@ async fn child_worker_entry() {
         .poll_interval(POLL)
         .on_unusable(policy)
         .on_error(|issue: WorkerIssue| println!("issue {issue}"));
-    let client =
-        CairnQ::new(CountingStore { inner: Arc::new(store), on_claim: Box::new(|| println!("attempt claim")) });
+    let client = CairnQ::new(Forwarding(CountingStore {
+        inner: Arc::new(store),
+        on_claim: Box::new(|| println!("attempt claim")),
+    }));
     let mut worker = Worker::new(client, options).expect("worker");
     worker
         .task("work", |_ctx: TaskContext, _payload: Value| async move { Ok::<_, TaskError>(Value::Null) })
@@ -259,12 +257,12 @@ async fn a_postgres_worker_without_write_privileges_stops_with_one_clear_error()
     let claims = Arc::new(AtomicUsize::new(0));
     let issues = Arc::new(Mutex::new(Vec::new()));
     let counted = claims.clone();
-    let store = CountingStore {
+    let store = Forwarding(CountingStore {
         inner: Arc::new(store),
         on_claim: Box::new(move || {
             counted.fetch_add(1, Ordering::SeqCst);
         }),
-    };
+    });
     let seen = issues.clone();
     let options = WorkerOptions::new()
         .poll_interval(POLL)
@@ -301,75 +299,13 @@ struct CountingStore {
 }
 
 #[async_trait]
-impl Store for CountingStore {
-    fn backend(&self) -> &'static str {
-        self.inner.backend()
+impl Forward for CountingStore {
+    fn inner(&self) -> &dyn Store {
+        self.inner.as_ref()
     }
-    fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
-    }
-    async fn submit(&self, task: &NewTask) -> Result<Task> {
-        self.inner.submit(task).await
-    }
-    async fn submit_many(&self, tasks: &[NewTask]) -> Result<Vec<Task>> {
-        self.inner.submit_many(tasks).await
-    }
-    async fn get(&self, task: &TaskSelector) -> Result<Option<Task>> {
-        self.inner.get(task).await
-    }
-    async fn get_status(&self, task: &TaskSelector) -> Result<Option<TaskRef>> {
-        self.inner.get_status(task).await
-    }
-    async fn list(&self, filter: &ListFilter) -> Result<Vec<TaskRow>> {
-        self.inner.list(filter).await
-    }
-    async fn stats(&self, queue: Option<&str>) -> Result<Vec<TaskCount>> {
-        self.inner.stats(queue).await
-    }
-    async fn count_queued(&self, queue: &str, at_most: u64) -> Result<u64> {
-        self.inner.count_queued(queue, at_most).await
-    }
-    async fn cancel(&self, task: &TaskSelector) -> Result<Option<Task>> {
-        self.inner.cancel(task).await
-    }
-    async fn retry(&self, task: &TaskSelector, reset_attempt: bool) -> Result<Option<Task>> {
-        self.inner.retry(task, reset_attempt).await
-    }
-    async fn purge(&self, filter: &PurgeFilter) -> Result<Vec<String>> {
-        self.inner.purge(filter).await
-    }
-    async fn claimable(&self, params: &ProbeParams) -> Result<bool> {
-        self.inner.claimable(params).await
-    }
+
     async fn claim(&self, params: &ClaimParams) -> Result<Vec<Task>> {
         (self.on_claim)();
         self.inner.claim(params).await
-    }
-    async fn heartbeat(&self, params: &HeartbeatParams) -> Result<Task> {
-        self.inner.heartbeat(params).await
-    }
-    async fn heartbeat_batch(&self, params: &HeartbeatBatchParams) -> Result<Vec<HeldLease>> {
-        self.inner.heartbeat_batch(params).await
-    }
-    async fn progress(&self, params: &ProgressParams) -> Result<Task> {
-        self.inner.progress(params).await
-    }
-    async fn succeed(&self, params: &SettleParams) -> Result<Task> {
-        self.inner.succeed(params).await
-    }
-    async fn complete(&self, params: &SettleParams) -> Result<Task> {
-        self.inner.complete(params).await
-    }
-    async fn complete_batch(&self, params: &CompleteBatchParams) -> Result<Vec<TaskRef>> {
-        self.inner.complete_batch(params).await
-    }
-    async fn fail(&self, params: &FailParams) -> Result<Task> {
-        self.inner.fail(params).await
-    }
-    fn watch_for_change(&self, wake: &Wake) -> ChangeWatch {
-        self.inner.watch_for_change(wake)
-    }
-    async fn close(&self) -> Result<()> {
-        self.inner.close().await
     }
 }

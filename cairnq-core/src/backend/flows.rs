@@ -13,15 +13,15 @@ use std::future::Future;
 
 use cairnq_protocol::Sql;
 
+use crate::backend::helpers::{SubmitRun, fail_undecodable, in_asked_order, lost_lease, submit_runs};
 use crate::backend::query::Query;
 use crate::envelope::ErrorEnvelope;
 use crate::error::{Error, Result};
 use crate::keys::{KeyedSubmit, resolve_key_conflict};
 use crate::model::{HeldLease, Task, TaskRef, Undecodable};
 use crate::store::{
-    ClaimDraw, ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, NewTask, ProgressParams, PurgeFilter,
-    RepairParams, Repaired, SettleParams, SubmitRun, TaskRow, TaskSelector, fail_undecodable, in_asked_order,
-    lost_lease, submit_runs,
+    CancelParams, ClaimDraw, ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, NewTask, ProgressParams,
+    PurgeFilter, RepairParams, Repaired, RetryParams, SettleParams, SubmitManyParams, TaskRow, TaskSelector,
 };
 
 /// Runs protocol statements inside one transaction of a backend. Each
@@ -83,7 +83,7 @@ pub async fn submit(exec: &impl Executor, task: &NewTask) -> Result<Task> {
                 }
             }
             KeyedSubmit::Insert { cancel_existing: true } => {
-                cancel(exec, &old).await?;
+                cancel(exec, &CancelParams::new(old)).await?;
             }
             KeyedSubmit::Insert { cancel_existing: false } => {}
         }
@@ -96,9 +96,9 @@ pub async fn submit(exec: &impl Executor, task: &NewTask) -> Result<Task> {
 /// Submits `tasks` in order in the caller's transaction: a keyed task on
 /// its own (it must see an earlier item's key), each run of unkeyed ones
 /// with one multi-row insert.
-pub async fn submit_many(exec: &impl Executor, tasks: &[NewTask]) -> Result<Vec<Task>> {
-    let mut submitted = Vec::with_capacity(tasks.len());
-    for run in submit_runs(tasks, INSERT_CHUNK) {
+pub async fn submit_many(exec: &impl Executor, params: &SubmitManyParams) -> Result<Vec<Task>> {
+    let mut submitted = Vec::with_capacity(params.tasks.len());
+    for run in submit_runs(&params.tasks, INSERT_CHUNK) {
         match run {
             SubmitRun::Keyed(task) => submitted.push(submit(exec, task).await?),
             SubmitRun::Unkeyed(run) => submitted.extend(exec.insert_unkeyed(run).await?),
@@ -216,14 +216,14 @@ pub async fn fail(exec: &impl Executor, p: &FailParams) -> Result<Task> {
 }
 
 /// Queued -> canceled now; running -> cancel requested; else `None`.
-pub async fn cancel(exec: &impl Executor, task: &TaskSelector) -> Result<Option<Task>> {
-    first(exec.tasks(Query::new(Sql::CancelTask).select(task)).await?)
+pub async fn cancel(exec: &impl Executor, params: &CancelParams) -> Result<Option<Task>> {
+    first(exec.tasks(Query::new(Sql::CancelTask).select(&params.task)).await?)
 }
 
 /// Failed or canceled -> queued now (attempt reset when asked); else `None`.
-pub async fn retry(exec: &impl Executor, task: &TaskSelector, reset_attempt: bool) -> Result<Option<Task>> {
-    let query = Query::new(Sql::RetryTask).select(task);
-    let query = if reset_attempt { query.flag("reset_attempt") } else { query };
+pub async fn retry(exec: &impl Executor, params: &RetryParams) -> Result<Option<Task>> {
+    let query = Query::new(Sql::RetryTask).select(&params.task);
+    let query = if params.reset_attempt { query.flag("reset_attempt") } else { query };
     first(exec.tasks(query).await?)
 }
 

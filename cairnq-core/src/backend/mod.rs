@@ -9,12 +9,19 @@
 //! [`Sql`]. A backend without SQL (see
 //! `cairnq_testkit::memory::MemoryStore`) uses only the helpers.
 
+mod claim_plan;
 pub mod flows;
+mod helpers;
 mod query;
 
 pub use cairnq_protocol::Sql;
 pub use flows::{Executor, Installed, check_protocol_version};
 pub use query::{Arg, Query};
 
+pub use claim_plan::DrawPlan;
+pub use helpers::{SubmitRun, fail_undecodable, in_asked_order, lost_lease, submit_runs};
+
+pub use crate::coalesce::{BatchWrite, Coalescer};
+pub use crate::id::{new_task_id, new_worker_id};
 pub use crate::keys::{KeyedSubmit, resolve_key_conflict};
-pub use crate::store::{DrawPlan, SubmitRun, TaskRow, fail_undecodable, in_asked_order, lost_lease, submit_runs};
+pub use crate::store::TaskRow;

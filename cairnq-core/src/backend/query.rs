@@ -11,7 +11,9 @@
 use cairnq_protocol::Sql;
 
 use crate::json::Json;
-use crate::store::{ListFilter, NewTask, PurgeFilter, TaskSelector};
+use crate::store::{
+    CountQueuedParams, GetParams, ListFilter, NewTask, ProbeParams, PurgeFilter, StatsParams, TaskSelector,
+};
 
 /// One argument value.
 #[derive(Debug, Clone, PartialEq)]
@@ -182,6 +184,27 @@ impl Query {
             TaskSelector::Id(id) => self.flag("by_id").arg("id", id),
             TaskSelector::Key(key) => self.flag("by_key").arg("key", key),
         }
+    }
+
+    /// `select_task` for the task asked.
+    pub fn get_task(params: &GetParams) -> Self {
+        Self::new(Sql::SelectTask).select(&params.task)
+    }
+
+    /// `count_tasks_by_queue_status`, for one queue or all.
+    pub fn stats(params: &StatsParams) -> Self {
+        Self::new(Sql::CountTasksByQueueStatus).filter("queue", params.queue.as_deref())
+    }
+
+    /// `count_queued`: the bounded count of one queue's queued rows.
+    pub fn count_queued(params: &CountQueuedParams) -> Self {
+        let at_most = i64::try_from(params.at_most).unwrap_or(i64::MAX);
+        Self::new(Sql::CountQueued).arg("queue", &params.queue).arg("at_most", at_most)
+    }
+
+    /// `probe_claimable` for the queues and names asked.
+    pub fn probe(params: &ProbeParams) -> Self {
+        Self::new(Sql::ProbeClaimable).scope(&params.queues, params.names.as_deref())
     }
 
     /// `list_tasks` for `filter`: one flag per filter given, so the

@@ -4,14 +4,14 @@
 
 use std::collections::HashSet;
 
-use cairnq_core::store::{ClaimParams, FailParams, HeartbeatParams, ProgressParams, SettleParams};
+use cairnq_core::store::{ClaimDraw, ClaimParams, FailParams, HeartbeatParams, ProgressParams, SettleParams};
 use cairnq_core::{ErrorKind, ListFilter, PurgeFilter, TaskStatus};
 use serde_json::json;
 
 use crate::support::{count, dsn, fresh_client, raw};
 
 fn claim_one(worker: &str, queue: &str) -> ClaimParams {
-    ClaimParams::single(worker, 30_000, vec![queue.to_string()], None, 1)
+    ClaimParams::new(worker, 30_000).draw(ClaimDraw::new(vec![queue.to_string()]).limit(1))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -25,14 +25,15 @@ async fn a_task_lives_submit_claim_progress_complete_purge() {
     assert_eq!((claimed[0].status, claimed[0].attempt), (TaskStatus::Running, 1));
     assert!(claimed[0].lease_until_ms.is_some_and(|l| l > claimed[0].updated_at_ms));
 
-    client.heartbeat(&HeartbeatParams::new(&task.id, "w1", 60_000)).await.expect("heartbeat");
-    let lost = client.heartbeat(&HeartbeatParams::new(&task.id, "w2", 60_000)).await.expect_err("not the owner");
+    client.heartbeat(&HeartbeatParams::new(&task.id, "w1").lease_ms(60_000)).await.expect("heartbeat");
+    let lost =
+        client.heartbeat(&HeartbeatParams::new(&task.id, "w2").lease_ms(60_000)).await.expect_err("not the owner");
     assert_eq!(lost.kind(), ErrorKind::LostLease);
     let progressed =
-        client.progress(&ProgressParams::new(&task.id, "w1", Some(0.5), Some("half".into()))).await.expect("progress");
+        client.progress(&ProgressParams::new(&task.id, "w1").progress(0.5).message("half")).await.expect("progress");
     assert_eq!((progressed.progress, progressed.message.as_deref()), (Some(0.5), Some("half")));
 
-    let done = client.complete(&SettleParams::new(&task.id, "w1", json!({"ok": true}))).await.expect("complete");
+    let done = client.complete(&SettleParams::new(&task.id, "w1").result(json!({"ok": true}))).await.expect("complete");
     assert_eq!(
         (done.status, done.result, done.progress),
         (TaskStatus::Succeeded, Some(json!({"ok": true}).into()), Some(1.0))
@@ -53,7 +54,8 @@ async fn a_retryable_failure_requeues_and_cancel_wins() {
     let task = client.submit("flaky", &json!(1)).await.expect("submit");
     client.claim(&claim_one("w", "default")).await.expect("claim");
     let envelope = json!({"type": "Boom", "code": "handler_error", "message": "x", "retryable": true, "details": {}});
-    let failed = client.fail(&FailParams::new(&task.id, "w", envelope.clone(), true, 0)).await.expect("fail");
+    let failed =
+        client.fail(&FailParams::new(&task.id, "w").error(envelope.clone()).retryable(true)).await.expect("fail");
     assert_eq!(
         (failed.status, failed.worker_id, failed.error),
         (TaskStatus::Queued, None, Some(envelope.clone().into()))
@@ -63,7 +65,7 @@ async fn a_retryable_failure_requeues_and_cancel_wins() {
     let requested = client.cancel(&task.id).await.expect("cancel").expect("running task");
     assert_eq!(requested.status, TaskStatus::Running);
     assert!(requested.cancel_requested_at_ms.is_some());
-    let canceled = client.fail(&FailParams::new(&task.id, "w", envelope, true, 0)).await.expect("fail");
+    let canceled = client.fail(&FailParams::new(&task.id, "w").error(envelope).retryable(true)).await.expect("fail");
     assert_eq!(canceled.status, TaskStatus::Canceled, "cancel wins over the requeue");
     assert!(client.cancel(&task.id).await.expect("cancel").is_none(), "a terminal task matches nothing");
     let retried = client.retry(&task.id, true).await.expect("retry").expect("canceled task");
@@ -106,7 +108,8 @@ async fn concurrent_claimers_never_take_the_same_row() {
         .map(|n| {
             let client = client.clone();
             tokio::spawn(async move {
-                let params = ClaimParams::single(format!("w{n}"), 30_000, vec!["default".into()], None, 3);
+                let params =
+                    ClaimParams::new(format!("w{n}"), 30_000).draw(ClaimDraw::new(vec!["default".into()]).limit(3));
                 let mut mine = Vec::new();
                 loop {
                     let got = client.claim(&params).await.expect("claim");
@@ -150,7 +153,7 @@ async fn nul_in_json_is_refused_before_anything_is_written() {
 
     let task = client.submit("t", &json!({})).await.expect("submit");
     client.claim(&claim_one("w", "default")).await.expect("claim");
-    let err = client.complete(&SettleParams::new(&task.id, "w", json!(["\u{0}"]))).await.expect_err("refused");
+    let err = client.complete(&SettleParams::new(&task.id, "w").result(json!(["\u{0}"]))).await.expect_err("refused");
     assert_eq!(err.kind(), ErrorKind::SerializationError, "{err}");
     let still = client.get(&task.id).await.expect("get").expect("row");
     assert_eq!(still.status, TaskStatus::Running, "the refused result changed nothing");
@@ -183,11 +186,12 @@ async fn claims_and_purges_take_every_due_row_under_any_plan() {
     client.submit_many(&specs).await.expect("submit_many");
     let admin = raw(&dsn()).await;
     admin.batch_execute(&format!("analyze {schema}.cairnq_tasks")).await.expect("analyze");
-    let all = ClaimParams::single("w", 30_000, vec!["default".into()], Some(vec!["embed".into()]), 300);
+    let all = ClaimParams::new("w", 30_000)
+        .draw(ClaimDraw::new(vec!["default".into()]).names(vec!["embed".into()]).limit(300));
     let claimed = client.claim(&all).await.expect("claim");
     assert_eq!(claimed.len(), 256);
     for task in &claimed {
-        client.complete(&SettleParams::new(&task.id, "w", json!(1))).await.expect("complete");
+        client.complete(&SettleParams::new(&task.id, "w").result(json!(1))).await.expect("complete");
     }
     admin.batch_execute(&format!("analyze {schema}.cairnq_tasks")).await.expect("analyze");
     assert_eq!(client.purge(&PurgeFilter::new().limit(200)).await.expect("purge").len(), 200);

@@ -4,7 +4,7 @@
 //! possible where a writer dropped the column's NOT NULL) becomes due now.
 
 use cairnq_core::TaskStatus;
-use cairnq_core::store::{ClaimParams, RepairParams};
+use cairnq_core::store::{ClaimDraw, ClaimParams, RepairParams};
 
 use crate::support::{dsn, fresh_client, raw};
 
@@ -13,7 +13,7 @@ async fn unleased_and_unscheduled_rows_are_repaired_on_the_queues_asked() {
     let (client, _store, schema) = fresh_client().await;
     let admin = raw(&dsn()).await;
     let insert = |status: &str, lease: &str, run_at: &str, queue: &str| {
-        let id = cairnq_core::id::new_task_id();
+        let id = cairnq_core::backend::new_task_id();
         let sql = format!(
             "insert into {schema}.cairnq_tasks (id, name, queue, status, payload, attempt, worker_id, lease_until_ms,
                  run_at_ms, root_id, created_at_ms, updated_at_ms)
@@ -27,7 +27,7 @@ async fn unleased_and_unscheduled_rows_are_repaired_on_the_queues_asked() {
     let drop_not_null = format!("alter table {schema}.cairnq_tasks alter column run_at_ms drop not null");
     admin.batch_execute(&format!("{drop_not_null}; {a}; {b}; {c}")).await.expect("odd rows");
 
-    let claim = ClaimParams::single("w", 60_000, vec!["default".into()], None, 5);
+    let claim = ClaimParams::new("w", 60_000).draw(ClaimDraw::new(vec!["default".into()]).limit(5));
     assert!(client.claim(&claim).await.expect("claim").is_empty(), "neither row can move by itself");
     let repaired = client.store().repair(&RepairParams::new(vec!["default".into()])).await.expect("repair");
     assert_eq!((repaired.expired, repaired.scheduled), (vec![unleased.clone()], vec![unscheduled.clone()]));

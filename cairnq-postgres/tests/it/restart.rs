@@ -42,7 +42,7 @@ async fn the_store_reconnects_after_a_server_restart() {
     let waiter = store.clone();
     let waiting = tokio::spawn(async move {
         let started = Instant::now();
-        waiter.wait_for_change(&Wake::Queued(vec!["late".into()]), Duration::from_secs(60)).await;
+        cairnq_core::store::wait_for_change(&waiter, &Wake::Queued(vec!["late".into()]), Duration::from_secs(60)).await;
         started.elapsed()
     });
     tokio::time::sleep(Duration::from_millis(100)).await;

@@ -1,7 +1,7 @@
 //! Settling inside the application's own transaction.
 
-use cairnq_core::store::{ClaimParams, SettleParams};
-use cairnq_core::{ErrorKind, Store, TaskStatus};
+use cairnq_core::store::{ClaimDraw, ClaimParams, SettleParams};
+use cairnq_core::{ErrorKind, TaskStatus};
 use serde_json::json;
 
 use crate::support::{count, dsn, fresh_client, raw};
@@ -18,11 +18,13 @@ async fn app_session(schema: &str) -> tokio_postgres::Client {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn complete_in_settles_with_the_applications_transaction() {
     let (client, store, schema) = fresh_client().await;
-    assert!(store.capabilities().transactional_settle);
     let task = client.submit("bill", &json!({})).await.expect("submit");
-    client.claim(&ClaimParams::single("w", 30_000, vec!["default".into()], None, 1)).await.expect("claim");
+    client
+        .claim(&ClaimParams::new("w", 30_000).draw(ClaimDraw::new(vec!["default".into()]).limit(1)))
+        .await
+        .expect("claim");
     let mut app = app_session(&schema).await;
-    let settle = SettleParams::new(&task.id, "w", json!({"billed": true}));
+    let settle = SettleParams::new(&task.id, "w").result(json!({"billed": true}));
 
     let tx = app.transaction().await.expect("begin");
     tx.execute("insert into invoices values ($1)", &[&task.id]).await.expect("insert");
@@ -47,9 +49,13 @@ async fn succeed_in_without_the_lease_is_lost_lease() {
     let (client, store, schema) = fresh_client().await;
     let task = client.submit("bill", &json!({})).await.expect("submit");
     let app = app_session(&schema).await;
-    let err = store.succeed_in(&app, &SettleParams::new(&task.id, "w", json!(1))).await.expect_err("not claimed");
+    let err =
+        store.succeed_in(&app, &SettleParams::new(&task.id, "w").result(json!(1))).await.expect_err("not claimed");
     assert_eq!(err.kind(), ErrorKind::LostLease, "{err}");
-    client.claim(&ClaimParams::single("w", 30_000, vec!["default".into()], None, 1)).await.expect("claim");
-    let done = store.succeed_in(&app, &SettleParams::new(&task.id, "w", json!(1))).await.expect("succeed_in");
+    client
+        .claim(&ClaimParams::new("w", 30_000).draw(ClaimDraw::new(vec!["default".into()]).limit(1)))
+        .await
+        .expect("claim");
+    let done = store.succeed_in(&app, &SettleParams::new(&task.id, "w").result(json!(1))).await.expect("succeed_in");
     assert_eq!(done.status, TaskStatus::Succeeded);
 }

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use cairnq_core::store::{ClaimParams, SettleParams};
+use cairnq_core::store::{ClaimDraw, ClaimParams, SettleParams};
 use cairnq_core::{CairnQ, Store, TaskStatus, WaitOptions, Wake};
 use cairnq_postgres::{PostgresOptions, PostgresStore};
 use serde_json::json;
@@ -28,7 +28,7 @@ async fn woken_after(store: &PostgresStore, wake: Wake, trigger: impl std::futur
     let waiter = store.clone();
     let waiting = tokio::spawn(async move {
         let started = Instant::now();
-        waiter.wait_for_change(&wake, LONG).await;
+        cairnq_core::store::wait_for_change(&waiter, &wake, LONG).await;
         started.elapsed()
     });
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -47,10 +47,13 @@ async fn a_submit_and_a_settle_wake_their_waiters() {
     });
     assert!(submitted.await < LONG / 2, "the queued notification woke the waiter");
 
-    let task = client.claim(&ClaimParams::single("w", 30_000, vec!["mail".into()], None, 1)).await.expect("claim");
+    let task = client
+        .claim(&ClaimParams::new("w", 30_000).draw(ClaimDraw::new(vec!["mail".into()]).limit(1)))
+        .await
+        .expect("claim");
     let id = task[0].id.clone();
     let settled = woken_after(&store, Wake::TaskDone(id.clone()), async {
-        client.complete(&SettleParams::new(&id, "w", json!(1))).await.expect("complete");
+        client.complete(&SettleParams::new(&id, "w").result(json!(1))).await.expect("complete");
     });
     assert!(settled.await < LONG / 2, "the done notification woke the waiter");
 }
@@ -68,9 +71,9 @@ async fn without_a_listener_waits_poll_and_results_still_arrive() {
 
     let settle = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let params = ClaimParams::single("w", 30_000, vec!["default".into()], None, 1);
+        let params = ClaimParams::new("w", 30_000).draw(ClaimDraw::new(vec!["default".into()]).limit(1));
         let id = worker_side.claim(&params).await.expect("claim")[0].id.clone();
-        worker_side.complete(&SettleParams::new(&id, "w", json!({"n": 1}))).await.expect("complete");
+        worker_side.complete(&SettleParams::new(&id, "w").result(json!({"n": 1}))).await.expect("complete");
     });
     let done = client.wait(&task.id, &WaitOptions::timeout(LONG)).await.expect("wait by polling");
     settle.await.expect("settler");

@@ -1,6 +1,6 @@
 //! Bad input through the client: a typed error and nothing written.
 
-use cairnq_core::store::{ClaimParams, SettleParams};
+use cairnq_core::store::{ClaimDraw, ClaimParams, SettleParams};
 use cairnq_core::{CairnQ, ErrorKind, PurgeFilter, SubmitOptions, TaskSpec, TaskStatus};
 
 use crate::common::{count, fresh_path, open_client};
@@ -49,12 +49,12 @@ async fn a_nan_result_is_refused_and_the_task_keeps_running() {
     let fresh = fresh_path();
     let client = open_client(&fresh.path).await;
     let task = client.submit("job", &serde_json::json!({})).await.expect("submit");
-    let claim = ClaimParams::single("w", 60_000, vec!["default".into()], None, 1);
+    let claim = ClaimParams::new("w", 60_000).draw(ClaimDraw::new(vec!["default".into()]).limit(1));
     assert_eq!(client.claim(&claim).await.expect("claim").len(), 1);
 
     // A typed result goes through the JSON boundary before it can be stored.
     let result = cairnq_core::Json::encode(&Measurement { value: f64::INFINITY })
-        .map(|value| SettleParams::new(&task.id, "w", value));
+        .map(|value| SettleParams::new(&task.id, "w").result(value));
     assert_kind(result, ErrorKind::SerializationError, "infinite result");
 
     let row = client.get(&task.id).await.expect("get").expect("task exists");

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use cairnq_core::store::{ClaimParams, SettleParams};
+use cairnq_core::store::{ClaimDraw, ClaimParams, SettleParams};
 use cairnq_core::{CairnQ, SubmitOptions, TaskSpec};
 use cairnq_protocol::{Statement, sqlite};
 
@@ -73,11 +73,11 @@ async fn populated_without_statistics() -> (crate::common::Fresh, CairnQ) {
         })
         .collect();
     client.submit_many(&specs).await.expect("submit");
-    let claim = ClaimParams::single("w", 60_000, vec!["q0".into()], None, 50);
+    let claim = ClaimParams::new("w", 60_000).draw(ClaimDraw::new(vec!["q0".into()]).limit(50));
     for task in client.claim(&claim).await.expect("claim") {
-        client.complete(&SettleParams::new(&task.id, "w", serde_json::json!(1))).await.expect("complete");
+        client.complete(&SettleParams::new(&task.id, "w").result(serde_json::json!(1))).await.expect("complete");
     }
-    let running = ClaimParams::single("w", 60_000, vec!["q1".into(), "q2".into()], None, 150);
+    let running = ClaimParams::new("w", 60_000).draw(ClaimDraw::new(vec!["q1".into(), "q2".into()]).limit(150));
     client.claim(&running).await.expect("claim");
     (fresh, client)
 }

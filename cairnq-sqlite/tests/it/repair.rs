@@ -4,13 +4,13 @@
 //! touches only the queues asked for.
 
 use cairnq_core::TaskStatus;
-use cairnq_core::store::{ClaimParams, RepairParams};
+use cairnq_core::store::{ClaimDraw, ClaimParams, RepairParams};
 
 use crate::common::{fresh_path, open_client};
 
 fn insert_unleased(path: &std::path::Path, queue: &str) -> String {
     let conn = rusqlite::Connection::open(path).expect("open raw");
-    let id = cairnq_core::id::new_task_id();
+    let id = cairnq_core::backend::new_task_id();
     conn.execute(
         "insert into cairnq_tasks (id, name, queue, status, payload, attempt, worker_id, run_at_ms, root_id, created_at_ms, updated_at_ms)
          values (?1, 'job', ?2, 'running', '{}', 1, 'worker_gone', 0, ?1, 0, 0)",
@@ -26,7 +26,7 @@ async fn a_running_row_without_a_lease_is_recovered_after_repair() {
     let client = open_client(&fresh.path).await;
     let stuck = insert_unleased(&fresh.path, "default");
     let elsewhere = insert_unleased(&fresh.path, "other");
-    let claim = ClaimParams::single("w", 60_000, vec!["default".into()], None, 5);
+    let claim = ClaimParams::new("w", 60_000).draw(ClaimDraw::new(vec!["default".into()]).limit(5));
     assert!(client.claim(&claim).await.expect("claim").is_empty(), "without a lease nothing ever recovers it");
 
     let repaired = client.store().repair(&RepairParams::new(vec!["default".into()])).await.expect("repair");

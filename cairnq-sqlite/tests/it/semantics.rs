@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
-use cairnq_core::store::{ClaimParams, FailParams, HeartbeatBatchParams, ProgressParams, SettleParams};
+use cairnq_core::store::{ClaimDraw, ClaimParams, FailParams, HeartbeatBatchParams, ProgressParams, SettleParams};
 use cairnq_core::{CairnQ, Clock, ErrorEnvelope, ErrorKind, PurgeFilter, Store, TaskStatus, Wake};
 use cairnq_sqlite::{SqliteOptions, SqliteStore};
 
@@ -36,7 +36,7 @@ async fn with_clock() -> (Fresh, CairnQ, Arc<ManualClock>) {
 }
 
 fn claim_one(worker: &str, lease_ms: i64) -> ClaimParams {
-    ClaimParams::single(worker, lease_ms, vec!["default".into()], None, 1)
+    ClaimParams::new(worker, lease_ms).draw(ClaimDraw::new(vec!["default".into()]).limit(1))
 }
 
 #[tokio::test]
@@ -44,7 +44,8 @@ async fn succeed_reports_progress_as_a_float_and_clears_the_lease() {
     let (_fresh, client, _clock) = with_clock().await;
     let task = client.submit("job", &serde_json::json!({})).await.expect("submit");
     client.claim(&claim_one("w", 1_000)).await.expect("claim");
-    let done = client.succeed(&SettleParams::new(&task.id, "w", serde_json::json!({"ok": true}))).await.expect("ok");
+    let done =
+        client.succeed(&SettleParams::new(&task.id, "w").result(serde_json::json!({"ok": true}))).await.expect("ok");
     assert_eq!(done.progress, Some(1.0));
     assert_eq!(done.lease_until_ms, None);
     assert_eq!(done.worker_id.as_deref(), Some("w"));
@@ -57,12 +58,15 @@ async fn succeed_reports_progress_as_a_float_and_clears_the_lease() {
 async fn fail_requeue_clears_worker_progress_message_and_the_final_failure_keeps_them() {
     let (_fresh, client, clock) = with_clock().await;
     let task = client.submit("job", &serde_json::json!({})).max_attempts(2).await.expect("submit");
-    let error = ErrorEnvelope::new("Boom", "handler_error", "boom", true).to_value();
+    let error = ErrorEnvelope::new("handler_error", "boom").error_type("Boom").retryable(true).to_value();
     for attempt in 1..=2 {
         client.claim(&claim_one("w", 1_000)).await.expect("claim");
-        let progress = ProgressParams::new(&task.id, "w", Some(0.5), Some("halfway".into()));
+        let progress = ProgressParams::new(&task.id, "w").progress(0.5).message("halfway");
         client.progress(&progress).await.expect("progress");
-        let failed = client.fail(&FailParams::new(&task.id, "w", error.clone(), true, 250)).await.expect("fail");
+        let failed = client
+            .fail(&FailParams::new(&task.id, "w").error(error.clone()).retryable(true).delay_ms(250))
+            .await
+            .expect("fail");
         assert_eq!(failed.error, Some(error.clone().into()));
         assert_eq!(failed.lease_until_ms, None);
         if attempt == 1 {
@@ -85,11 +89,12 @@ async fn cancel_wins_on_complete_and_leaves_result_and_progress() {
     let (_fresh, client, _clock) = with_clock().await;
     let task = client.submit("job", &serde_json::json!({})).await.expect("submit");
     client.claim(&claim_one("w", 1_000)).await.expect("claim");
-    client.progress(&ProgressParams::new(&task.id, "w", Some(0.25), None)).await.expect("progress");
+    client.progress(&ProgressParams::new(&task.id, "w").progress(0.25)).await.expect("progress");
     let requested = client.cancel(&task.id).await.expect("cancel").expect("running task");
     assert_eq!(requested.status, TaskStatus::Running);
     assert!(requested.cancel_requested_at_ms.is_some());
-    let done = client.complete(&SettleParams::new(&task.id, "w", serde_json::json!(42))).await.expect("complete");
+    let done =
+        client.complete(&SettleParams::new(&task.id, "w").result(serde_json::json!(42))).await.expect("complete");
     assert_eq!(done.status, TaskStatus::Canceled);
     assert_eq!((done.result, done.progress), (None, Some(0.25)));
     assert!(client.cancel(&task.id).await.expect("cancel terminal").is_none());
@@ -101,13 +106,13 @@ async fn lease_recovery_cancels_requeues_or_fails_with_the_lease_expired_envelop
     let canceled = client.submit("job", &serde_json::json!({})).priority(3).await.expect("submit");
     let requeued = client.submit("job", &serde_json::json!({})).priority(2).await.expect("submit");
     let failed = client.submit("job", &serde_json::json!({})).priority(1).max_attempts(1).await.expect("submit");
-    let claim = ClaimParams::single("dead", 1_000, vec!["default".into()], None, 3);
+    let claim = ClaimParams::new("dead", 1_000).draw(ClaimDraw::new(vec!["default".into()]).limit(3));
     assert_eq!(client.claim(&claim).await.expect("claim").len(), 3);
     client.cancel(&canceled.id).await.expect("cancel");
     clock.advance(1_000);
 
     // Another queue's claim still recovers every expired lease.
-    let other = ClaimParams::single("w2", 1_000, vec!["elsewhere".into()], None, 1);
+    let other = ClaimParams::new("w2", 1_000).draw(ClaimDraw::new(vec!["elsewhere".into()]).limit(1));
     assert!(client.claim(&other).await.expect("claim").is_empty());
 
     let read = |id: String| {
@@ -131,14 +136,14 @@ async fn heartbeat_batch_returns_owned_leases_in_the_order_asked() {
     for _ in 0..3 {
         ids.push(client.submit("job", &serde_json::json!({})).await.expect("submit").id);
     }
-    let claim = ClaimParams::single("w", 1_000, vec!["default".into()], None, 3);
+    let claim = ClaimParams::new("w", 1_000).draw(ClaimDraw::new(vec!["default".into()]).limit(3));
     client.claim(&claim).await.expect("claim");
     client.cancel(&ids[1]).await.expect("cancel");
     let asked = vec![ids[2].clone(), "task_unknown".into(), ids[1].clone(), ids[0].clone()];
-    let held = client.heartbeat_batch(&HeartbeatBatchParams::new(asked, "w", 5_000)).await.expect("heartbeat");
+    let held = client.heartbeat_batch(&HeartbeatBatchParams::new("w", asked).lease_ms(5_000)).await.expect("heartbeat");
     let got: Vec<_> = held.iter().map(|h| (h.id.clone(), h.cancel_requested())).collect();
     assert_eq!(got, [(ids[2].clone(), false), (ids[1].clone(), true), (ids[0].clone(), false)]);
-    let stranger = client.heartbeat_batch(&HeartbeatBatchParams::new(ids, "other", 5_000)).await.expect("hb");
+    let stranger = client.heartbeat_batch(&HeartbeatBatchParams::new("other", ids).lease_ms(5_000)).await.expect("hb");
     assert!(stranger.is_empty());
 }
 
@@ -148,7 +153,8 @@ async fn a_worker_write_after_the_lease_ended_is_lost_lease() {
     let task = client.submit("job", &serde_json::json!({})).await.expect("submit");
     client.claim(&claim_one("w", 1_000)).await.expect("claim");
     clock.advance(1_000);
-    let err = client.succeed(&SettleParams::new(&task.id, "w", serde_json::json!(1))).await.expect_err("expired");
+    let err =
+        client.succeed(&SettleParams::new(&task.id, "w").result(serde_json::json!(1))).await.expect_err("expired");
     assert_eq!(err.kind(), ErrorKind::LostLease);
     assert_eq!(client.get(&task.id).await.expect("get").expect("row").status, TaskStatus::Running);
 }
@@ -177,12 +183,12 @@ async fn waiting_on_a_task_wakes_on_its_commit_not_at_the_poll() {
         let (store, id) = (Arc::clone(&store), task.id.clone());
         tokio::spawn(async move {
             let started = Instant::now();
-            store.wait_for_change(&Wake::TaskDone(id), Duration::from_secs(60)).await;
+            cairnq_core::store::wait_for_change(store.as_ref(), &Wake::TaskDone(id), Duration::from_secs(60)).await;
             started.elapsed()
         })
     };
     tokio::time::sleep(Duration::from_millis(50)).await;
-    client.succeed(&SettleParams::new(&task.id, "w", serde_json::json!(1))).await.expect("succeed");
+    client.succeed(&SettleParams::new(&task.id, "w").result(serde_json::json!(1))).await.expect("succeed");
     let slept = tokio::time::timeout(Duration::from_secs(30), sleeper).await.expect("woken").expect("join");
     assert!(slept < Duration::from_secs(60), "the sleeper ran out its whole timeout");
 }

@@ -18,7 +18,7 @@ async fn sleep_until_a_task(store: &SqliteStore, path: &std::path::Path, timeout
     let start = Instant::now();
     let wake = Wake::Queued(vec!["default".into()]);
     while count(path, "select count(*) from cairnq_tasks") == 0 && start.elapsed() < timeout {
-        store.wait_for_change(&wake, timeout.saturating_sub(start.elapsed())).await;
+        cairnq_core::store::wait_for_change(store, &wake, timeout.saturating_sub(start.elapsed())).await;
     }
     start.elapsed()
 }
@@ -79,6 +79,6 @@ async fn the_store_reports_push_wakeups_and_closes_with_a_parked_watcher() {
     let fresh = fresh_path();
     let store = SqliteStore::open(&fresh.path).await.expect("open store");
     assert!(store.capabilities().push_wakeups);
-    store.wait_for_change(&Wake::TaskDone("nope".into()), Duration::from_millis(20)).await;
+    cairnq_core::store::wait_for_change(&store, &Wake::TaskDone("nope".into()), Duration::from_millis(20)).await;
     tokio::time::timeout(Duration::from_secs(30), store.close()).await.expect("close ends the watcher").expect("close");
 }

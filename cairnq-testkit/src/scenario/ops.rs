@@ -5,9 +5,9 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use cairnq_core::id::new_worker_id;
+use cairnq_core::backend::new_worker_id;
 use cairnq_core::store::{
-    ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ProgressParams, SettleParams,
+    ClaimDraw, ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ProgressParams, SettleParams,
 };
 use cairnq_core::{CairnQ, Conflict, Error, ListFilter, PurgeFilter, SubmitOptions, TaskSpec, TaskStatus};
 use serde::Serialize;
@@ -139,13 +139,12 @@ async fn claim(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
     let worker_id = args.string("worker_id")?.unwrap_or_else(new_worker_id);
     let limit = args.int_or("limit", 1)?;
     let limit = u32::try_from(limit).map_err(|_| Error::validation("limit", format!("{limit} is not a count")))?;
-    let params = ClaimParams::single(
-        worker_id,
-        args.int_or("lease_ms", DEFAULT_LEASE_MS)?,
-        queues,
-        args.strings("names")?,
-        limit,
-    );
+    let draw = ClaimDraw::new(queues).limit(limit);
+    let draw = match args.strings("names")? {
+        Some(names) => draw.names(names),
+        None => draw,
+    };
+    let params = ClaimParams::new(worker_id, args.int_or("lease_ms", DEFAULT_LEASE_MS)?).draw(draw);
     to_json(&client.claim(&params).await?)
 }
 
@@ -155,33 +154,37 @@ fn owner(args: &Args) -> Result<(String, String), StepError> {
 
 async fn heartbeat(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
     let (id, worker_id) = owner(args)?;
-    let params = HeartbeatParams::new(id, worker_id, args.int_or("lease_ms", DEFAULT_LEASE_MS)?);
+    let params = HeartbeatParams::new(id, worker_id).lease_ms(args.int_or("lease_ms", DEFAULT_LEASE_MS)?);
     to_json(&client.heartbeat(&params).await?)
 }
 
 async fn heartbeat_batch(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
     let ids = args.required("ids", Args::strings)?;
     let worker_id = args.required("worker_id", Args::string)?;
-    let params = HeartbeatBatchParams::new(ids, worker_id, args.int_or("lease_ms", DEFAULT_LEASE_MS)?);
+    let params = HeartbeatBatchParams::new(worker_id, ids).lease_ms(args.int_or("lease_ms", DEFAULT_LEASE_MS)?);
     let held = client.heartbeat_batch(&params).await?;
     Ok(held.iter().map(|lease| json!({"id": lease.id, "cancel_requested": lease.cancel_requested()})).collect())
 }
 
 async fn progress(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
     let (id, worker_id) = owner(args)?;
-    let params = ProgressParams::new(id, worker_id, args.float("progress")?, args.string("message")?);
+    let mut params = ProgressParams::new(id, worker_id);
+    (params.progress, params.message) = (args.float("progress")?, args.string("message")?);
     to_json(&client.progress(&params).await?)
 }
 
 fn settle_params(args: &Args) -> Result<SettleParams, StepError> {
     let (id, worker_id) = owner(args)?;
-    Ok(SettleParams::new(id, worker_id, args.value_or("result", Value::Null)))
+    Ok(SettleParams::new(id, worker_id).result(args.value_or("result", Value::Null)))
 }
 
 async fn fail(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
     let (id, worker_id) = owner(args)?;
     let error = args.required("error", Args::json)?;
-    let params = FailParams::new(id, worker_id, error, args.bool_or("retryable", true)?, args.int_or("delay_ms", 0)?);
+    let params = FailParams::new(id, worker_id)
+        .error(error)
+        .retryable(args.bool_or("retryable", true)?)
+        .delay_ms(args.int_or("delay_ms", 0)?);
     to_json(&client.fail(&params).await?)
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use cairnq_core::store::{ClaimParams, SettleParams};
+use cairnq_core::store::{ClaimDraw, ClaimParams, SettleParams};
 use cairnq_core::{CairnQ, TaskSpec, TaskStatus};
 use cairnq_worker::{TaskContext, TaskError};
 use serde_json::{Value, json};
@@ -133,7 +133,8 @@ pub async fn cancel_wins_on_every_path(factory: &dyn BackendFactory) {
 /// refused.
 async fn cancel_wins_over_lease_expiry(client: &CairnQ) {
     let task = client.submit("orphan", &json!({})).await.expect("submit");
-    let claim = ClaimParams::single("dead-worker", 300, vec!["default".into()], Some(vec!["orphan".into()]), 1);
+    let claim = ClaimParams::new("dead-worker", 300)
+        .draw(ClaimDraw::new(vec!["default".into()]).names(vec!["orphan".into()]).limit(1));
     assert_eq!(client.claim(&claim).await.expect("claim").len(), 1);
     client.cancel(&task.id).await.expect("cancel");
     tokio::time::sleep(Duration::from_millis(350)).await;
@@ -143,7 +144,7 @@ async fn cancel_wins_over_lease_expiry(client: &CairnQ) {
     });
     let done = finished(client, &task.id).await;
     assert_eq!((done.status, done.attempt, done.result.clone()), (TaskStatus::Canceled, 1, None));
-    let late = client.complete(&SettleParams::new(&task.id, "dead-worker", json!("too late"))).await;
+    let late = client.complete(&SettleParams::new(&task.id, "dead-worker").result(json!("too late"))).await;
     assert!(matches!(late, Err(cairnq_core::Error::LostLease { .. })), "{late:?}");
 }
 
@@ -186,7 +187,7 @@ pub async fn a_suspended_worker_reports_its_lost_leases(factory: &dyn BackendFac
     let mut lines = stdout_lines(&mut child);
     assert_eq!(lines.recv().await.as_deref(), Some(format!("started {}", task.id).as_str()));
     signal(&child, "STOP");
-    let claim = ClaimParams::single("rescuer", 60_000, vec!["default".into()], None, 1);
+    let claim = ClaimParams::new("rescuer", 60_000).draw(ClaimDraw::new(vec!["default".into()]).limit(1));
     let mut rescued = Vec::new();
     for _ in 0..100 {
         rescued = client.claim(&claim).await.expect("claim");
@@ -207,7 +208,10 @@ pub async fn a_suspended_worker_reports_its_lost_leases(factory: &dyn BackendFac
     });
     let report = report.await.expect("a report in time").expect("the child reports the lost lease");
     assert!(report.contains(&task.id), "{report}");
-    client.complete(&SettleParams::new(&task.id, "rescuer", json!("rescued"))).await.expect("the rescuer settles");
+    client
+        .complete(&SettleParams::new(&task.id, "rescuer").result(json!("rescued")))
+        .await
+        .expect("the rescuer settles");
     terminate(&child).expect("SIGTERM");
     child.wait().expect("reap the child");
 }

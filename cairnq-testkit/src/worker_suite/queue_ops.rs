@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use cairnq_core::store::{ClaimParams, FailParams, SettleParams};
+use cairnq_core::store::{ClaimDraw, ClaimParams, FailParams, SettleParams};
 use cairnq_core::{
     Backpressure, CairnQ, Error, ErrorEnvelope, ErrorKind, Retention, SubmitOptions, TaskSpec, TaskStatus,
 };
@@ -69,14 +69,14 @@ pub async fn retention_sweeps_by_rule(factory: &dyn BackendFactory) {
 /// 6 succeeded, 2 failed, 3 canceled on `scratch`, 1 queued.
 async fn settle_some(client: &CairnQ) {
     let ids: Vec<String> = submit_rows(client, 8, "default").await;
-    let claim = ClaimParams::single("w", 60_000, vec!["default".into()], None, 8);
+    let claim = ClaimParams::new("w", 60_000).draw(ClaimDraw::new(vec!["default".into()]).limit(8));
     assert_eq!(client.claim(&claim).await.expect("claim").len(), 8);
     for id in &ids[..6] {
-        client.succeed(&SettleParams::new(id, "w", json!(1))).await.expect("succeed");
+        client.succeed(&SettleParams::new(id, "w").result(json!(1))).await.expect("succeed");
     }
-    let envelope = ErrorEnvelope::new("E", "handler_error", "no", false).to_value();
+    let envelope = ErrorEnvelope::new("handler_error", "no").error_type("E").to_value();
     for id in &ids[6..] {
-        client.fail(&FailParams::new(id, "w", envelope.clone(), false, 0)).await.expect("fail");
+        client.fail(&FailParams::new(id, "w").error(envelope.clone())).await.expect("fail");
     }
     for id in submit_rows(client, 3, "scratch").await {
         client.cancel(&id).await.expect("cancel");

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use cairnq_core::store::{ClaimParams, CompleteBatchParams};
+use cairnq_core::store::{ClaimDraw, ClaimParams, CompleteBatchParams};
 use cairnq_core::{Error, TaskRef, TaskSpec, TaskStatus};
 use cairnq_worker::{TaskContext, TaskError, TaskOptions};
 use serde_json::json;
@@ -23,7 +23,9 @@ pub async fn complete_batch_settles_each_task_as_complete_would(factory: &dyn Ba
     for i in 0..4 {
         client.submit("job", &i).await.expect("submit");
     }
-    let claim = |worker: &str, limit| ClaimParams::single(worker, 60_000, vec!["default".into()], None, limit);
+    let claim = |worker: &str, limit| {
+        ClaimParams::new(worker, 60_000).draw(ClaimDraw::new(vec!["default".into()]).limit(limit))
+    };
     let mine = client.claim(&claim("w", 3)).await.expect("claim");
     let theirs = client.claim(&claim("other", 1)).await.expect("claim");
     let [a, b, c] = [&mine[0].id, &mine[1].id, &mine[2].id].map(String::clone);

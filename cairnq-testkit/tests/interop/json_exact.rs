@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use cairnq_core::store::{ClaimParams, FailParams, SettleParams};
+use cairnq_core::store::{ClaimDraw, ClaimParams, FailParams, SettleParams};
 use cairnq_core::{CairnQ, Json, SubmitOptions, Task, TaskSpec};
 use cairnq_sqlite::SqliteStore;
 use serde_json::value::RawValue;
@@ -91,15 +91,15 @@ async fn submit_all(client: &CairnQ, docs: &[String]) -> Vec<String> {
 /// `details.d`.
 async fn settle_all(client: &CairnQ, ids: &[String], docs: &[String]) {
     let limit = u32::try_from(ids.len()).unwrap_or(u32::MAX);
-    let claim = ClaimParams::single("w", 60_000, vec!["default".into()], None, limit);
+    let claim = ClaimParams::new("w", 60_000).draw(ClaimDraw::new(vec!["default".into()]).limit(limit));
     assert_eq!(client.claim(&claim).await.expect("claim").len(), ids.len());
     for (i, (id, doc)) in ids.iter().zip(docs).enumerate() {
         if i % 2 == 0 {
-            client.complete(&SettleParams::new(id, "w", json(doc))).await.expect("complete");
+            client.complete(&SettleParams::new(id, "w").result(json(doc))).await.expect("complete");
         } else {
             let envelope =
                 format!(r#"{{"type":"Doc","code":"doc","message":"m","retryable":false,"details":{{"d":{doc}}}}}"#);
-            client.fail(&FailParams::new(id, "w", json(&envelope), false, 0)).await.expect("fail");
+            client.fail(&FailParams::new(id, "w").error(json(&envelope))).await.expect("fail");
         }
     }
 }

@@ -18,7 +18,7 @@ use crate::support::peer;
 fn insert_raw(path: &std::path::Path, status: &str, payload: &str) -> String {
     let conn = rusqlite::Connection::open(path).expect("open raw");
     conn.pragma_update(None, "ignore_check_constraints", true).expect("pragma");
-    let id = cairnq_core::id::new_task_id();
+    let id = cairnq_core::backend::new_task_id();
     conn.execute(
         "insert into cairnq_tasks (id, name, queue, status, payload, run_at_ms, root_id, created_at_ms, updated_at_ms)
          values (?1, 'job', 'default', ?2, ?3, 0, ?1, 0, 0)",
@@ -148,7 +148,7 @@ async fn odd_postgres_rows_are_decoded_or_isolated_and_the_queue_drains() {
     );
     raw.batch_execute(&break_schema).await.expect("break the schema");
     let insert = |status: &str, priority: f64| {
-        let id = cairnq_core::id::new_task_id();
+        let id = cairnq_core::backend::new_task_id();
         let sql = format!(
             "insert into {schema}.cairnq_tasks (id, name, queue, status, payload, priority, run_at_ms, root_id, created_at_ms, updated_at_ms)
              values ('{id}', 'job', 'default', '{status}', '{{}}', {priority}, 0, '{id}', 0, 0)"

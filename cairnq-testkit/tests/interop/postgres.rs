@@ -3,7 +3,7 @@
 //! and this workspace join each other's installation without migrating,
 //! refuse to split one, and run each other's tasks.
 
-use cairnq_core::store::{ClaimParams, SettleParams};
+use cairnq_core::store::{ClaimDraw, ClaimParams, SettleParams};
 use cairnq_core::{CairnQ, ErrorKind, TaskStatus};
 use cairnq_postgres::{PostgresOptions, PostgresStore};
 use cairnq_testkit::postgres::{dsn_with_database, fresh_schema_name, test_dsn};
@@ -114,9 +114,10 @@ async fn tasks_cross_both_ways_column_for_column() {
 
     let theirs = peer(&["submit", &shared, "py_job", r#"{"text": "héllo", "n": 7}"#]);
     let id = theirs["id"].as_str().expect("id").to_string();
-    let names = Some(vec!["py_job".to_string()]);
-    let claim = ClaimParams::single("worker_rust", 30_000, vec!["default".into()], names, 1);
+    let draw = ClaimDraw::new(vec!["default".into()]).names(vec!["py_job".to_string()]);
+    let claim = ClaimParams::new("worker_rust", 30_000).draw(draw);
     assert_eq!(client.claim(&claim).await.expect("claim")[0].id, id);
-    let done = client.complete(&SettleParams::new(&id, "worker_rust", json!({"by": "rust"}))).await.expect("done");
+    let done =
+        client.complete(&SettleParams::new(&id, "worker_rust").result(json!({"by": "rust"}))).await.expect("done");
     python_task_matches(&done, &peer(&["get", &shared, &id]));
 }

@@ -5,12 +5,9 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use cairnq_core::Result;
-use cairnq_core::model::{HeldLease, Task, TaskCount, TaskRef};
-use cairnq_core::store::{
-    ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams,
-    PurgeFilter, SettleParams, Store, TaskRow, TaskSelector,
-};
+use cairnq_core::store::{ClaimParams, SettleParams, Store};
+use cairnq_core::{Result, Task};
+use cairnq_testkit::forwarding::{Forward, Forwarding};
 use cairnq_testkit::scenario::{self, Report};
 use cairnq_testkit::sqlite::SqliteFactory;
 use cairnq_testkit::{BackendFactory, FreshStore};
@@ -31,43 +28,11 @@ struct BrokenStore {
 }
 
 #[async_trait]
-impl Store for BrokenStore {
-    fn backend(&self) -> &'static str {
-        "broken"
+impl Forward for BrokenStore {
+    fn inner(&self) -> &dyn Store {
+        self.inner.as_ref()
     }
-    async fn submit(&self, task: &NewTask) -> Result<Task> {
-        self.inner.submit(task).await
-    }
-    async fn submit_many(&self, tasks: &[NewTask]) -> Result<Vec<Task>> {
-        self.inner.submit_many(tasks).await
-    }
-    async fn get(&self, task: &TaskSelector) -> Result<Option<Task>> {
-        self.inner.get(task).await
-    }
-    async fn get_status(&self, task: &TaskSelector) -> Result<Option<TaskRef>> {
-        self.inner.get_status(task).await
-    }
-    async fn list(&self, params: &ListFilter) -> Result<Vec<TaskRow>> {
-        self.inner.list(params).await
-    }
-    async fn stats(&self, queue: Option<&str>) -> Result<Vec<TaskCount>> {
-        self.inner.stats(queue).await
-    }
-    async fn count_queued(&self, queue: &str, at_most: u64) -> Result<u64> {
-        self.inner.count_queued(queue, at_most).await
-    }
-    async fn cancel(&self, task: &TaskSelector) -> Result<Option<Task>> {
-        self.inner.cancel(task).await
-    }
-    async fn retry(&self, task: &TaskSelector, reset_attempt: bool) -> Result<Option<Task>> {
-        self.inner.retry(task, reset_attempt).await
-    }
-    async fn purge(&self, params: &PurgeFilter) -> Result<Vec<String>> {
-        self.inner.purge(params).await
-    }
-    async fn claimable(&self, params: &ProbeParams) -> Result<bool> {
-        self.inner.claimable(params).await
-    }
+
     async fn claim(&self, params: &ClaimParams) -> Result<Vec<Task>> {
         let mut params = params.clone();
         if self.bug == Bug::ClaimIgnoresNames {
@@ -75,29 +40,12 @@ impl Store for BrokenStore {
         }
         self.inner.claim(&params).await
     }
-    async fn heartbeat(&self, params: &HeartbeatParams) -> Result<Task> {
-        self.inner.heartbeat(params).await
-    }
-    async fn heartbeat_batch(&self, params: &HeartbeatBatchParams) -> Result<Vec<HeldLease>> {
-        self.inner.heartbeat_batch(params).await
-    }
-    async fn progress(&self, params: &ProgressParams) -> Result<Task> {
-        self.inner.progress(params).await
-    }
-    async fn succeed(&self, params: &SettleParams) -> Result<Task> {
-        self.inner.succeed(params).await
-    }
+
     async fn complete(&self, params: &SettleParams) -> Result<Task> {
         match self.bug {
             Bug::CompleteIgnoresCancel => self.inner.succeed(params).await,
             Bug::ClaimIgnoresNames => self.inner.complete(params).await,
         }
-    }
-    async fn fail(&self, params: &FailParams) -> Result<Task> {
-        self.inner.fail(params).await
-    }
-    async fn close(&self) -> Result<()> {
-        self.inner.close().await
     }
 }
 
@@ -114,7 +62,7 @@ impl BackendFactory for BrokenFactory {
     }
     async fn fresh(&self) -> Result<FreshStore> {
         let fresh = self.sqlite.fresh().await?;
-        let store = BrokenStore { inner: fresh.store, bug: self.bug };
+        let store = Forwarding(BrokenStore { inner: fresh.store, bug: self.bug });
         Ok(FreshStore { store: Arc::new(store), locator: fresh.locator })
     }
 }

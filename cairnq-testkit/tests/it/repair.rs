@@ -15,7 +15,7 @@ async fn a_worker_recovers_a_running_row_without_a_lease_and_reports_it() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("repair.db");
     let client = CairnQ::new(SqliteStore::open(&path).await.expect("open"));
-    let id = cairnq_core::id::new_task_id();
+    let id = cairnq_core::backend::new_task_id();
     rusqlite::Connection::open(&path)
         .expect("open raw")
         .execute(

@@ -1,0 +1,229 @@
+//! The storage seam: the one trait a backend implements, and its
+//! parameters.
+//!
+//! Each method is one operation of PROTOCOL.md, executed atomically by the
+//! backend in its own dialect. Everything that is not SQL — validation,
+//! defaults, ids, the key-conflict rule, stats zero-filling, backoff, envelopes,
+//! the wait loop — lives above this trait in cairnq-core and is written once;
+//! what a backend shares with other backends lives in
+//! [`backend`](crate::backend).
+//!
+//! # Stability
+//!
+//! Third parties implement [`Store`], so it follows semver strictly: methods
+//! are only ever added with a default body, every method takes exactly one
+//! `#[non_exhaustive]` parameter type that can grow fields without breaking
+//! callers or implementors, and no constructor takes more than the two ids
+//! an operation cannot do without (the rest are setters). Run the
+//! `cairnq-testkit` conformance suite against your implementation.
+//!
+//! # Time
+//!
+//! Parameters carry relative times in integer milliseconds (`delay_ms`,
+//! `lease_ms`, `older_than_ms`); the backend resolves them against its clock
+//! (SQLite: a [`Clock`](crate::Clock); Postgres: the database clock).
+
+mod task_params;
+mod worker_params;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::error::{Error, Result};
+use crate::model::{HeldLease, Task, TaskCount, TaskRef, Undecodable};
+
+pub use task_params::{
+    CancelParams, CountQueuedParams, GetParams, ListFilter, NewTask, PurgeFilter, RepairParams, Repaired, RetryParams,
+    StatsParams, SubmitManyParams, TaskSelector,
+};
+pub use worker_params::{
+    ClaimDraw, ClaimParams, CompleteBatchParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ProbeParams,
+    ProgressParams, SettleParams,
+};
+
+/// One row as a store read it: the task, or why it could not be decoded.
+pub type TaskRow = std::result::Result<Task, Undecodable>;
+
+/// What a backend can do beyond the required operations, so shared code
+/// and the conformance suite branch explicitly instead of guessing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Capabilities {
+    /// [`Store::watch_for_change`] completes on relevant commits (else it
+    /// never does, and waiters only poll).
+    pub push_wakeups: bool,
+}
+
+impl Capabilities {
+    /// No optional capability.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// With push wakeups set as given.
+    pub fn with_push_wakeups(mut self, on: bool) -> Self {
+        self.push_wakeups = on;
+        self
+    }
+}
+
+/// A watch from [`Store::watch_for_change`]: completes once something it
+/// watches may have changed since it was taken.
+pub type ChangeWatch = futures::future::BoxFuture<'static, ()>;
+
+/// What a sleeper in [`wait_for_change`] is waiting for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Wake {
+    /// A task became queued on one of these queues (an idle worker).
+    Queued(Vec<String>),
+    /// This task became terminal (`wait` / `call`).
+    TaskDone(String),
+}
+
+/// The storage seam: one method per PROTOCOL.md operation.
+///
+/// Ownership-checked worker writes (`heartbeat`, `progress`, `succeed`,
+/// `complete`, `fail`) match only `status = running AND worker_id = caller
+/// AND lease_until_ms > now`, and return [`Error::LostLease`] when nothing
+/// matched. Inputs arrive validated; a backend does not re-validate them.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// A short backend name, e.g. `sqlite`, for messages.
+    fn backend(&self) -> &'static str;
+
+    /// Optional capabilities; none by default.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::none()
+    }
+
+    /// Inserts a task. With a key: in one transaction, reads the key's task
+    /// (a vanished task frees the key), applies
+    /// [`resolve_key_conflict`](crate::keys::resolve_key_conflict), and
+    /// repoints the key when it inserts.
+    async fn submit(&self, task: &NewTask) -> Result<Task>;
+
+    /// Submits every task in one transaction, in order, with the same key
+    /// semantics per item (a later item sees an earlier item's key). All or
+    /// nothing.
+    async fn submit_many(&self, params: &SubmitManyParams) -> Result<Vec<Task>>;
+
+    /// The whole row, or `None`; [`Error::Undecodable`] for a row that
+    /// does not decode.
+    async fn get(&self, params: &GetParams) -> Result<Option<Task>>;
+
+    /// Only id and status, or `None`.
+    async fn get_status(&self, params: &GetParams) -> Result<Option<TaskRef>>;
+
+    /// Rows matching the filters, newest first (`created_at_ms desc, id desc`),
+    /// each decoded on its own: a row that does not decode is reported in
+    /// its place, never a failure of the whole page.
+    async fn list(&self, filter: &ListFilter) -> Result<Vec<TaskRow>>;
+
+    /// Row counts grouped by queue and status (only non-zero groups needed),
+    /// for one queue or all. A status string no protocol state names is
+    /// counted with `status: None`, never an error.
+    async fn stats(&self, params: &StatsParams) -> Result<Vec<TaskCount>>;
+
+    /// The number of queued rows on a queue, counting at most `at_most`.
+    async fn count_queued(&self, params: &CountQueuedParams) -> Result<u64>;
+
+    /// Queued -> canceled now; running -> cancel requested; else `None`.
+    async fn cancel(&self, params: &CancelParams) -> Result<Option<Task>>;
+
+    /// Failed or canceled -> queued now, clearing error, worker, lease,
+    /// cancel flag, completed_at, progress and message; attempt back to 0
+    /// only with `reset_attempt`. Else `None`.
+    async fn retry(&self, params: &RetryParams) -> Result<Option<Task>>;
+
+    /// Deletes terminal rows; returns their ids.
+    async fn purge(&self, filter: &PurgeFilter) -> Result<Vec<String>>;
+
+    /// Read-only: is anything due for these queues and names, or has any
+    /// lease expired?
+    async fn claimable(&self, params: &ProbeParams) -> Result<bool>;
+
+    /// One write transaction: recover every expired lease, then run the
+    /// draws (see [`ClaimParams::plan`]); returns the claimed rows. A drawn
+    /// row that does not decode is failed at once, in the same transaction,
+    /// with [`ErrorEnvelope::undecodable`](crate::ErrorEnvelope::undecodable)
+    /// (see [`fail_undecodable`](crate::backend::fail_undecodable)), and
+    /// left out; the rest are returned.
+    async fn claim(&self, params: &ClaimParams) -> Result<Vec<Task>>;
+
+    /// Extends one lease; the row after the write.
+    async fn heartbeat(&self, params: &HeartbeatParams) -> Result<Task>;
+
+    /// Extends many leases in one statement; the leases still held, in the
+    /// order asked (an absent id lost its lease).
+    async fn heartbeat_batch(&self, params: &HeartbeatBatchParams) -> Result<Vec<HeldLease>>;
+
+    /// Records progress and/or message.
+    async fn progress(&self, params: &ProgressParams) -> Result<Task>;
+
+    /// Running -> succeeded with progress 1.0, ignoring a pending cancel.
+    async fn succeed(&self, params: &SettleParams) -> Result<Task>;
+
+    /// Like succeed, unless a cancel was requested: then -> canceled,
+    /// leaving result and progress as they were.
+    async fn complete(&self, params: &SettleParams) -> Result<Task>;
+
+    /// [`complete`](Self::complete) for many tasks of one worker in one
+    /// write: the tasks settled (id and the status they ended in), in the
+    /// order asked; an absent id lost its lease. Workers settle through this
+    /// so one write (and, on a durable store, one commit) covers every task
+    /// that finished meanwhile. The default completes one task at a time.
+    async fn complete_batch(&self, params: &CompleteBatchParams) -> Result<Vec<TaskRef>> {
+        let mut settled = Vec::with_capacity(params.completions.len());
+        for (task_id, result) in &params.completions {
+            match self.complete(&SettleParams::new(task_id, &params.worker_id).result(result.clone())).await {
+                Ok(task) => settled.push(TaskRef { id: task.id, status: task.status }),
+                Err(Error::LostLease { .. }) => {}
+                Err(other) => return Err(other),
+            }
+        }
+        Ok(settled)
+    }
+
+    /// Cancel requested -> canceled; retryable with attempts left -> queued
+    /// after `delay_ms` (clearing worker, progress, message); else failed.
+    /// The error is recorded on every branch.
+    async fn fail(&self, params: &FailParams) -> Result<Task>;
+
+    /// Repairs rows of `params.queues` that no ordinary operation would
+    /// ever move (a foreign or broken writer left them so), in one
+    /// transaction: a running row without a lease gets a lease that ends now
+    /// (lease recovery then treats it as expired), a queued row without
+    /// `run_at_ms` becomes due now. Workers call it at start and
+    /// periodically. The default repairs nothing (a store whose rows cannot
+    /// get into those states).
+    async fn repair(&self, params: &RepairParams) -> Result<Repaired> {
+        let _ = params;
+        Ok(Repaired::default())
+    }
+
+    /// Starts watching for `wake` NOW; the future completes once something
+    /// relevant to it may have changed since this call. Take the watch
+    /// before reading the store and await it (under a timeout) after, so a
+    /// change that commits between the read and the wait still cuts the
+    /// wait short. Polling stays the source of truth: a watch only cuts
+    /// sleeps short. The default never completes (no push wakeups).
+    fn watch_for_change(&self, wake: &Wake) -> ChangeWatch {
+        let _ = wake;
+        Box::pin(std::future::pending())
+    }
+
+    /// Releases the backend's connections and threads. Calls after close
+    /// fail with [`Error::StoreClosed`].
+    async fn close(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Sleeps until something relevant to `wake` may have changed, or `timeout`
+/// passes: a watch taken now (see [`Store::watch_for_change`]), bounded by
+/// `timeout`. Take a watch yourself when a read comes between.
+pub async fn wait_for_change(store: &dyn Store, wake: &Wake, timeout: Duration) {
+    let _ = tokio::time::timeout(timeout, store.watch_for_change(wake)).await;
+}
