@@ -4,9 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::error::Error;
+use crate::error::{Error, Undecodable};
 use crate::json::Json;
-use crate::model::Undecodable;
 
 /// The envelope codes PROTOCOL.md defines.
 pub mod codes {

@@ -12,6 +12,9 @@
 //! and each backend decides it in its one translation place, so callers
 //! (the worker's claim loop) never parse driver text.
 
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// A boxed error from a backend's driver, kept as the `source()` of
@@ -124,7 +127,7 @@ pub enum Error {
     /// A stored row could not be decoded: written by a foreign or broken
     /// writer. The report names the task and the column.
     #[error("{0}")]
-    Undecodable(crate::model::Undecodable),
+    Undecodable(Undecodable),
     /// The store was closed and cannot serve requests.
     #[error("the store is closed")]
     StoreClosed,
@@ -456,5 +459,43 @@ mod tests {
         let err = require_text("queue", "a\0b").expect_err("NUL refused");
         assert_eq!(err.kind(), ErrorKind::ValidationError);
         assert!(err.to_string().starts_with("invalid queue: contains a NUL"), "{err}");
+    }
+}
+
+/// A stored row the SDK could not decode (a foreign or corrupted writer):
+/// which task, which column, and why. Reads report it instead of failing a
+/// whole page; a claim that draws it fails just that task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Undecodable {
+    /// The row's id, when the id itself could be read.
+    pub task_id: Option<String>,
+    /// The first column that could not be decoded.
+    pub column: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+impl Undecodable {
+    /// A report for `column` of the row `task_id`.
+    pub fn new(task_id: Option<String>, column: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self { task_id, column: column.into(), reason: reason.into() }
+    }
+
+    /// The error a read of this one row answers with.
+    pub fn into_error(self) -> Error {
+        Error::Undecodable(self)
+    }
+}
+
+impl From<Undecodable> for Error {
+    fn from(row: Undecodable) -> Self {
+        row.into_error()
+    }
+}
+
+impl fmt::Display for Undecodable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let task = self.task_id.as_deref().unwrap_or("(id unreadable)");
+        write!(f, "task {task}: cairnq_tasks column {:?} cannot be decoded: {}", self.column, self.reason)
     }
 }

@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::envelope::ErrorEnvelope;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Undecodable};
 use crate::json::Json;
 
 /// The canonical task states.
@@ -236,44 +236,6 @@ pub(crate) fn fold_stats(counts: impl IntoIterator<Item = TaskCount>, asked: Opt
         }
     }
     stats
-}
-
-/// A stored row the SDK could not decode (a foreign or corrupted writer):
-/// which task, which column, and why. Reads report it instead of failing a
-/// whole page; a claim that draws it fails just that task.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Undecodable {
-    /// The row's id, when the id itself could be read.
-    pub task_id: Option<String>,
-    /// The first column that could not be decoded.
-    pub column: String,
-    /// What is wrong with it.
-    pub reason: String,
-}
-
-impl Undecodable {
-    /// A report for `column` of the row `task_id`.
-    pub fn new(task_id: Option<String>, column: impl Into<String>, reason: impl Into<String>) -> Self {
-        Self { task_id, column: column.into(), reason: reason.into() }
-    }
-
-    /// The error a read of this one row answers with.
-    pub fn into_error(self) -> Error {
-        Error::Undecodable(self)
-    }
-}
-
-impl From<Undecodable> for Error {
-    fn from(row: Undecodable) -> Self {
-        row.into_error()
-    }
-}
-
-impl fmt::Display for Undecodable {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let task = self.task_id.as_deref().unwrap_or("(id unreadable)");
-        write!(f, "task {task}: cairnq_tasks column {:?} cannot be decoded: {}", self.column, self.reason)
-    }
 }
 
 /// One page of [`CairnQ::list`](crate::CairnQ::list): the rows that decoded,

@@ -9,17 +9,14 @@
 //! statement cache).
 
 use async_trait::async_trait;
-use cairnq_core::backend::{Executor, Query, TaskRow};
-use cairnq_core::store::NewTask;
-use cairnq_core::{Error, HeldLease, Result, Task, TaskRef};
+use cairnq_core::backend::Query;
+use cairnq_core::{Error, Result};
 use cairnq_protocol::postgres;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use crate::error::classify;
-use crate::row;
 use crate::sql::PgArg;
-use crate::write::{insert, insert_unkeyed};
 
 /// Something that runs SQL with positional parameters.
 #[async_trait]
@@ -99,43 +96,4 @@ pub(crate) async fn run_sql(
     params: &[&(dyn ToSql + Sync)],
 ) -> Result<Vec<Row>> {
     exec.run(sql, params).await.map_err(|e| classify(context, e))
-}
-
-/// The per-key lock of a keyed submit: held to the end of the transaction,
-/// so concurrent submits of one key queue up behind each other (PROTOCOL.md).
-const LOCK_KEY: &str = "select pg_advisory_xact_lock(hashtextextended($1, 0))";
-
-/// The shared flows of `cairnq_core::backend::flows` over any [`Exec`]: a
-/// pooled connection, a pooled transaction, or the application's session.
-pub(crate) struct PgExec<'a, E>(pub(crate) &'a E);
-
-impl<E: Exec> Executor for PgExec<'_, E> {
-    async fn tasks(&self, query: Query) -> Result<Vec<TaskRow>> {
-        Ok(rows(self.0, &query).await?.iter().map(row::task_row).collect())
-    }
-
-    async fn refs(&self, query: Query) -> Result<Vec<TaskRef>> {
-        rows(self.0, &query).await?.iter().map(row::task_ref).collect()
-    }
-
-    async fn leases(&self, query: Query) -> Result<Vec<HeldLease>> {
-        rows(self.0, &query).await?.iter().map(row::held_lease).collect()
-    }
-
-    async fn ids(&self, query: Query) -> Result<Vec<String>> {
-        let found = rows(self.0, &query).await?;
-        found.iter().filter(|r| !r.is_empty()).map(|r| row::col(r, "id")).collect()
-    }
-
-    async fn lock_key(&self, key: &str) -> Result<()> {
-        run_sql(self.0, "lock key", LOCK_KEY, &[&key]).await.map(drop)
-    }
-
-    async fn insert(&self, task: &NewTask) -> Result<Task> {
-        insert(self.0, task).await
-    }
-
-    async fn insert_unkeyed(&self, tasks: &[NewTask]) -> Result<Vec<Task>> {
-        insert_unkeyed(self.0, tasks).await
-    }
 }

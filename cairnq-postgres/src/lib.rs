@@ -74,6 +74,7 @@
 
 mod error;
 mod exec;
+mod flows;
 mod json;
 mod listener;
 mod migrate;

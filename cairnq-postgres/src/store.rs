@@ -15,7 +15,8 @@ use deadpool_postgres::{Client, Pool};
 
 use cairnq_core::backend::flows;
 
-use crate::exec::{AppSession, PgExec};
+use crate::exec::AppSession;
+use crate::flows::PgExec;
 use crate::listener::Listener;
 use crate::migrate::{begin, commit, install};
 use crate::options::PostgresOptions;

@@ -14,10 +14,10 @@ use cairnq_core::store::{CompleteBatchParams, NewTask};
 use cairnq_core::{Error, HeldLease, Result, Task, TaskRef};
 use rusqlite::{Connection, Row};
 
+use crate::group_commit::WriteCtx;
+use crate::local_wakeups::Changes;
 use crate::row;
 use crate::sql::query;
-use crate::wake::Changes;
-use crate::writer::WriteCtx;
 
 /// Statements that only read: their rows change nothing a sleeper waits for.
 fn reads_only(sql: Sql) -> bool {

@@ -90,9 +90,12 @@
 //! - A task's `now` comes from this host's clock; processes on hosts with
 //!   skewed clocks sharing one file (over a network share) would disagree.
 
+mod commit_watcher;
 mod diagnose;
 mod error;
 mod exec;
+mod group_commit;
+mod local_wakeups;
 mod open;
 mod options;
 mod read;
@@ -100,10 +103,7 @@ mod reader;
 mod row;
 mod sql;
 mod store;
-mod wake;
-mod watch;
-mod writer;
 
+pub use group_commit::WriteStats;
 pub use options::{SqliteOptions, Synchronous};
 pub use store::SqliteStore;
-pub use writer::WriteStats;

@@ -17,15 +17,15 @@ use parking_lot::Mutex;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
+use crate::commit_watcher::{CommitWatch, ShmHeader, run_watcher};
 use crate::error::{explain, guarded};
 use crate::exec::{SqliteExec, complete_batch};
+use crate::group_commit::{Counters, Job, WriteCtx, WriteStats, WriterEnv, job, run_writer};
+use crate::local_wakeups::WakeBoard;
 use crate::open::{open_reader, open_writer};
 use crate::options::SqliteOptions;
 use crate::read;
 use crate::reader::{ReadJob, run_reader};
-use crate::wake::WakeBoard;
-use crate::watch::{CommitWatch, ShmHeader, run_watcher};
-use crate::writer::{Counters, Job, WriteCtx, WriteStats, WriterEnv, job, run_writer};
 
 /// A cairnq store in one SQLite file, shared with every other process and
 /// SDK that opens the same file.

@@ -27,8 +27,9 @@ use futures::FutureExt;
 use futures::future::{BoxFuture, join_all};
 
 use crate::context::TaskContext;
-use crate::core::{Settlement, WorkerCore};
 use crate::handler::{BatchResult, Handler, SingleResult};
+use crate::settle::Settlement;
+use crate::shared::Shared;
 use crate::state::CallGuard;
 use crate::task_error::TaskError;
 
@@ -41,7 +42,7 @@ enum Ending<T> {
 
 /// Runs one call and settles its tasks; `load` is released when the
 /// handler is done, before the settle writes.
-pub(crate) async fn run_call(core: Arc<WorkerCore>, handler: Handler, contexts: Vec<TaskContext>, load: CallGuard) {
+pub(crate) async fn run_call(core: Arc<Shared>, handler: Handler, contexts: Vec<TaskContext>, load: CallGuard) {
     match handler {
         Handler::Single(call) => {
             let mut endings = Vec::with_capacity(contexts.len());
@@ -61,7 +62,7 @@ pub(crate) async fn run_call(core: Arc<WorkerCore>, handler: Handler, contexts: 
 }
 
 /// Runs a handler call, recording how long it took.
-async fn timed<T>(core: &WorkerCore, call: impl Future<Output = T>) -> T {
+async fn timed<T>(core: &Shared, call: impl Future<Output = T>) -> T {
     let start = Instant::now();
     let out = call.await;
     core.load.record_call(start.elapsed());
@@ -83,7 +84,7 @@ async fn guarded<T>(max_run: Option<Duration>, call: BoxFuture<'static, T>) -> E
     }
 }
 
-async fn settle_single(core: &WorkerCore, ctx: TaskContext, ending: Ending<SingleResult>) {
+async fn settle_single(core: &Shared, ctx: TaskContext, ending: Ending<SingleResult>) {
     let how = match ending {
         Ending::Returned(Ok(result)) => Settlement::Complete(result),
         Ending::Returned(Err(error)) => Settlement::Fail(error),
@@ -93,7 +94,7 @@ async fn settle_single(core: &WorkerCore, ctx: TaskContext, ending: Ending<Singl
     core.settle_outcome(ctx.task(), ctx.state(), how).await;
 }
 
-async fn settle_batch(core: &WorkerCore, contexts: &[TaskContext], ending: Ending<BatchResult>) {
+async fn settle_batch(core: &Shared, contexts: &[TaskContext], ending: Ending<BatchResult>) {
     let mut results: HashMap<String, SingleResult> = HashMap::new();
     let fallback = match ending {
         Ending::Returned(Ok(returned)) => {
@@ -122,7 +123,7 @@ async fn settle_batch(core: &WorkerCore, contexts: &[TaskContext], ending: Endin
 
 /// The attempt outran `max_run`: a retryable `handler_timeout`, and the
 /// lease marked lost so whatever the handler still does is discarded.
-async fn abandon(core: &WorkerCore, ctx: &TaskContext, limit: Duration) {
+async fn abandon(core: &Shared, ctx: &TaskContext, limit: Duration) {
     let message = format!("the attempt ran longer than max_run ({} ms) and was abandoned", limit.as_millis());
     let envelope = ErrorEnvelope::new(codes::HANDLER_TIMEOUT, message).error_type("HandlerTimeout").retryable(true);
     core.abandon(ctx.task(), ctx.state(), TaskError::from_envelope(envelope)).await;

@@ -13,7 +13,7 @@ use cairnq_core::backend::{Coalescer, lost_lease};
 use cairnq_core::store::{CompleteBatchParams, SettleParams};
 use cairnq_core::{CairnQ, Json, Result};
 
-use crate::core::with_transient_retries;
+use crate::retries::with_transient_retries;
 
 /// The most completions one write carries.
 const MAX_BATCH: usize = 512;

@@ -11,7 +11,8 @@ use cairnq_core::{CairnQ, Error, Json, Result, Submit, Task, WaitOptions};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::core::{Settlement, WorkerCore};
+use crate::settle::Settlement;
+use crate::shared::Shared;
 use crate::state::TaskState;
 use crate::task_error::TaskError;
 
@@ -33,7 +34,7 @@ use crate::task_error::TaskError;
 pub struct TaskContext {
     task: Arc<Task>,
     state: Arc<TaskState>,
-    core: Arc<WorkerCore>,
+    core: Arc<Shared>,
 }
 
 impl std::fmt::Debug for TaskContext {
@@ -47,7 +48,7 @@ impl std::fmt::Debug for TaskContext {
 }
 
 impl TaskContext {
-    pub(crate) fn new(task: Task, state: Arc<TaskState>, core: Arc<WorkerCore>) -> Self {
+    pub(crate) fn new(task: Task, state: Arc<TaskState>, core: Arc<Shared>) -> Self {
         Self { task: Arc::new(task), state, core }
     }
 

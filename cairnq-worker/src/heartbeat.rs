@@ -21,11 +21,11 @@ use cairnq_core::store::HeartbeatBatchParams;
 use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
 
-use crate::core::WorkerCore;
-use crate::options::WorkerIssue;
+use crate::issue::WorkerIssue;
+use crate::shared::Shared;
 
 /// Renews leases every heartbeat interval until `stop` turns true.
-pub(crate) async fn heartbeat_loop(core: Arc<WorkerCore>, mut stop: watch::Receiver<bool>) {
+pub(crate) async fn heartbeat_loop(core: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     let every = core.options.heartbeat_interval();
     let tolerance = core.options.lease / 3;
     let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
@@ -50,7 +50,7 @@ pub(crate) async fn heartbeat_loop(core: Arc<WorkerCore>, mut stop: watch::Recei
     }
 }
 
-async fn renew(core: &WorkerCore) {
+async fn renew(core: &Shared) {
     let held = core.leases.snapshot();
     if held.is_empty() {
         return;

@@ -10,12 +10,12 @@ use std::sync::Arc;
 use cairnq_core::store::RepairParams;
 use tokio::sync::watch;
 
-use crate::core::WorkerCore;
-use crate::options::WorkerIssue;
+use crate::issue::WorkerIssue;
+use crate::shared::Shared;
 
 /// Repairs now and every interval until `stop` turns true; does nothing
 /// when repairs are turned off.
-pub(crate) async fn repair_loop(core: Arc<WorkerCore>, mut stop: watch::Receiver<bool>) {
+pub(crate) async fn repair_loop(core: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     let Some(every) = core.options.repair_every else { return };
     let params = RepairParams::new(core.options.queues.clone());
     loop {

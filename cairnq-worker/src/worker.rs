@@ -11,9 +11,9 @@ use tokio::sync::watch;
 
 use crate::claim_loop::{ClaimLoop, Registered};
 use crate::claim_plan::NameTable;
-use crate::core::WorkerCore;
 use crate::handler::{AsyncHandler, BatchHandler, BlockingHandler, ErasedHandler, TaskName};
 use crate::options::{TaskOptions, WorkerOptions};
+use crate::shared::Shared;
 
 /// Runs handlers for the tasks it claims from a store.
 ///
@@ -183,7 +183,7 @@ impl Worker {
         if self.running.swap(true, Ordering::AcqRel) {
             return Err(Error::validation("worker", "this worker is already running"));
         }
-        let core = Arc::new(WorkerCore::new(self.client.clone(), self.options.clone(), self.stop.clone()));
+        let core = Arc::new(Shared::new(self.client.clone(), self.options.clone(), self.stop.clone()));
         ClaimLoop::new(core.clone(), self.handlers.clone(), names, self.stop.subscribe()).run().await;
         self.running.store(false, Ordering::Release);
         match core.take_halt() {

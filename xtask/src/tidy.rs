@@ -7,9 +7,13 @@
 //!   driver, and no backend names another backend.
 //! - Every Rust file opens with a `//!` doc saying why it exists.
 //! - ARCHITECTURE.md has a section for every crate.
+//! - No two top-level modules of a crate import each other, directly or
+//!   round a circle (see [`imports`]).
 
 use std::fs;
 use std::path::{Path, PathBuf};
+
+mod imports;
 
 /// The internal crates one crate may depend on.
 struct Layer {
@@ -65,6 +69,7 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
         let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         check_dependencies(&name, dir, &mut problems);
         check_sources(&name, dir, &mut problems);
+        problems.extend(imports::circles(&name, &dir.join("src")));
         if name != "xtask" && !architecture.contains(&format!("### {name}")) {
             problems.push(format!("ARCHITECTURE.md has no `### {name}` section"));
         }

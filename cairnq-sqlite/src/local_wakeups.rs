@@ -2,7 +2,7 @@
 //! wakes the sleepers of this process that wait for exactly that, so
 //! `wait`/`call` and idle workers react without waiting out a poll.
 //! Commits of other processes reach sleepers through the
-//! [`CommitWatch`](crate::watch::CommitWatch). Polling stays the source of
+//! [`CommitWatch`](crate::commit_watcher::CommitWatch). Polling stays the source of
 //! truth.
 
 use std::collections::HashMap;
@@ -12,7 +12,7 @@ use cairnq_core::{ChangeWatch, Task, TaskStatus, Wake};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-use crate::watch::CommitWatch;
+use crate::commit_watcher::CommitWatch;
 
 /// What one committed write changed, as far as sleepers care.
 #[derive(Debug, Default)]

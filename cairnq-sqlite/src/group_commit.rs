@@ -22,8 +22,8 @@ use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use crate::error::{explain, guarded, sqlite_error};
+use crate::local_wakeups::{Changes, WakeBoard};
 use crate::sql::query;
-use crate::wake::{Changes, WakeBoard};
 
 /// A write's view of the database: the connection inside the transaction,
 /// "now" for this write, and where it records what sleepers care about.

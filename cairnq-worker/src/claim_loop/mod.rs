@@ -35,7 +35,7 @@
 //! same pace: the next claim waits a capped exponential backoff with equal
 //! jitter — the poll interval for the first failure, doubling up to 30 s
 //! ([`claim_backoff`]) — and the first success resets it. The failure
-//! goes to [`WorkerCore::store_failed`], which stops the whole worker when
+//! goes to [`Shared::store_failed`], which stops the whole worker when
 //! waiting will not help (see [`OnUnusable`](crate::OnUnusable)). Buffered
 //! tasks still start while the claims back off: they were claimed before.
 //!
@@ -53,27 +53,26 @@
 //! results could not be written, so running them would only repeat their
 //! side effects when another worker retries them.
 
+mod dispatch;
+
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cairnq_core::store::{ClaimParams, ProbeParams};
-use cairnq_core::{Backoff, ChangeWatch, ErrorEnvelope, Task, Wake, codes};
+use cairnq_core::{Backoff, ChangeWatch, Task, Wake};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::call::run_call;
 use crate::claim_plan::{NameTable, plan_claim};
 use crate::context::TaskContext;
-use crate::core::{Settlement, WorkerCore};
 use crate::handler::Handler;
 use crate::heartbeat::heartbeat_loop;
-use crate::options::{TaskOptions, WorkerIssue};
+use crate::options::TaskOptions;
 use crate::repair::repair_loop;
-use crate::state::{CallLoad, TaskState};
-use crate::task_error::TaskError;
+use crate::shared::Shared;
 
 /// The most rows a worker buffers beyond its free call slots.
 pub(crate) const MAX_PREFETCH: usize = 1024;
@@ -99,7 +98,7 @@ fn claim_backoff(poll: Duration, failures: u32) -> Duration {
 }
 
 /// A watch, taken now, for tasks becoming queued on the worker's queues.
-fn queued_watch(core: &WorkerCore) -> ChangeWatch {
+fn queued_watch(core: &Shared) -> ChangeWatch {
     core.client.store().watch_for_change(&Wake::Queued(core.options.queues.clone()))
 }
 
@@ -131,7 +130,7 @@ enum Next {
 }
 
 pub(crate) struct ClaimLoop {
-    core: Arc<WorkerCore>,
+    core: Arc<Shared>,
     handlers: Arc<HashMap<String, Registered>>,
     names: NameTable,
     stop: watch::Receiver<bool>,
@@ -158,7 +157,7 @@ pub(crate) struct ClaimLoop {
 
 impl ClaimLoop {
     pub(crate) fn new(
-        core: Arc<WorkerCore>,
+        core: Arc<Shared>,
         handlers: HashMap<String, Registered>,
         names: NameTable,
         stop: watch::Receiver<bool>,
@@ -356,124 +355,12 @@ impl ClaimLoop {
         self.empty_retries = 0;
         Next::Idle
     }
-
-    /// Starts buffered tasks while call slots are free; a task whose lease
-    /// was lost while it waited is dropped unstarted.
-    fn start_buffered(&mut self) {
-        let mut running = self.core.load.view().calls;
-        while running < self.core.options.concurrency {
-            let Some(ctx) = self.buffer.pop_front() else { return };
-            if ctx.lost_lease() {
-                continue;
-            }
-            let Some(registered) = self.handlers.get(ctx.name()).cloned() else {
-                self.refuse(ctx);
-                continue;
-            };
-            let name = ctx.name().to_string();
-            self.start_call(&name, &registered, vec![ctx]);
-            running += 1;
-        }
-    }
-
-    /// Takes claimed rows in: each lease joins the heartbeat's list; batch
-    /// names start their calls now (their draws reserved the slots), single
-    /// tasks queue in the buffer, rows without a handler are refused.
-    fn dispatch(&mut self, tasks: Vec<Task>) {
-        let mut batches: HashMap<String, Vec<TaskContext>> = HashMap::new();
-        for task in tasks {
-            let state = Arc::new(TaskState::new(task.cancel_requested_at_ms.is_some()));
-            self.core.leases.insert(&task.id, state.clone());
-            let ctx = TaskContext::new(task, state, self.core.clone());
-            match self.handlers.get(ctx.name()).map(|r| &r.handler) {
-                Some(Handler::Batch(_)) => batches.entry(ctx.name().to_string()).or_default().push(ctx),
-                Some(Handler::Single(_)) => self.buffer.push_back(ctx),
-                None => self.refuse(ctx),
-            }
-        }
-        for (name, contexts) in batches {
-            if let Some(registered) = self.handlers.get(&name).cloned() {
-                let per_call = registered.options.batch.unwrap_or(1).max(1);
-                let mut contexts = contexts.into_iter().peekable();
-                while contexts.peek().is_some() {
-                    self.start_call(&name, &registered, contexts.by_ref().take(per_call).collect());
-                }
-            }
-        }
-    }
-
-    fn start_call(&mut self, name: &str, registered: &Registered, call: Vec<TaskContext>) {
-        let bytes = match self.core.options.max_in_flight_bytes {
-            Some(_) => call.iter().map(payload_bytes).sum(),
-            None => 0,
-        };
-        let load = CallLoad {
-            name: name.to_string(),
-            resource: registered.options.resource.clone(),
-            tasks: u32::try_from(call.len()).unwrap_or(u32::MAX),
-            bytes,
-        };
-        let guard = self.core.load.start(load);
-        self.calls.spawn(run_call(self.core.clone(), registered.handler.clone(), call, guard));
-    }
-
-    /// A claimed row this worker has no handler for fails permanently.
-    fn refuse(&mut self, ctx: TaskContext) {
-        let core = self.core.clone();
-        let message = format!("no handler is registered for {:?} on worker {}", ctx.name(), core.worker_id);
-        let envelope = ErrorEnvelope::new(codes::NO_HANDLER, message).error_type("NoHandler");
-        let how = Settlement::Fail(TaskError::from_envelope(envelope));
-        self.calls.spawn(async move { core.settle_outcome(ctx.task(), ctx.state(), how).await });
-    }
-
-    /// Finishes the claim in flight, runs the buffered tasks and waits for
-    /// every call up to the drain timeout, then abandons the rest: their
-    /// contexts see a lost lease and their leases expire.
-    async fn drain(&mut self) {
-        let timeout = self.core.options.drain_timeout;
-        if tokio::time::timeout(timeout, self.run_out()).await.is_ok() {
-            return;
-        }
-        self.buffer.clear();
-        let abandoned = self.calls.len();
-        self.calls.shutdown().await;
-        for (id, state) in self.core.leases.snapshot() {
-            state.mark_lost();
-            self.core.leases.remove(&id);
-        }
-        self.core.report(WorkerIssue::Abandoned { calls: abandoned });
-    }
-
-    /// Claims nothing more; lets the claim in flight land, starts every
-    /// buffered task as slots free and waits for all calls.
-    async fn run_out(&mut self) {
-        if let Some((claim, _)) = self.in_flight.as_mut() {
-            let claimed = claim.await;
-            self.finish_claim(claimed);
-        }
-        if self.core.is_halted() {
-            // Their results could not be written: leave them to their leases.
-            for ctx in self.buffer.drain(..) {
-                ctx.state().mark_lost();
-                self.core.leases.remove(ctx.task_id());
-            }
-        }
-        loop {
-            while self.calls.try_join_next().is_some() {}
-            self.start_buffered();
-            if self.buffer.is_empty() {
-                break;
-            }
-            self.core.load.freed.notified().await;
-        }
-        while self.calls.join_next().await.is_some() {}
-    }
 }
 
 /// One claim step, run alongside the calls: the probe (unless skipped),
 /// then the claim transaction.
 async fn claim_rows(
-    core: Arc<WorkerCore>,
+    core: Arc<Shared>,
     probe: Option<ProbeParams>,
     params: ClaimParams,
     max_rows: usize,
@@ -508,10 +395,6 @@ fn prefetch_room(concurrency: usize, claim_took: Duration, mean_call: Duration) 
     let per_slot = claim_took.as_secs_f64() / mean_call.as_secs_f64();
     let room = 2.0 * concurrency as f64 * per_slot;
     if room >= MAX_PREFETCH as f64 { MAX_PREFETCH } else { room as usize }
-}
-
-fn payload_bytes(ctx: &TaskContext) -> u64 {
-    u64::try_from(ctx.payload_json().as_str().len()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

@@ -1,0 +1,51 @@
+//! The flows of `cairnq_core::backend::flows` on Postgres: [`PgExec`]
+//! implements the core's `Executor` over any [`Exec`] (a pooled connection,
+//! a pooled transaction, or the application's own session), so the same
+//! claim, keyed submit and lease-checked writes run in each.
+
+use cairnq_core::backend::{Executor, Query, TaskRow};
+use cairnq_core::store::NewTask;
+use cairnq_core::{HeldLease, Result, Task, TaskRef};
+
+use crate::exec::{Exec, rows, run_sql};
+use crate::row;
+use crate::write::{insert, insert_unkeyed};
+
+/// The per-key lock of a keyed submit: held to the end of the transaction,
+/// so concurrent submits of one key queue up behind each other (PROTOCOL.md).
+const LOCK_KEY: &str = "select pg_advisory_xact_lock(hashtextextended($1, 0))";
+
+/// The shared flows of `cairnq_core::backend::flows` over any [`Exec`]: a
+/// pooled connection, a pooled transaction, or the application's session.
+pub(crate) struct PgExec<'a, E>(pub(crate) &'a E);
+
+impl<E: Exec> Executor for PgExec<'_, E> {
+    async fn tasks(&self, query: Query) -> Result<Vec<TaskRow>> {
+        Ok(rows(self.0, &query).await?.iter().map(row::task_row).collect())
+    }
+
+    async fn refs(&self, query: Query) -> Result<Vec<TaskRef>> {
+        rows(self.0, &query).await?.iter().map(row::task_ref).collect()
+    }
+
+    async fn leases(&self, query: Query) -> Result<Vec<HeldLease>> {
+        rows(self.0, &query).await?.iter().map(row::held_lease).collect()
+    }
+
+    async fn ids(&self, query: Query) -> Result<Vec<String>> {
+        let found = rows(self.0, &query).await?;
+        found.iter().filter(|r| !r.is_empty()).map(|r| row::col(r, "id")).collect()
+    }
+
+    async fn lock_key(&self, key: &str) -> Result<()> {
+        run_sql(self.0, "lock key", LOCK_KEY, &[&key]).await.map(drop)
+    }
+
+    async fn insert(&self, task: &NewTask) -> Result<Task> {
+        insert(self.0, task).await
+    }
+
+    async fn insert_unkeyed(&self, tasks: &[NewTask]) -> Result<Vec<Task>> {
+        insert_unkeyed(self.0, tasks).await
+    }
+}

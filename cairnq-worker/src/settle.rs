@@ -1,0 +1,119 @@
+//! The one place a task is settled, whoever asks: the handler early
+//! through its context, or the call when the handler returns. So "exactly
+//! once", "never after the lease is lost" and "stop renewing once settled"
+//! hold on every path. Completions share writes through the completion
+//! queue; failures, rarer and each with its own backoff, are written alone.
+
+use cairnq_core::backend::lost_lease;
+use cairnq_core::store::{FailParams, SettleParams};
+use cairnq_core::{Error, Json, Result, Task};
+
+use crate::retries::with_transient_retries;
+use crate::shared::Shared;
+use crate::state::TaskState;
+use crate::task_error::TaskError;
+
+/// How a task ends its attempt.
+#[derive(Debug, Clone)]
+pub(crate) enum Settlement {
+    /// `complete` with this result (cancel wins).
+    Complete(Json),
+    /// `fail` with this error (retryable ones get a backoff delay).
+    Fail(TaskError),
+}
+
+impl Shared {
+    /// Settles `task` once: `Ok(None)` when it was already settled,
+    /// [`Error::LostLease`] when its lease is gone (nothing is written).
+    pub(crate) async fn settle(&self, task: &Task, state: &TaskState, how: Settlement) -> Result<Option<Task>> {
+        if !self.may_settle(task, state)? {
+            return Ok(None);
+        }
+        self.write_once(task, state, how).await.map(Some)
+    }
+
+    /// Claims the right to write `task`'s settlement: `Ok(false)` when it
+    /// was settled already, [`Error::LostLease`] when its lease is gone.
+    fn may_settle(&self, task: &Task, state: &TaskState) -> Result<bool> {
+        if state.is_lost() {
+            return Err(lost_lease(&task.id, &self.worker_id));
+        }
+        Ok(state.begin_settle())
+    }
+
+    /// Settles what the call's outcome says, reporting failures the loop
+    /// survives (a lost lease is expected and not reported).
+    ///
+    /// Completions share writes with other calls' (see [`CompletionQueue`]);
+    /// failures, rarer and each with its own backoff, are written alone.
+    pub(crate) async fn settle_outcome(&self, task: &Task, state: &TaskState, how: Settlement) {
+        if !matches!(self.may_settle(task, state), Ok(true)) {
+            return;
+        }
+        let written = match how {
+            Settlement::Complete(result) => self.completions.call((task.id.clone(), result)).await,
+            Settlement::Fail(_) => self.write_settlement(task, &how).await.map(drop),
+        };
+        self.reported(self.finish_write(task, state, written));
+    }
+
+    /// Gives up an attempt that outran `max_run`: the context reads as
+    /// lease-lost before the failure is written (so whoever sees the row
+    /// failed also sees the attempt abandoned), unless it settled already.
+    pub(crate) async fn abandon(&self, task: &Task, state: &TaskState, error: TaskError) {
+        let settling = state.begin_settle();
+        state.mark_lost();
+        if settling {
+            self.reported(self.write_once(task, state, Settlement::Fail(error)).await);
+        }
+    }
+
+    fn reported<T>(&self, written: Result<T>) {
+        match written {
+            // A lost lease is an answer from a working store.
+            Ok(_) | Err(Error::LostLease { .. }) => self.store_ok(),
+            Err(error) => self.store_failed("settle", error),
+        }
+    }
+
+    /// The write of a settlement this caller won the right to make.
+    async fn write_once(&self, task: &Task, state: &TaskState, how: Settlement) -> Result<Task> {
+        // The lease stays on the heartbeat's list until the write is done:
+        // a settle queued behind many others (a large batch) must not lose
+        // its lease while it waits.
+        let written = self.write_settlement(task, &how).await;
+        self.finish_write(task, state, written)
+    }
+
+    /// After a settle write: stop renewing the lease; a lost lease marks
+    /// the attempt lost.
+    fn finish_write<T>(&self, task: &Task, state: &TaskState, written: Result<T>) -> Result<T> {
+        self.leases.remove(&task.id);
+        if matches!(written, Err(Error::LostLease { .. })) {
+            self.lease_lost(&task.id, state);
+        }
+        written
+    }
+
+    async fn write_settlement(&self, task: &Task, how: &Settlement) -> Result<Task> {
+        with_transient_retries(|| async {
+            match how {
+                Settlement::Complete(result) => {
+                    self.client.complete(&SettleParams::new(&task.id, &self.worker_id).result(result.clone())).await
+                }
+                Settlement::Fail(error) => self.client.fail(&self.fail_params(task, error)).await,
+            }
+        })
+        .await
+    }
+
+    fn fail_params(&self, task: &Task, error: &TaskError) -> FailParams {
+        let attempt = u32::try_from(task.attempt).unwrap_or(u32::MAX);
+        let delay = if error.is_retryable() { self.options.backoff.delay_ms(attempt) } else { 0 };
+        let delay_ms = i64::try_from(delay).unwrap_or(i64::MAX);
+        FailParams::new(&task.id, &self.worker_id)
+            .error(error.envelope().to_json())
+            .retryable(error.is_retryable())
+            .delay_ms(delay_ms)
+    }
+}

@@ -1,0 +1,121 @@
+//! What every part of a running worker shares: the client, the options,
+//! the leases the heartbeat renews, the load, the completion queue, and
+//! where problems are reported.
+//!
+//! Every store call of the loop (probe, claim, heartbeat, repair, settle)
+//! reports its outcome here ([`Shared::store_ok`], [`Shared::store_failed`]):
+//! an error waiting will not heal is reported once per outage and, under
+//! [`OnUnusable::Stop`], stops the worker and becomes what `Worker::run`
+//! returns. Settling itself is in [`settle`](crate::settle).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use cairnq_core::{CairnQ, Error};
+use parking_lot::Mutex;
+use tokio::sync::watch;
+
+use crate::completions::{CompletionQueue, completion_queue};
+use crate::issue::{OnError, WorkerIssue};
+use crate::options::{OnUnusable, WorkerOptions};
+use crate::state::{Leases, Load, TaskState};
+
+pub(crate) struct Shared {
+    pub(crate) client: CairnQ,
+    pub(crate) options: WorkerOptions,
+    pub(crate) worker_id: String,
+    pub(crate) leases: Leases,
+    pub(crate) load: Arc<Load>,
+    pub(crate) completions: Arc<CompletionQueue>,
+    on_error: Option<OnError>,
+    /// The worker's stop switch: an unusable database flips it.
+    stop: Arc<watch::Sender<bool>>,
+    /// The error that stopped the worker, for `Worker::run` to return.
+    halted: Mutex<Option<Error>>,
+    /// An unusable error was reported since the last successful store call.
+    unusable_reported: AtomicBool,
+}
+
+impl Shared {
+    pub(crate) fn new(client: CairnQ, options: WorkerOptions, stop: Arc<watch::Sender<bool>>) -> Self {
+        let worker_id = options.worker_id.clone().unwrap_or_else(cairnq_core::backend::new_worker_id);
+        let client = match &options.backpressure {
+            Some(settings) => client.with_backpressure(settings.clone()),
+            None => client,
+        };
+        let on_error = options.on_error.clone();
+        let completions = completion_queue(client.clone(), worker_id.clone());
+        Self {
+            client,
+            options,
+            worker_id,
+            leases: Leases::default(),
+            load: Arc::default(),
+            completions,
+            on_error,
+            stop,
+            halted: Mutex::new(None),
+            unusable_reported: AtomicBool::new(false),
+        }
+    }
+
+    /// Hands an issue to the hook (stderr by default).
+    pub(crate) fn report(&self, issue: WorkerIssue) {
+        match &self.on_error {
+            Some(hook) => hook(issue),
+            None => eprintln!("cairnq worker {}: {issue}", self.worker_id),
+        }
+    }
+
+    /// A store call of the loop succeeded: any outage is over, and the next
+    /// unusable error will be reported again.
+    pub(crate) fn store_ok(&self) {
+        self.unusable_reported.store(false, Ordering::Relaxed);
+    }
+
+    /// A store call of the loop failed during `during`. A healable error is
+    /// reported as it comes (the callers pace their retries). An unusable
+    /// one is reported once until a store call succeeds again and, under
+    /// [`OnUnusable::Stop`], stops the worker: claims end, running calls
+    /// drain, and `Worker::run` returns the error.
+    pub(crate) fn store_failed(&self, during: &'static str, error: Error) {
+        if !error.is_unusable() {
+            return self.report(WorkerIssue::Store { during, error });
+        }
+        if self.halted.lock().is_some() || self.unusable_reported.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let stopping = self.options.on_unusable == OnUnusable::Stop;
+        let reported = if stopping {
+            // `run` returns the original (with its driver error as source);
+            // the hook gets a copy.
+            let copy = error.replicate();
+            *self.halted.lock() = Some(error);
+            copy
+        } else {
+            error
+        };
+        self.report(WorkerIssue::Unusable { during, error: reported, stopping });
+        if stopping {
+            self.stop.send_replace(true);
+        }
+    }
+
+    /// The lease of `task_id` turned out lost: marks the attempt and reports
+    /// it, once per task.
+    pub(crate) fn lease_lost(&self, task_id: &str, state: &TaskState) {
+        if state.mark_lost() {
+            self.report(WorkerIssue::LostLeases { task_ids: vec![task_id.to_string()] });
+        }
+    }
+
+    /// Whether an unusable database stopped the worker.
+    pub(crate) fn is_halted(&self) -> bool {
+        self.halted.lock().is_some()
+    }
+
+    /// The error that stopped the worker, once.
+    pub(crate) fn take_halt(&self) -> Option<Error> {
+        self.halted.lock().take()
+    }
+}
