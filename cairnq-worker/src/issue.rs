@@ -2,7 +2,7 @@
 //! and the hook that receives them.
 //!
 //! A worker never prints from library code on its own account beyond the
-//! default hook: every report goes through [`WorkerOptions::on_error`](crate::WorkerOptions::on_error).
+//! default hook: every report goes through [`WorkerOptions::on_error`](crate::WorkerOptions::on_error)(crate::WorkerOptions::on_error).
 
 use std::fmt;
 use std::sync::Arc;
@@ -11,8 +11,8 @@ use std::time::Duration;
 use cairnq_core::Error;
 
 /// Something the worker loop ran into, reported through
-/// [`WorkerOptions::on_error`]. Every issue but an [`Unusable`] database
-/// under [`OnUnusable::Stop`] is survived: the loop carries on.
+/// [`WorkerOptions::on_error`](crate::WorkerOptions::on_error). Every issue but an [`Unusable`] database
+/// under [`OnUnusable::Stop`](crate::OnUnusable::Stop) is survived: the loop carries on.
 ///
 /// [`Unusable`]: WorkerIssue::Unusable
 #[derive(Debug)]
@@ -31,7 +31,7 @@ pub enum WorkerIssue {
     /// [`Error::is_unusable`]): a read-only or corrupted database, a missing
     /// privilege, another protocol. Reported once per outage; then the
     /// worker stops (`stopping`, the default) or keeps retrying with the
-    /// backoff, as [`WorkerOptions::on_unusable`] says.
+    /// backoff, as [`WorkerOptions::on_unusable`](crate::WorkerOptions::on_unusable) says.
     Unusable {
         /// What the loop was doing.
         during: &'static str,
@@ -63,7 +63,7 @@ pub enum WorkerIssue {
         /// How long the call took.
         took: Duration,
     },
-    /// The periodic repair (see [`WorkerOptions::repair_every`]) moved rows
+    /// The periodic repair (see [`WorkerOptions::repair_every`](crate::WorkerOptions::repair_every)) moved rows
     /// no ordinary operation would have: running rows without a lease (now
     /// recovered like an expired lease) and queued rows without a due time
     /// (now due). Some writer left them so.
