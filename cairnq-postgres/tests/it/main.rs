@@ -5,6 +5,7 @@
 
 mod connect;
 mod ops;
+mod plans;
 mod repair;
 mod restart;
 mod session;

@@ -15,7 +15,7 @@ update cairnq_tasks t set
     completed_at_ms = clock.now_ms,
     updated_at_ms = clock.now_ms
 from clock
-where t.id = :id and t.status = 'running' and t.worker_id = :worker_id
+where t.id = :id and t.status || '' = 'running' and t.worker_id = :worker_id
 
 -- A running row without a lease could never expire. Giving it a lease that
 -- ends now hands it to ordinary lease recovery, which runs first in the

@@ -12,6 +12,10 @@
 -- inline in the SET list: under READ COMMITTED an UPDATE re-reads a row that
 -- changed while it waited for the row lock, and only expressions over the
 -- target row see that newer version.
+--
+-- Writes of one task by id say `status || ''` and `lease_until_ms + 0`:
+-- spelled plainly, the generic plan a pooled connection caches may read the
+-- partial lease index (every running row) instead of the primary key.
 
 -- Read-only: anything due here, or any expired lease anywhere?
 -- name: probe_claimable
@@ -119,7 +123,7 @@ returning t.*
 with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms)
 update cairnq_tasks t set lease_until_ms = clock.now_ms + :lease_ms::bigint, updated_at_ms = clock.now_ms
 from clock
-where t.id = :id and t.status = 'running' and t.worker_id = :worker_id and t.lease_until_ms > clock.now_ms
+where t.id = :id and t.status || '' = 'running' and t.worker_id = :worker_id and t.lease_until_ms + 0 > clock.now_ms
 returning t.*
 
 -- Returns only the rows still owned; the caller restores the asked order.
@@ -140,7 +144,7 @@ update cairnq_tasks t set
     message = coalesce(:message::text, t.message),
     updated_at_ms = clock.now_ms
 from clock
-where t.id = :id and t.status = 'running' and t.worker_id = :worker_id and t.lease_until_ms > clock.now_ms
+where t.id = :id and t.status || '' = 'running' and t.worker_id = :worker_id and t.lease_until_ms + 0 > clock.now_ms
 returning t.*
 
 -- The raw primitive: ignores a pending cancel.
@@ -154,7 +158,7 @@ update cairnq_tasks t set
     completed_at_ms = clock.now_ms,
     updated_at_ms = clock.now_ms
 from clock
-where t.id = :id and t.status = 'running' and t.worker_id = :worker_id and t.lease_until_ms > clock.now_ms
+where t.id = :id and t.status || '' = 'running' and t.worker_id = :worker_id and t.lease_until_ms + 0 > clock.now_ms
 returning t.*
 
 -- Like succeed_task, unless a cancel was requested: then canceled, with
@@ -169,7 +173,7 @@ update cairnq_tasks t set
     completed_at_ms = clock.now_ms,
     updated_at_ms = clock.now_ms
 from clock
-where t.id = :id and t.status = 'running' and t.worker_id = :worker_id and t.lease_until_ms > clock.now_ms
+where t.id = :id and t.status || '' = 'running' and t.worker_id = :worker_id and t.lease_until_ms + 0 > clock.now_ms
 returning t.*
 
 -- complete_task for many tasks of one worker in one statement: :results
@@ -215,5 +219,5 @@ update cairnq_tasks t set
     lease_until_ms = null,
     updated_at_ms = clock.now_ms
 from clock
-where t.id = :id and t.status = 'running' and t.worker_id = :worker_id and t.lease_until_ms > clock.now_ms
+where t.id = :id and t.status || '' = 'running' and t.worker_id = :worker_id and t.lease_until_ms + 0 > clock.now_ms
 returning t.*

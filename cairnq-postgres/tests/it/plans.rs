@@ -1,0 +1,159 @@
+//! The plan of every specialized statement on Postgres, as SQLite's
+//! `plans.rs` checks it there: each filter reaches its index, the worker's
+//! hot statements find rows by primary key or through the lease and claim
+//! indexes, and nothing scans the task table where an index exists.
+//!
+//! Plans are the generic plans a pooled connection ends up running
+//! (`plan_cache_mode = force_generic_plan`), over a populated, analyzed
+//! table, with sequential scans priced out (`enable_seqscan = off`): at test
+//! size a scan of the whole table is as cheap as any index, so only that
+//! setting shows whether an index CAN serve each statement. (Whether the
+//! planner picks it at a million rows is measured by `cargo xtask bench
+//! --scale`.)
+
+use cairnq_core::backend::Sql;
+use cairnq_core::store::{ClaimDraw, ClaimParams, SettleParams};
+use cairnq_core::{CairnQ, SubmitOptions, TaskSpec};
+use cairnq_protocol::postgres;
+
+use crate::support::{dsn, fresh_client, raw};
+
+/// Either claim index serves a claim or probe.
+const CLAIM_INDEXES: &[&str] = &["cairnq_tasks_claim_idx", "cairnq_tasks_claim_name_idx"];
+
+/// What may read the queued rows of some queues: a claim index, or the
+/// queued rows by status (few, wherever the history is long); which one is
+/// the planner's call at a given size.
+const QUEUED_INDEXES: &[&str] =
+    &["cairnq_tasks_claim_idx", "cairnq_tasks_claim_name_idx", "cairnq_tasks_status_completed_idx"];
+
+/// What may read terminal rows by completion time.
+const COMPLETED_INDEXES: &[&str] = &["cairnq_tasks_completed_idx", "cairnq_tasks_status_completed_idx"];
+
+/// A schema holding 6,000 tasks over three queues, five names and fifty
+/// correlations, some succeeded and some running, analyzed; and a raw
+/// session on it.
+async fn populated() -> (tokio_postgres::Client, String) {
+    let (client, _store, schema) = fresh_client().await;
+    fill(&client).await;
+    let session = raw(&dsn()).await;
+    session.batch_execute(&format!("set search_path = {schema}; analyze cairnq_tasks")).await.expect("analyze");
+    (session, schema)
+}
+
+async fn fill(client: &CairnQ) {
+    let specs: Vec<TaskSpec> = (0..6_000)
+        .map(|n| {
+            let options = SubmitOptions::new()
+                .queue(format!("q{}", n % 3))
+                .correlation_id(format!("c{}", n % 50))
+                .priority(n % 4);
+            TaskSpec::new(format!("job{}", n % 5), &serde_json::json!({ "n": n })).options(options)
+        })
+        .collect();
+    client.submit_many(&specs).await.expect("submit");
+    let claim = ClaimParams::new("w", 60_000).draw(ClaimDraw::new(vec!["q0".into()]).limit(1_000));
+    for task in client.claim(&claim).await.expect("claim") {
+        client.complete(&SettleParams::new(&task.id, "w").result(serde_json::json!(1))).await.expect("complete");
+    }
+    let running = ClaimParams::new("w", 60_000).draw(ClaimDraw::new(vec!["q1".into(), "q2".into()]).limit(200));
+    client.claim(&running).await.expect("claim");
+}
+
+/// The plan lines of `sql` rendered with `flags`, as a generic plan.
+async fn plan(session: &tokio_postgres::Client, sql: Sql, flags: &[&str]) -> Vec<String> {
+    let rendering = postgres::statement(sql).rendering(flags).expect("known flags");
+    let prepared = session.prepare(rendering.sql).await.expect("prepare");
+    let nulls = vec!["null"; prepared.params().len()].join(", ");
+    let setup = format!(
+        "set plan_cache_mode = force_generic_plan; set enable_seqscan = off; deallocate all; prepare planned as {}",
+        rendering.sql
+    );
+    session.batch_execute(&setup).await.expect("prepare the statement");
+    let explain = if prepared.params().is_empty() {
+        "explain execute planned".to_string()
+    } else {
+        format!("explain execute planned({nulls})")
+    };
+    let rows = session.query(&explain, &[]).await.expect("explain");
+    rows.iter().map(|row| row.get::<_, String>(0)).collect()
+}
+
+/// Asserts the plan reads the task table through one of `indexes` and
+/// never scans it row by row; returns the plan.
+async fn check(session: &tokio_postgres::Client, sql: Sql, flags: &[&str], indexes: &[&str]) -> Vec<String> {
+    let lines = plan(session, sql, flags).await;
+    let shown = format!("{} {flags:?}:\n  {}", sql.name(), lines.join("\n  "));
+    let reached = lines.iter().any(|l| indexes.iter().any(|index| l.contains(&format!(" {index} "))));
+    assert!(reached, "expected one of {indexes:?}; {shown}");
+    assert!(!lines.iter().any(|l| l.contains("Seq Scan on cairnq_tasks")), "full table scan; {shown}");
+    lines
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_reach_the_index_of_each_filter() {
+    let (session, _schema) = populated().await;
+    let cases = [
+        ("status", "cairnq_tasks_status_completed_idx"),
+        ("queue", "cairnq_tasks_claim_idx"),
+        ("name", "cairnq_tasks_name_idx"),
+        ("root_id", "cairnq_tasks_root_idx"),
+        ("correlation_id", "cairnq_tasks_correlation_idx"),
+    ];
+    for (flag, index) in cases {
+        // Either claim index leads with the queue.
+        let indexes: &[&str] = if flag == "queue" { CLAIM_INDEXES } else { &[index] };
+        check(&session, Sql::ListTasks, &[flag], indexes).await;
+    }
+    check(&session, Sql::SelectTask, &["by_id"], &["cairnq_tasks_pkey"]).await;
+    check(&session, Sql::CountQueued, &[], QUEUED_INDEXES).await;
+    check(&session, Sql::CountTasksByQueueStatus, &["queue"], CLAIM_INDEXES).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn purges_reach_the_completion_indexes() {
+    let (session, _schema) = populated().await;
+    check(&session, Sql::PurgeTasks, &["status"], COMPLETED_INDEXES).await;
+    let by_queue = &["cairnq_tasks_queue_completed_idx", "cairnq_tasks_completed_idx"];
+    check(&session, Sql::PurgeTasks, &["any_status", "queue"], by_queue).await;
+    check(&session, Sql::PurgeTasks, &["any_status"], COMPLETED_INDEXES).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_probes_and_lease_recovery_read_their_indexes() {
+    let (session, _schema) = populated().await;
+    // One queue: a claim index hands the rows over in claim order, so the
+    // draw stops after `limit` rows instead of sorting every due row.
+    for flags in [&["one_queue"][..], &["one_queue", "one_name"]] {
+        let claim = check(&session, Sql::ClaimDueTasks, flags, CLAIM_INDEXES).await;
+        assert!(!claim.iter().any(|l| l.trim_start().starts_with("->  Sort")), "{flags:?} sorts: {claim:?}");
+    }
+    for flags in [&["one_queue"][..], &["one_queue", "one_name"], &["many_queues"], &["many_queues", "many_names"]] {
+        check(&session, Sql::ClaimDueTasks, flags, QUEUED_INDEXES).await;
+        let probe = check(&session, Sql::ProbeClaimable, flags, QUEUED_INDEXES).await;
+        assert!(probe.iter().any(|l| l.contains("cairnq_tasks_lease_idx")), "{probe:?}");
+    }
+    for recover in [Sql::RecoverCanceledLeases, Sql::RecoverRequeuedLeases, Sql::RecoverFailedLeases] {
+        check(&session, recover, &[], &["cairnq_tasks_lease_idx"]).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settles_and_heartbeats_find_rows_by_primary_key() {
+    let (session, _schema) = populated().await;
+    let by_ids = [
+        Sql::HeartbeatTask,
+        Sql::HeartbeatTasks,
+        Sql::UpdateProgress,
+        Sql::SucceedTask,
+        Sql::CompleteTask,
+        Sql::CompleteTasks,
+        Sql::FailTask,
+        Sql::FailUndecodableTask,
+    ];
+    for by_id in by_ids {
+        let lines = check(&session, by_id, &[], &["cairnq_tasks_pkey"]).await;
+        let stray = ["cairnq_tasks_status_completed_idx", "cairnq_tasks_lease_idx"];
+        assert!(!lines.iter().any(|l| stray.iter().any(|s| l.contains(s))), "{}: {lines:?}", by_id.name());
+    }
+}
