@@ -4,8 +4,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::error::{Error, Undecodable};
+use crate::error::Error;
 use crate::json::Json;
+use crate::model::{Task, Undecodable};
 
 /// The envelope codes PROTOCOL.md defines.
 pub mod codes {
@@ -131,5 +132,12 @@ impl ErrorEnvelope {
             retryable: self.retryable,
             details: self.details,
         }
+    }
+}
+
+impl Task {
+    /// The error envelope, when one is recorded and well-formed.
+    pub fn error_envelope(&self) -> Option<ErrorEnvelope> {
+        self.error.as_ref().and_then(ErrorEnvelope::from_json)
     }
 }

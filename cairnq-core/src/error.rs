@@ -12,10 +12,10 @@
 //! and each backend decides it in its one translation place, so callers
 //! (the worker's claim loop) never parse driver text.
 
-use std::fmt;
-
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::json::JsonError;
+use crate::model::{Task, Undecodable, UnknownStatus};
 
 /// A boxed error from a backend's driver, kept as the `source()` of
 /// [`Error::Storage`].
@@ -38,21 +38,30 @@ pub enum Error {
         task_id: String,
     },
     /// Backpressure: the queue had no headroom for the whole wait budget.
-    #[error("queue {queue:?} is full (no headroom after {waited_ms} ms)")]
+    #[error("queue {queue:?} is full: it held {max_depth} queued tasks, its limit, for {waited_ms} ms")]
     QueueFull {
         /// The queue that is full.
         queue: String,
+        /// Its depth limit (queued tasks, delayed ones included).
+        max_depth: u64,
         /// How long the submit waited for headroom.
         waited_ms: u64,
     },
     /// `wait` / `call` ran out of time. The task is not touched and keeps
-    /// running; wait on `task_id` again to pick it up.
-    #[error("task {task_id} is not finished after {timeout_ms} ms (it keeps running)")]
+    /// running; wait again to pick it up. `diagnosis` says what the last
+    /// snapshot suggests (never claimed, delayed, retrying, running, ...).
+    #[error("{} is not finished after {timeout_ms} ms (it keeps running): {diagnosis}", waited_for(task_id.as_deref(), key.as_deref()))]
     TaskTimeout {
-        /// The task still in flight.
-        task_id: String,
+        /// The task waited for, when its id is known.
+        task_id: Option<String>,
+        /// The business key waited on, for a wait by key.
+        key: Option<String>,
         /// The timeout that elapsed.
         timeout_ms: u64,
+        /// The task as last read, when one was visible.
+        last_seen: Option<Box<Task>>,
+        /// What the snapshot suggests, for whoever reads the error.
+        diagnosis: String,
     },
     /// The task ended `failed`; the fields are its error envelope unpacked.
     #[error("task {task_id} failed: {code}: {message}")]
@@ -241,12 +250,14 @@ impl Error {
     pub fn task_id(&self) -> Option<&str> {
         match self {
             Self::AlreadyExists { task_id, .. }
-            | Self::TaskTimeout { task_id, .. }
             | Self::TaskFailed { task_id, .. }
             | Self::TaskCanceled { task_id }
             | Self::LostLease { task_id, .. }
             | Self::NotFound { task_id } => Some(task_id),
             Self::Undecodable(row) => row.task_id.as_deref(),
+            Self::TaskTimeout { task_id, last_seen, .. } => {
+                task_id.as_deref().or_else(|| last_seen.as_deref().map(|task| task.id.as_str()))
+            }
             _ => None,
         }
     }
@@ -294,10 +305,16 @@ impl Error {
     pub fn replicate(&self) -> Error {
         match self {
             Self::AlreadyExists { key, task_id } => Self::AlreadyExists { key: key.clone(), task_id: task_id.clone() },
-            Self::QueueFull { queue, waited_ms } => Self::QueueFull { queue: queue.clone(), waited_ms: *waited_ms },
-            Self::TaskTimeout { task_id, timeout_ms } => {
-                Self::TaskTimeout { task_id: task_id.clone(), timeout_ms: *timeout_ms }
+            Self::QueueFull { queue, max_depth, waited_ms } => {
+                Self::QueueFull { queue: queue.clone(), max_depth: *max_depth, waited_ms: *waited_ms }
             }
+            Self::TaskTimeout { task_id, key, timeout_ms, last_seen, diagnosis } => Self::TaskTimeout {
+                task_id: task_id.clone(),
+                key: key.clone(),
+                timeout_ms: *timeout_ms,
+                last_seen: last_seen.clone(),
+                diagnosis: diagnosis.clone(),
+            },
             Self::TaskFailed { task_id, error_type, code, message, retryable, details } => Self::TaskFailed {
                 task_id: task_id.clone(),
                 error_type: error_type.clone(),
@@ -385,8 +402,14 @@ mod tests {
         let io = || std::io::Error::other("disk on fire");
         vec![
             Error::AlreadyExists { key: "k".into(), task_id: "t".into() },
-            Error::QueueFull { queue: "q".into(), waited_ms: 1 },
-            Error::TaskTimeout { task_id: "t".into(), timeout_ms: 1 },
+            Error::QueueFull { queue: "q".into(), max_depth: 10, waited_ms: 1 },
+            Error::TaskTimeout {
+                task_id: Some("t".into()),
+                key: None,
+                timeout_ms: 1,
+                last_seen: None,
+                diagnosis: "never claimed".into(),
+            },
             Error::TaskFailed {
                 task_id: "t".into(),
                 error_type: "E".into(),
@@ -462,25 +485,17 @@ mod tests {
     }
 }
 
-/// A stored row the SDK could not decode (a foreign or corrupted writer):
-/// which task, which column, and why. Reads report it instead of failing a
-/// whole page; a claim that draws it fails just that task.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Undecodable {
-    /// The row's id, when the id itself could be read.
-    pub task_id: Option<String>,
-    /// The first column that could not be decoded.
-    pub column: String,
-    /// What is wrong with it.
-    pub reason: String,
+/// "task ID", "the task of key K" or both, for a timeout's message.
+fn waited_for(task_id: Option<&str>, key: Option<&str>) -> String {
+    match (task_id, key) {
+        (Some(id), Some(key)) => format!("task {id} (key {key:?})"),
+        (Some(id), None) => format!("task {id}"),
+        (None, Some(key)) => format!("the task of key {key:?}"),
+        (None, None) => "the task".to_string(),
+    }
 }
 
 impl Undecodable {
-    /// A report for `column` of the row `task_id`.
-    pub fn new(task_id: Option<String>, column: impl Into<String>, reason: impl Into<String>) -> Self {
-        Self { task_id, column: column.into(), reason: reason.into() }
-    }
-
     /// The error a read of this one row answers with.
     pub fn into_error(self) -> Error {
         Error::Undecodable(self)
@@ -493,9 +508,14 @@ impl From<Undecodable> for Error {
     }
 }
 
-impl fmt::Display for Undecodable {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let task = self.task_id.as_deref().unwrap_or("(id unreadable)");
-        write!(f, "task {task}: cairnq_tasks column {:?} cannot be decoded: {}", self.column, self.reason)
+impl From<JsonError> for Error {
+    fn from(error: JsonError) -> Self {
+        Error::Serialization(error.0)
+    }
+}
+
+impl From<UnknownStatus> for Error {
+    fn from(status: UnknownStatus) -> Self {
+        Error::validation("status", status.to_string())
     }
 }

@@ -18,7 +18,21 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::error::{Error, Result};
+/// Why a value could not become JSON, or JSON could not become a value
+/// (converted into [`Error::Serialization`](crate::Error::Serialization)
+/// by `?`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonError(pub String);
+
+impl fmt::Display for JsonError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for JsonError {}
+
+type Result<T> = std::result::Result<T, JsonError>;
 
 /// One JSON document exactly as written (a task's payload, result, metadata
 /// or error envelope): numbers of any size and precision, `-0.0` and
@@ -55,18 +69,18 @@ impl Json {
         Self(RawValue::from_string(text.to_string()).unwrap_or_default())
     }
 
-    /// Encodes a value, refusing NaN and infinities
-    /// ([`Error::Serialization`]). Integers of any width (`u128`) are kept.
+    /// Encodes a value, refusing NaN and infinities. Integers of any width
+    /// (`u128`) are kept.
     pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Self> {
-        finite::check_finite(value).map_err(Error::Serialization)?;
-        serde_json::value::to_raw_value(value).map(Self).map_err(|e| Error::Serialization(e.to_string()))
+        finite::check_finite(value).map_err(JsonError)?;
+        serde_json::value::to_raw_value(value).map(Self).map_err(|e| JsonError(e.to_string()))
     }
 
     /// Checks that `text` is one JSON document and keeps it verbatim.
     /// Lone surrogate escapes (`"\ud800"`, which the Python SDK writes) are
     /// accepted and kept; see [`decode`](Self::decode).
     pub fn parse(text: String) -> Result<Self> {
-        RawValue::from_string(text).map(Self).map_err(|e| Error::Serialization(format!("not a JSON document: {e}")))
+        RawValue::from_string(text).map(Self).map_err(|e| JsonError(format!("not a JSON document: {e}")))
     }
 
     /// The document as text, exactly as held.
@@ -83,7 +97,7 @@ impl Json {
                 std::borrow::Cow::Owned(repaired) => serde_json::from_str(&repaired),
                 std::borrow::Cow::Borrowed(_) => Err(first),
             }
-            .map_err(|e| Error::Serialization(e.to_string()))
+            .map_err(|e| JsonError(e.to_string()))
         })
     }
 

@@ -38,10 +38,12 @@ pub use backpressure::{Backpressure, BackpressureGate};
 pub use client::{CairnQ, Submit, SubmitOptions, TaskSpec, WaitOptions, task_outcome};
 pub use clock::{Clock, SystemClock};
 pub use envelope::{ErrorEnvelope, codes};
-pub use error::{BoxError, Error, ErrorKind, Result, Undecodable};
-pub use json::Json;
+pub use error::{BoxError, Error, ErrorKind, Result};
+pub use json::{Json, JsonError};
 pub use keys::Conflict;
-pub use model::{HeldLease, QueueCounts, Stats, Task, TaskCount, TaskPage, TaskRef, TaskStatus};
+pub use model::{
+    HeldLease, QueueCounts, Stats, Task, TaskCount, TaskPage, TaskRef, TaskStatus, Undecodable, UnknownStatus,
+};
 pub use retention::{Retention, Sweeper, SweeperHandle};
 pub use store::{Capabilities, ChangeWatch, ListFilter, PurgeFilter, Repaired, Store, TaskSelector, Wake};
 pub use typed::TaskDef;

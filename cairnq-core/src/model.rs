@@ -10,9 +10,7 @@ use std::str::FromStr;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::envelope::ErrorEnvelope;
-use crate::error::{Error, Result, Undecodable};
-use crate::json::Json;
+use crate::json::{Json, JsonError};
 
 /// The canonical task states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -58,15 +56,25 @@ impl fmt::Display for TaskStatus {
 }
 
 impl FromStr for TaskStatus {
-    type Err = Error;
+    type Err = UnknownStatus;
 
-    fn from_str(s: &str) -> Result<Self> {
-        Self::ALL
-            .into_iter()
-            .find(|status| status.as_str() == s)
-            .ok_or_else(|| Error::validation("status", format!("{s:?} is not a task status")))
+    fn from_str(s: &str) -> Result<Self, UnknownStatus> {
+        Self::ALL.into_iter().find(|status| status.as_str() == s).ok_or_else(|| UnknownStatus(s.to_string()))
     }
 }
+
+/// A status text no protocol state names (a validation error when a
+/// caller gives it, through `?`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownStatus(pub String);
+
+impl fmt::Display for UnknownStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?} is not a task status", self.0)
+    }
+}
+
+impl std::error::Error for UnknownStatus {}
 
 /// One task row: one execution of a handler by name.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -130,18 +138,13 @@ impl Task {
     /// let email: Email = task.payload_as()?;
     /// # Ok(()) }
     /// ```
-    pub fn payload_as<P: DeserializeOwned>(&self) -> Result<P> {
+    pub fn payload_as<P: DeserializeOwned>(&self) -> Result<P, JsonError> {
         self.payload.decode()
     }
 
     /// The result decoded into `R` (`null` when the task has none).
-    pub fn result_as<R: DeserializeOwned>(&self) -> Result<R> {
+    pub fn result_as<R: DeserializeOwned>(&self) -> Result<R, JsonError> {
         self.result.as_ref().map_or_else(|| Json::null().decode(), Json::decode)
-    }
-
-    /// The error envelope, when one is recorded and well-formed.
-    pub fn error_envelope(&self) -> Option<ErrorEnvelope> {
-        self.error.as_ref().and_then(ErrorEnvelope::from_json)
     }
 
     /// A reference to this task: its id and status.
@@ -236,6 +239,33 @@ pub(crate) fn fold_stats(counts: impl IntoIterator<Item = TaskCount>, asked: Opt
         }
     }
     stats
+}
+
+/// A stored row the SDK could not decode (a foreign or corrupted writer):
+/// which task, which column, and why. Reads report it instead of failing a
+/// whole page; a claim that draws it fails just that task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Undecodable {
+    /// The row's id, when the id itself could be read.
+    pub task_id: Option<String>,
+    /// The first column that could not be decoded.
+    pub column: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+impl Undecodable {
+    /// A report for `column` of the row `task_id`.
+    pub fn new(task_id: Option<String>, column: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self { task_id, column: column.into(), reason: reason.into() }
+    }
+}
+
+impl fmt::Display for Undecodable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let task = self.task_id.as_deref().unwrap_or("(id unreadable)");
+        write!(f, "task {task}: cairnq_tasks column {:?} cannot be decoded: {}", self.column, self.reason)
+    }
 }
 
 /// One page of [`CairnQ::list`](crate::CairnQ::list): the rows that decoded,

@@ -74,12 +74,12 @@ impl<P: Serialize, R: DeserializeOwned> TaskDef<P, R> {
     /// Submits with default options and waits for the typed result.
     pub async fn call(&self, client: &CairnQ, payload: &P, wait: &WaitOptions) -> Result<R> {
         let value = client.call(self.name, payload, &SubmitOptions::default(), wait).await?;
-        value.decode()
+        Ok(value.decode()?)
     }
 
     /// The typed result of a terminal task (errors for failed / canceled).
     pub fn result_of(&self, task: Task) -> Result<R> {
-        task_outcome(task)?.decode()
+        Ok(task_outcome(task)?.decode()?)
     }
 
     /// The typed payload of a task of this kind.
@@ -87,6 +87,6 @@ impl<P: Serialize, R: DeserializeOwned> TaskDef<P, R> {
     where
         P: DeserializeOwned,
     {
-        task.payload_as()
+        Ok(task.payload_as()?)
     }
 }

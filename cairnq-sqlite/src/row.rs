@@ -237,10 +237,7 @@ fn json(value: ValueRef<'_>) -> Result<Option<Json>, String> {
         ValueRef::Null => Ok(None),
         ValueRef::Text(bytes) => {
             let text = String::from_utf8(bytes.to_vec()).map_err(|_| "not UTF-8".to_string())?;
-            Json::parse(text).map(Some).map_err(|e| match e {
-                Error::Serialization(reason) => reason,
-                other => other.to_string(),
-            })
+            Json::parse(text).map(Some).map_err(|e| e.0)
         }
         other => Err(format!("expected JSON text, found {:?}", other.data_type())),
     }

@@ -196,6 +196,42 @@ async def echo_docs(database, count):
     return await with_store(database, act)
 
 
+async def wait_key(database, key, timeout_ms):
+    """Waits for whatever task `key` points at (re-resolved on every poll)."""
+
+    async def act(store):
+        task = await cairnq.CairnQ(store).wait_by_key(key, timeout_ms=int(timeout_ms), poll_ms=20, max_poll_ms=100)
+        return task_json(task)
+
+    return await with_store(database, act)
+
+
+async def submit_keyed(database, name, key, conflict, payload_json):
+    """Submits `name` under `key` with the given conflict strategy."""
+
+    async def act(store):
+        task = await cairnq.CairnQ(store).submit(name, json.loads(payload_json), key=key, conflict=conflict)
+        return task_json(task)
+
+    return await with_store(database, act)
+
+
+async def complete_key(database, key, result_json):
+    """Claims the task `key` points at (as worker_python) and completes it."""
+
+    async def act(store):
+        task = await store.get_by_key(key)
+        for _ in range(100):
+            claimed = await store.claim(queues=[task.queue], worker_id="worker_python", lease_ms=30000, limit=50, names=[task.name])
+            if any(t.id == task.id for t in claimed):
+                done = await store.complete(task_id=task.id, worker_id="worker_python", result=json.loads(result_json))
+                return task_json(done)
+            await asyncio.sleep(0.05)
+        raise SystemExit(f"could not claim {task.id}")
+
+    return await with_store(database, act)
+
+
 async def main(argv):
     command, database, *args = argv
     if command == "create":
@@ -216,6 +252,12 @@ async def main(argv):
         result = await read_docs(database, *args)
     elif command == "echo-docs":
         result = await echo_docs(database, *args)
+    elif command == "wait-key":
+        result = await wait_key(database, *args)
+    elif command == "submit-keyed":
+        result = await submit_keyed(database, *args)
+    elif command == "complete-key":
+        result = await complete_key(database, *args)
     elif command == "submit-odd":
         result = await submit_odd(database, *args)
     elif command == "submit-many":

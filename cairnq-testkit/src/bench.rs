@@ -352,7 +352,7 @@ async fn burn_down(backend: &BenchBackend, count: usize, concurrency: usize) -> 
 }
 
 async fn timed_calls(client: &CairnQ, calls: usize) -> Result<(f64, f64)> {
-    let wait = WaitOptions::timeout(Duration::from_secs(30));
+    let wait = WaitOptions::new().timeout(Duration::from_secs(30));
     let mut samples = Vec::with_capacity(calls);
     for i in 0..calls {
         let start = Instant::now();
@@ -375,7 +375,9 @@ async fn call_two_processes(backend: &BenchBackend, calls: usize, exe: &Path) ->
     let mut child = spawn_child(exe, backend, "serve-noop", &locator, 0)?;
     let client = CairnQ::from_shared(store);
     // Warm-up: the first call also waits for the child to start serving.
-    client.call("noop", &json!({}), &SubmitOptions::new(), &WaitOptions::timeout(Duration::from_secs(60))).await?;
+    client
+        .call("noop", &json!({}), &SubmitOptions::new(), &WaitOptions::new().timeout(Duration::from_secs(60)))
+        .await?;
     let latency = timed_calls(&client, calls).await;
     let _ = child.kill();
     let _ = child.wait();

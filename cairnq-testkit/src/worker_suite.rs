@@ -26,6 +26,7 @@ mod outcomes;
 mod queue_ops;
 mod settling;
 mod support;
+mod waits;
 
 pub use chaos::random_sigkills_lose_no_task;
 pub use lifecycle::{
@@ -48,3 +49,7 @@ pub use queue_ops::{
     a_submit_returns_the_row_it_wrote, backpressure_refuses_submits_to_a_full_queue, retention_sweeps_by_rule,
 };
 pub use settling::{a_refused_result_fails_only_its_own_task, complete_batch_settles_each_task_as_complete_would};
+pub use waits::{
+    a_timed_out_wait_says_what_the_task_is_doing, a_wait_by_id_waits_for_a_task_not_visible_yet,
+    a_wait_by_key_waits_for_the_key_and_follows_a_replace,
+};

@@ -88,7 +88,7 @@ impl TaskContext {
 
     /// The payload decoded into `P`.
     pub fn payload<P: DeserializeOwned>(&self) -> Result<P> {
-        self.task.payload_as()
+        Ok(self.task.payload_as()?)
     }
 
     /// The payload as JSON.

@@ -16,9 +16,9 @@ use cairnq_protocol::Sql;
 use crate::backend::helpers::{SubmitRun, fail_undecodable, in_asked_order, lost_lease, submit_runs};
 use crate::backend::query::Query;
 use crate::envelope::ErrorEnvelope;
-use crate::error::{Error, Result, Undecodable};
+use crate::error::{Error, Result};
 use crate::keys::{KeyedSubmit, resolve_key_conflict};
-use crate::model::{HeldLease, Task, TaskRef};
+use crate::model::{HeldLease, Task, TaskRef, Undecodable};
 use crate::store::{
     CancelParams, ClaimDraw, ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, NewTask, ProgressParams,
     PurgeFilter, RepairParams, Repaired, RetryParams, SettleParams, SubmitManyParams, TaskRow, TaskSelector,

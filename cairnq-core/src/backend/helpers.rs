@@ -3,9 +3,10 @@
 //! claimed rows, and cutting a `submit_many` into runs.
 
 use crate::envelope::ErrorEnvelope;
-use crate::error::{Error, Undecodable};
+use crate::error::Error;
 use crate::json::Json;
 use crate::model::Task;
+use crate::model::Undecodable;
 use crate::store::{NewTask, TaskRow};
 
 /// The `LostLease` error for an ownership-checked write that matched nothing.

@@ -8,6 +8,7 @@
 //! holds a NUL character, which SQLite would store and Postgres `text`
 //! columns refuse with driver text.
 
+mod diagnosis;
 mod submit;
 mod wait;
 

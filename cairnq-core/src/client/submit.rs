@@ -202,10 +202,7 @@ impl TaskSpec {
     /// A task with default options. A payload JSON cannot hold is reported
     /// when the spec is submitted.
     pub fn new<P: Serialize + ?Sized>(name: impl Into<String>, payload: &P) -> Self {
-        let payload = Json::encode(payload).map_err(|e| match e {
-            Error::Serialization(message) => message,
-            other => other.to_string(),
-        });
+        let payload = Json::encode(payload).map_err(|e| e.0);
         Self { name: name.into(), payload, options: SubmitOptions::default() }
     }
 

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::client::diagnosis::diagnose;
 use crate::client::{CairnQ, SubmitOptions, TaskSpec, by_id, by_key};
 use crate::envelope::ErrorEnvelope;
 use crate::error::{Error, Result};
@@ -12,8 +13,16 @@ use crate::json::Json;
 use crate::model::{Task, TaskStatus};
 use crate::store::{GetParams, TaskSelector, Wake};
 
-/// How `wait` and `call` poll: `get_status` every `poll`, growing 1.5x up to
-/// `max_poll`, until `timeout`. Defaults: 30 s, 100 ms, 500 ms.
+/// How `wait` and `call` wait: `get_status` every `poll`, growing 1.5x up to
+/// `max_poll` (a push wakeup cuts a sleep short), until `timeout`. Defaults:
+/// 30 s, 100 ms, 500 ms.
+///
+/// ```
+/// use std::time::Duration;
+/// use cairnq_core::WaitOptions;
+/// let wait = WaitOptions::new().timeout(Duration::from_secs(5));
+/// assert_eq!(wait.timeout, Duration::from_secs(5));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WaitOptions {
@@ -36,12 +45,18 @@ impl Default for WaitOptions {
 }
 
 impl WaitOptions {
-    /// The defaults with another timeout.
-    pub fn timeout(timeout: Duration) -> Self {
-        Self { timeout, ..Self::default() }
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
     }
 
-    /// With other poll intervals.
+    /// Gives up after `timeout`.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Polls first after `poll`, growing to at most `max_poll`.
     pub fn polling(mut self, poll: Duration, max_poll: Duration) -> Self {
         self.poll = poll;
         self.max_poll = max_poll.max(poll);
@@ -51,52 +66,72 @@ impl WaitOptions {
 
 impl CairnQ {
     /// Waits until the task is terminal and returns its row, whatever the
-    /// outcome (use [`task_outcome`] or [`call`](Self::call) to turn failure
-    /// into an error). On timeout: [`Error::TaskTimeout`], and the task keeps
-    /// running. A task that does not exist: [`Error::NotFound`].
+    /// outcome (use [`task_outcome`] to turn failure into an error). A task
+    /// not visible yet (submitted elsewhere a moment ago) is waited for too.
+    /// On timeout: [`Error::TaskTimeout`] with the last snapshot and a
+    /// diagnosis; the task keeps running.
     pub async fn wait(&self, task_id: &str, options: &WaitOptions) -> Result<Task> {
         self.wait_selected(by_id(task_id)?, options).await
     }
 
-    /// [`wait`](Self::wait) for the task a key points at (resolved once).
+    /// [`wait`](Self::wait) for the task a key points at, resolved again
+    /// on every poll: a `replace` moves the wait onto the new task, and a
+    /// key that has no task yet is waited for until the timeout.
     pub async fn wait_by_key(&self, key: &str, options: &WaitOptions) -> Result<Task> {
         self.wait_selected(by_key(key)?, options).await
     }
 
     async fn wait_selected(&self, selector: TaskSelector, options: &WaitOptions) -> Result<Task> {
         let deadline = Instant::now() + options.timeout;
-        let by_id = match selector {
-            TaskSelector::Id(_) => selector,
-            TaskSelector::Key(_) => match self.store.get_status(&GetParams::new(selector.clone())).await? {
-                Some(found) => TaskSelector::Id(found.id),
-                None => return Err(Error::NotFound { task_id: selector.as_str().to_string() }),
-            },
-        };
-        let wake = Wake::TaskDone(by_id.as_str().to_string());
-        let by_id = GetParams::new(by_id);
+        let params = GetParams::new(selector);
         let mut poll = options.poll;
+        let mut current: Option<String> = None;
         loop {
             // Watch first, then read: a finish committed after the read
-            // still ends the wait below.
-            let watch = self.store.watch_for_change(&wake);
-            let status = self
-                .store
-                .get_status(&by_id)
-                .await?
-                .ok_or_else(|| Error::NotFound { task_id: by_id.task.as_str().to_string() })?;
-            if status.status.is_terminal()
-                && let Some(task) = self.store.get(&by_id).await?
-                && task.status.is_terminal()
-            {
-                return Ok(task);
+            // still ends the sleep below.
+            let watch = current.as_ref().map(|id| self.store().watch_for_change(&Wake::TaskDone(id.clone())));
+            if let Some(status) = self.store().get_status(&params).await? {
+                if status.status.is_terminal()
+                    && let Some(task) = self.store().get(&GetParams::new(TaskSelector::Id(status.id.clone()))).await?
+                    && task.status.is_terminal()
+                {
+                    return Ok(task);
+                }
+                current = Some(status.id);
             }
             let now = Instant::now();
             if now >= deadline {
-                let timeout_ms = u64::try_from(options.timeout.as_millis()).unwrap_or(u64::MAX);
-                return Err(Error::TaskTimeout { task_id: status.id, timeout_ms });
+                return Err(self.timed_out(&params.task, current, options).await);
             }
-            let _ = tokio::time::timeout(poll.min(deadline - now), watch).await;
+            let sleep = poll.min(deadline - now);
+            match watch {
+                Some(watch) => drop(tokio::time::timeout(sleep, watch).await),
+                None => tokio::time::sleep(sleep).await,
+            }
             poll = poll.mul_f64(1.5).min(options.max_poll.max(options.poll));
+        }
+    }
+
+    /// The timeout error: the last snapshot (read now) and its diagnosis.
+    async fn timed_out(&self, selector: &TaskSelector, current: Option<String>, options: &WaitOptions) -> Error {
+        let last_seen = match &current {
+            Some(id) => self.store().get(&GetParams::new(TaskSelector::Id(id.clone()))).await.ok().flatten(),
+            None => None,
+        };
+        let key = match selector {
+            TaskSelector::Key(key) => Some(key.clone()),
+            _ => None,
+        };
+        let task_id = match selector {
+            TaskSelector::Id(id) => Some(id.clone()),
+            _ => current,
+        };
+        Error::TaskTimeout {
+            task_id,
+            diagnosis: diagnose(last_seen.as_ref(), key.is_some()),
+            key,
+            timeout_ms: u64::try_from(options.timeout.as_millis()).unwrap_or(u64::MAX),
+            last_seen: last_seen.map(Box::new),
         }
     }
 

@@ -208,7 +208,7 @@ mod tests {
     use crate::json::Json;
 
     fn to_json<T: Serialize>(value: &T) -> crate::Result<serde_json::Value> {
-        Json::encode(value).and_then(|json| json.to_value())
+        Ok(Json::encode(value).and_then(|json| json.to_value())?)
     }
 
     #[derive(Serialize)]

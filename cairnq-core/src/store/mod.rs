@@ -30,8 +30,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::error::{Error, Result, Undecodable};
-use crate::model::{HeldLease, Task, TaskCount, TaskRef};
+use crate::error::{Error, Result};
+use crate::model::{HeldLease, Task, TaskCount, TaskRef, Undecodable};
 
 pub use task_params::{
     CancelParams, CountQueuedParams, GetParams, ListFilter, NewTask, PurgeFilter, RepairParams, Repaired, RetryParams,

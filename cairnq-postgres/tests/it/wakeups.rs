@@ -75,7 +75,7 @@ async fn without_a_listener_waits_poll_and_results_still_arrive() {
         let id = worker_side.claim(&params).await.expect("claim")[0].id.clone();
         worker_side.complete(&SettleParams::new(&id, "w").result(json!({"n": 1}))).await.expect("complete");
     });
-    let done = client.wait(&task.id, &WaitOptions::timeout(LONG)).await.expect("wait by polling");
+    let done = client.wait(&task.id, &WaitOptions::new().timeout(LONG)).await.expect("wait by polling");
     settle.await.expect("settler");
     assert_eq!((done.status, done.result), (TaskStatus::Succeeded, Some(json!({"n": 1}).into())));
 }

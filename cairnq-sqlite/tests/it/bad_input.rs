@@ -54,7 +54,8 @@ async fn a_nan_result_is_refused_and_the_task_keeps_running() {
 
     // A typed result goes through the JSON boundary before it can be stored.
     let result = cairnq_core::Json::encode(&Measurement { value: f64::INFINITY })
-        .map(|value| SettleParams::new(&task.id, "w").result(value));
+        .map(|value| SettleParams::new(&task.id, "w").result(value))
+        .map_err(cairnq_core::Error::from);
     assert_kind(result, ErrorKind::SerializationError, "infinite result");
 
     let row = client.get(&task.id).await.expect("get").expect("task exists");

@@ -78,8 +78,11 @@ fn to_json<T: Serialize>(value: &T) -> Result<Value, StepError> {
     serde_json::to_value(value).map_err(|e| StepError::Scenario(format!("result is not JSON: {e}")))
 }
 
-fn parse<T: FromStr<Err = Error>>(value: Option<String>) -> Result<Option<T>, StepError> {
-    Ok(value.map(|s| s.parse()).transpose()?)
+fn parse<T: FromStr>(value: Option<String>) -> Result<Option<T>, StepError>
+where
+    Error: From<T::Err>,
+{
+    Ok(value.map(|s| s.parse().map_err(Error::from)).transpose()?)
 }
 
 async fn submit(client: &CairnQ, args: &Args) -> Result<Value, StepError> {

@@ -11,12 +11,12 @@ use cairnq_worker::{Worker, WorkerHandle, WorkerOptions};
 
 use crate::{BackendFactory, FreshStore};
 
-/// A fresh store and a client over it.
 /// `Some(value)` as stored JSON, to compare with a task's result.
 pub(crate) fn some(value: serde_json::Value) -> Option<Json> {
     Some(Json::from(value))
 }
 
+/// A fresh store and a client over it.
 pub(crate) async fn fresh(factory: &dyn BackendFactory) -> (CairnQ, FreshStore) {
     let fresh = factory.fresh().await.expect("the factory makes a fresh store");
     (CairnQ::from_shared(fresh.store.clone()), fresh)
@@ -42,8 +42,9 @@ pub(crate) fn start(client: &CairnQ, options: WorkerOptions, register: impl FnOn
 
 /// Waits until the task is terminal (15 s at most) and returns its row.
 pub(crate) async fn finished(client: &CairnQ, task_id: &str) -> Task {
-    let wait =
-        WaitOptions::timeout(Duration::from_secs(15)).polling(Duration::from_millis(10), Duration::from_millis(50));
+    let wait = WaitOptions::new()
+        .timeout(Duration::from_secs(15))
+        .polling(Duration::from_millis(10), Duration::from_millis(50));
     client.wait(task_id, &wait).await.expect("the task finishes in time")
 }
 

@@ -11,4 +11,5 @@ mod postgres;
 mod random_json;
 mod sqlite;
 mod support;
+mod waits;
 mod worker;

@@ -48,6 +48,27 @@ fn run_peer(args: &[&str]) -> std::process::Output {
     }
 }
 
+/// Starts `interop/peer.py` with `args` in the background; [`finish_peer`]
+/// collects what it printed.
+pub(crate) fn spawn_peer(args: &[&str]) -> std::process::Child {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("interop/peer.py");
+    Command::new(python())
+        .arg(&script)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the Python peer")
+}
+
+/// Waits for a peer started with [`spawn_peer`] and returns its JSON.
+pub(crate) fn finish_peer(child: std::process::Child) -> Value {
+    let output = child.wait_with_output().expect("wait for the Python peer");
+    assert!(output.status.success(), "peer failed: {}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    serde_json::from_str(stdout.lines().last().unwrap_or("null")).unwrap_or_else(|e| panic!("no JSON ({e}): {stdout}"))
+}
+
 /// Runs `interop/peer.py` with `args` and returns the JSON it printed.
 pub(crate) fn peer(args: &[&str]) -> Value {
     let output = run_peer(args);

@@ -1,0 +1,90 @@
+//! Waits resume the way the protocol means them: by key, the key is
+//! resolved again on every poll (a `replace` moves the wait onto the new
+//! task; a key with no task yet is waited for), by id a task not visible
+//! yet is waited for, and a wait that runs out of time says what the last
+//! snapshot suggests.
+
+use std::time::Duration;
+
+use cairnq_core::store::{ClaimDraw, ClaimParams, SettleParams};
+use cairnq_core::{Conflict, Error, Json, SubmitOptions, TaskStatus, WaitOptions};
+use serde_json::json;
+
+use super::support::fresh;
+use crate::BackendFactory;
+
+fn within(timeout: Duration) -> WaitOptions {
+    WaitOptions::new().timeout(timeout).polling(Duration::from_millis(10), Duration::from_millis(50))
+}
+
+/// Claims the task of key `key` as `w` and completes it with `result`.
+async fn run_key(client: &cairnq_core::CairnQ, key: &str, result: serde_json::Value) {
+    let task = client.get_by_key(key).await.expect("get").expect("the key has a task");
+    let claim = ClaimParams::new("w", 60_000).draw(ClaimDraw::new(vec![task.queue.clone()]).limit(10));
+    assert!(client.claim(&claim).await.expect("claim").iter().any(|t| t.id == task.id));
+    client.complete(&SettleParams::new(&task.id, "w").result(json!(result))).await.expect("complete");
+}
+
+/// A wait by key started before the key has a task is still waiting when
+/// the task is submitted, follows a `replace` onto the new task (never
+/// returning the one it replaced), and ends with the new task's result.
+pub async fn a_wait_by_key_waits_for_the_key_and_follows_a_replace(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    let waiter = {
+        let client = client.clone();
+        tokio::spawn(async move { client.wait_by_key("order-1", &within(Duration::from_secs(20))).await })
+    };
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let first = client.submit("ship", &json!({"v": 1})).key("order-1").await.expect("submit");
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let replace = SubmitOptions::new().key("order-1").conflict(Conflict::Replace);
+    let second = client.submit("ship", &json!({"v": 2})).options(replace).await.expect("replace");
+    assert_ne!(first.id, second.id);
+    run_key(&client, "order-1", json!("shipped v2")).await;
+    let done = waiter.await.expect("the waiter task").expect("the wait ends with the new task");
+    assert_eq!((done.id, done.status), (second.id, TaskStatus::Succeeded));
+    assert_eq!(done.result, Some(Json::from(json!("shipped v2"))));
+}
+
+/// A wait by id for a task submitted only after the wait began (another
+/// process submitting it, say) waits instead of failing at once.
+pub async fn a_wait_by_id_waits_for_a_task_not_visible_yet(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    let task = SubmitOptions::new().to_new_task("later", Json::null()).expect("a valid task");
+    let waiter = {
+        let (client, id) = (client.clone(), task.id.clone());
+        tokio::spawn(async move { client.wait(&id, &within(Duration::from_secs(20))).await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    client.store().submit(&task).await.expect("submit the prepared task");
+    let claim = ClaimParams::new("w", 60_000).draw(ClaimDraw::new(vec!["default".into()]).limit(1));
+    client.claim(&claim).await.expect("claim");
+    client.complete(&SettleParams::new(&task.id, "w").result(json!(7))).await.expect("complete");
+    let done = waiter.await.expect("the waiter task").expect("the wait ends");
+    assert_eq!((done.id, done.status), (task.id, TaskStatus::Succeeded));
+}
+
+/// A wait that runs out of time carries the id or key, the last snapshot,
+/// and a diagnosis a newcomer can act on.
+pub async fn a_timed_out_wait_says_what_the_task_is_doing(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    let orphan = client.submit("nobody_runs_this", &json!({})).queue("lonely").await.expect("submit");
+    match client.wait(&orphan.id, &within(Duration::from_millis(300))).await {
+        Err(Error::TaskTimeout { task_id, key: None, last_seen: Some(seen), diagnosis, .. }) => {
+            assert_eq!((task_id.as_deref(), seen.status), (Some(orphan.id.as_str()), TaskStatus::Queued));
+            assert!(diagnosis.contains("never claimed"), "{diagnosis}");
+            assert!(diagnosis.contains("nobody_runs_this") && diagnosis.contains("lonely"), "{diagnosis}");
+        }
+        other => panic!("expected TaskTimeout with a snapshot, got {other:?}"),
+    }
+    let delayed = client.submit("later", &json!({})).delay(Duration::from_secs(3_600)).await.expect("submit");
+    let err = client.wait(&delayed.id, &within(Duration::from_millis(200))).await.expect_err("times out");
+    assert!(err.to_string().contains("delayed"), "{err}");
+    match client.wait_by_key("no-such-key", &within(Duration::from_millis(200))).await {
+        Err(Error::TaskTimeout { task_id: None, key: Some(key), last_seen: None, diagnosis, .. }) => {
+            assert_eq!(key, "no-such-key");
+            assert!(diagnosis.contains("no task has this key yet"), "{diagnosis}");
+        }
+        other => panic!("expected TaskTimeout by key, got {other:?}"),
+    }
+}
