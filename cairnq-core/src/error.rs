@@ -391,6 +391,41 @@ pub(crate) fn require_positive(field: &'static str, value: i64) -> Result<()> {
     if value < 1 { Err(Error::validation(field, format!("{value} is below 1"))) } else { Ok(()) }
 }
 
+/// "task ID", "the task of key K" or both, for a timeout's message.
+fn waited_for(task_id: Option<&str>, key: Option<&str>) -> String {
+    match (task_id, key) {
+        (Some(id), Some(key)) => format!("task {id} (key {key:?})"),
+        (Some(id), None) => format!("task {id}"),
+        (None, Some(key)) => format!("the task of key {key:?}"),
+        (None, None) => "the task".to_string(),
+    }
+}
+
+impl Undecodable {
+    /// The error a read of this one row answers with.
+    pub fn into_error(self) -> Error {
+        Error::Undecodable(self)
+    }
+}
+
+impl From<Undecodable> for Error {
+    fn from(row: Undecodable) -> Self {
+        row.into_error()
+    }
+}
+
+impl From<JsonError> for Error {
+    fn from(error: JsonError) -> Self {
+        Error::Serialization(error.0)
+    }
+}
+
+impl From<UnknownStatus> for Error {
+    fn from(status: UnknownStatus) -> Self {
+        Error::validation("status", status.to_string())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     //! Display texts and the unusable / replicate helpers.
@@ -482,40 +517,5 @@ mod tests {
         let err = require_text("queue", "a\0b").expect_err("NUL refused");
         assert_eq!(err.kind(), ErrorKind::ValidationError);
         assert!(err.to_string().starts_with("invalid queue: contains a NUL"), "{err}");
-    }
-}
-
-/// "task ID", "the task of key K" or both, for a timeout's message.
-fn waited_for(task_id: Option<&str>, key: Option<&str>) -> String {
-    match (task_id, key) {
-        (Some(id), Some(key)) => format!("task {id} (key {key:?})"),
-        (Some(id), None) => format!("task {id}"),
-        (None, Some(key)) => format!("the task of key {key:?}"),
-        (None, None) => "the task".to_string(),
-    }
-}
-
-impl Undecodable {
-    /// The error a read of this one row answers with.
-    pub fn into_error(self) -> Error {
-        Error::Undecodable(self)
-    }
-}
-
-impl From<Undecodable> for Error {
-    fn from(row: Undecodable) -> Self {
-        row.into_error()
-    }
-}
-
-impl From<JsonError> for Error {
-    fn from(error: JsonError) -> Self {
-        Error::Serialization(error.0)
-    }
-}
-
-impl From<UnknownStatus> for Error {
-    fn from(status: UnknownStatus) -> Self {
-        Error::validation("status", status.to_string())
     }
 }
