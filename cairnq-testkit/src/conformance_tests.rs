@@ -61,6 +61,11 @@ macro_rules! worker_suite_tests {
             "multi_thread": complete_batch_settles_each_task_as_complete_would,
             "multi_thread": a_submit_returns_the_row_it_wrote,
             "multi_thread": a_refused_result_fails_only_its_own_task,
+            "multi_thread": a_closed_store_refuses_every_call,
+            "multi_thread": submit_many_is_all_or_nothing,
+            "multi_thread": keyed_submits_from_concurrent_producers_keep_one_live_task_per_key,
+            "multi_thread": concurrent_claimers_never_take_the_same_row,
+            "multi_thread": a_killed_submitter_loses_no_acknowledged_submit,
         );
     };
 }
