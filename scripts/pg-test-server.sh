@@ -8,10 +8,11 @@
 # `start` is idempotent: a server already running in <dir> is reused and its DSN
 # printed again, so every test binary can call it. The server listens on
 # 127.0.0.1 only, with fsync off (test data is disposable; PG_TEST_FSYNC=on for
-# benchmarks, which must not take that shortcut). Roles:
-#   postgres        superuser, trust auth (the DSN printed)
-#   cairnq_pw       password auth (password `cairnq-pw`), for wrong-password tests
-#   cairnq_noddl    trust auth, may connect but not create tables or schemas
+# benchmarks, which must not take that shortcut). The superuser `postgres`
+# connects by trust (the DSN printed); every other role must give its password,
+# so the tests that make a role of their own (cairnq_testkit::postgres::TestRole)
+# can show a wrong password refused. No other role is made here: a test needs
+# to run against any server a user points CAIRNQ_TEST_PG_DSN at.
 # Binaries come from PG_BIN, else /usr/lib/postgresql/<newest>/bin, else PATH.
 # As root, the server runs as the `postgres` user (initdb refuses root).
 set -euo pipefail
@@ -47,20 +48,14 @@ init_cluster() {
     if [[ $(id -u) -eq 0 ]]; then chown postgres: "$dir"; fi
     as_owner "$bin/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 --locale=C >"$dir/initdb.log" 2>&1
     cat >"$dir/data/pg_hba.conf" <<HBA
-# cairnq test server: local TCP only; one role needs a password.
-host all cairnq_pw 127.0.0.1/32 scram-sha-256
-host all all 127.0.0.1/32 trust
+# cairnq test server: local TCP only; roles other than postgres need a password.
+host all postgres 127.0.0.1/32 trust
+host all all 127.0.0.1/32 scram-sha-256
 HBA
 }
 
-create_roles() {
-    local port=$1
-    psql_admin "$port" -d postgres -c "create database cairnq_test"
-    psql_admin "$port" -d cairnq_test <<SQL
-create role cairnq_pw login password 'cairnq-pw';
-grant all on database cairnq_test to cairnq_pw;
-create role cairnq_noddl login;
-SQL
+create_database() {
+    psql_admin "$1" -d postgres -c "create database cairnq_test"
 }
 
 # Tests make schemas and databases named t_<epoch ms>_<random>; a reused
@@ -93,7 +88,7 @@ start() {
             -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories='' -c fsync=${PG_TEST_FSYNC:-off} -c max_connections=400" \
             start >/dev/null 9>&-
     fi
-    if [[ $fresh -eq 1 ]]; then create_roles "$port"; else sweep_stale "$port"; fi
+    if [[ $fresh -eq 1 ]]; then create_database "$port"; else sweep_stale "$port"; fi
     dsn "$port"
 }
 

@@ -7,6 +7,11 @@
 //! ([`worker_suite`]) runs real worker loops and real processes against it.
 //! `sqlite` (the default `sqlite` feature) holds the factory for our own
 //! SQLite backend.
+//!
+//! What every test crate of the workspace shares is here once too: the
+//! child-process protocol ([`child`]: a worker, submitter or opener in a
+//! process of its own) and the helpers ([`support`]: `eventually`,
+//! `finished`, `count`, ...).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -16,6 +21,7 @@ use cairnq_core::{Result, Store};
 
 #[cfg(feature = "bench")]
 pub mod bench;
+pub mod child;
 mod conformance_tests;
 pub mod forwarding;
 #[cfg(feature = "postgres")]
@@ -23,6 +29,7 @@ pub mod postgres;
 pub mod scenario;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+pub mod support;
 #[cfg(unix)]
 pub mod unprivileged;
 pub mod worker_suite;

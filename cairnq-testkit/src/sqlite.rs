@@ -2,7 +2,7 @@
 //! database file in a temp directory the factory owns, so scenarios never
 //! see each other's rows and the files vanish with the factory.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -30,9 +30,15 @@ pub struct SqliteFactory {
 impl SqliteFactory {
     /// A factory over a new temp directory.
     pub fn new() -> Result<Self> {
+        Self::new_in(std::env::temp_dir())
+    }
+
+    /// A factory over a new directory inside `parent` (removed on drop as
+    /// well): where the files' disk matters, as for benchmarks.
+    pub fn new_in(parent: impl AsRef<Path>) -> Result<Self> {
         let dir = tempfile::Builder::new()
-            .prefix("cairnq-conformance-")
-            .tempdir()
+            .prefix("cairnq-stores-")
+            .tempdir_in(parent)
             .map_err(|e| Error::storage("cannot create a temp directory for SQLite stores", e))?;
         Ok(Self { dir, opened: AtomicUsize::new(0) })
     }

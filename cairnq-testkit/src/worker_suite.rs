@@ -1,6 +1,7 @@
 //! The worker suite: real worker loops (and real worker processes) against
 //! any backend, so SQLite, Postgres and third-party stores run the worker
-//! through the same tests.
+//! through the same tests; beside them, the client-level tests the JSON
+//! scenarios cannot express (concurrency, closed stores, killed processes).
 //!
 //! Every test is a `pub async fn(&dyn BackendFactory)` that panics on a
 //! failed assertion. Call them from a backend's or the worker's test crate
@@ -14,12 +15,12 @@
 //! # }
 //! ```
 //!
-//! The crash, chaos and graceful-stop tests start the `cairnq-test-worker`
-//! binary ([`child`]); they need a store another process can open (a
+//! The crash, chaos and graceful-stop tests start child processes
+//! ([`crate::child`]); they need a store another process can open (a
 //! [`StoreLocator`](crate::StoreLocator)) and skip with a message otherwise.
 
 mod chaos;
-pub mod child;
+mod clients;
 mod lifecycle;
 mod limits;
 mod outcomes;
@@ -29,6 +30,11 @@ mod support;
 mod waits;
 
 pub use chaos::random_sigkills_lose_no_task;
+pub use clients::{
+    a_closed_store_refuses_every_call, a_killed_submitter_loses_no_acknowledged_submit,
+    concurrent_claimers_never_take_the_same_row, keyed_submits_from_concurrent_producers_keep_one_live_task_per_key,
+    submit_many_is_all_or_nothing,
+};
 pub use lifecycle::{
     a_killed_worker_is_recovered_after_its_lease, a_stopped_worker_claims_nothing_more,
     a_suspended_worker_reports_its_lost_leases, cancel_wins_on_every_path, sigterm_drains_then_abandons,

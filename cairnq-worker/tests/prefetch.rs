@@ -8,17 +8,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use cairnq_core::{CairnQ, ListFilter, TaskSpec, TaskStatus};
+use cairnq_testkit::support::count;
 use cairnq_worker::{TaskContext, TaskError, Worker, WorkerOptions};
 use serde_json::{Value, json};
 
 async fn sqlite_client(dir: &tempfile::TempDir) -> CairnQ {
     let store = cairnq_sqlite::SqliteStore::open(dir.path().join("prefetch.db")).await.expect("open SQLite");
     CairnQ::new(store)
-}
-
-async fn count(client: &CairnQ, status: TaskStatus) -> u64 {
-    let stats = client.stats(Some("default")).await.expect("stats");
-    stats.get("default").map(|c| c.get(status)).unwrap_or(0)
 }
 
 /// Concurrency 2, 600 no-op tasks, stopped mid-run: every claimed task was

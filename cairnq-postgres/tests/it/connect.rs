@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use cairnq_core::ErrorKind;
 use cairnq_postgres::{PostgresOptions, PostgresStore};
-use cairnq_testkit::postgres::{dsn_with_database, dsn_with_user, fresh_schema_name};
+use cairnq_testkit::postgres::{TestRole, dsn_with_database, fresh_schema_name};
 
-use crate::support::{count, dsn, dsn_as, fresh, raw};
+use crate::support::{count, dsn, fresh, raw};
 
 /// A connect attempt must end on its own; this only stops a hung test.
 const NO_HANG: Duration = Duration::from_secs(60);
@@ -134,24 +134,53 @@ async fn a_server_that_never_answers_fails_within_the_connect_timeout() {
     drop(silent);
 }
 
+/// A role of the test's own; `None` (after printing why) when the server's
+/// user may not create one.
+async fn own_role() -> Option<TestRole> {
+    match TestRole::create(&dsn()).await {
+        Ok(role) => Some(role),
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            None
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_password_is_a_permanent_storage_error() {
-    let err = connect_error(&dsn_as("cairnq_pw:wrong"), Duration::from_secs(5)).await;
+    let Some(role) = own_role().await else { return };
+    if !role.password_is_checked(&dsn()).await {
+        return eprintln!(
+            "skipped: the server lets role {} in with a wrong password (pg_hba.conf trusts it), so there is no \
+             refusal to test",
+            role.name()
+        );
+    }
+    let err = connect_error(&role.dsn_with_password(&dsn(), "wrong"), Duration::from_secs(5)).await;
     assert_eq!(err.kind(), ErrorKind::StorageError, "{err}");
     assert!(!err.is_transient(), "retrying a wrong password cannot help: {err}");
     assert!(err.to_string().contains("password"), "{err}");
 
+    // The role may create its schema; dropping the role drops the schema.
+    let grant = format!(
+        "do $$ begin execute format('grant create on database %I to {}', current_database()); end $$",
+        role.name()
+    );
+    raw(&dsn()).await.batch_execute(&grant).await.expect("grant create");
     let right = PostgresOptions::new().schema(fresh_schema_name()).listen(false);
-    PostgresStore::connect_with(&dsn_as("cairnq_pw:cairnq-pw"), right).await.expect("the right password connects");
+    PostgresStore::connect_with(&role.dsn(&dsn()), right).await.expect("the right password connects");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_role_that_may_not_create_tables_gets_a_clear_error() {
-    // A database with no installation, so the role's first act is a CREATE.
+    let Some(role) = own_role().await else { return };
+    // A database with no installation, so the role's first act is a CREATE;
+    // before Postgres 15 everyone may create in `public` unless revoked.
     let db = ScratchDatabase::create().await;
-    let noddl = dsn_with_user(&db.dsn(), "cairnq_noddl");
+    raw(&db.dsn()).await.batch_execute("revoke create on schema public from public").await.expect("revoke");
+    let as_role = role.dsn(&db.dsn());
     for options in [PostgresOptions::new(), PostgresOptions::new().schema("jobs")] {
-        let attempt = PostgresStore::connect_with(&noddl, options.listen(false));
+        let attempt = PostgresStore::connect_with(&as_role, options.listen(false));
         let err = tokio::time::timeout(NO_HANG, attempt).await.expect("no hang").expect_err("refused");
         assert_eq!(err.kind(), ErrorKind::StorageError, "{err}");
         assert!(!err.is_transient(), "{err}");

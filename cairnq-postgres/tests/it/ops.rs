@@ -1,11 +1,10 @@
-//! The operations on a real server: a task's whole life, keyed submits
-//! under concurrency, concurrent claimers, the database clock, and values
-//! Postgres cannot store.
+//! The operations on a real server: a task's whole life, the database
+//! clock, values Postgres cannot store, and claims and purges whatever plan
+//! the statistics give (keyed producers, concurrent claimers, closed stores
+//! and batches refused whole are in the shared suite, `tests/conformance.rs`).
 
-use std::collections::HashSet;
-
-use cairnq_core::store::{ClaimDraw, ClaimParams, FailParams, HeartbeatParams, ProgressParams, SettleParams};
-use cairnq_core::{ErrorKind, ListFilter, PurgeFilter, TaskStatus};
+use cairnq_core::store::{ClaimDraw, ClaimParams, HeartbeatParams, ProgressParams, SettleParams};
+use cairnq_core::{ErrorKind, ListFilter, PurgeFilter, TaskSpec, TaskStatus};
 use serde_json::json;
 
 use crate::support::{count, dsn, fresh_client, raw};
@@ -49,87 +48,6 @@ async fn a_task_lives_submit_claim_progress_complete_purge() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_retryable_failure_requeues_and_cancel_wins() {
-    let (client, _store, _) = fresh_client().await;
-    let task = client.submit("flaky", &json!(1)).await.expect("submit");
-    client.claim(&claim_one("w", "default")).await.expect("claim");
-    let envelope = json!({"type": "Boom", "code": "handler_error", "message": "x", "retryable": true, "details": {}});
-    let failed =
-        client.fail(&FailParams::new(&task.id, "w").error(envelope.clone()).retryable(true)).await.expect("fail");
-    assert_eq!(
-        (failed.status, failed.worker_id, failed.error),
-        (TaskStatus::Queued, None, Some(envelope.clone().into()))
-    );
-
-    client.claim(&claim_one("w", "default")).await.expect("claim again");
-    let requested = client.cancel(&task.id).await.expect("cancel").expect("running task");
-    assert_eq!(requested.status, TaskStatus::Running);
-    assert!(requested.cancel_requested_at_ms.is_some());
-    let canceled = client.fail(&FailParams::new(&task.id, "w").error(envelope).retryable(true)).await.expect("fail");
-    assert_eq!(canceled.status, TaskStatus::Canceled, "cancel wins over the requeue");
-    assert!(client.cancel(&task.id).await.expect("cancel").is_none(), "a terminal task matches nothing");
-    let retried = client.retry(&task.id, true).await.expect("retry").expect("canceled task");
-    assert_eq!((retried.status, retried.attempt), (TaskStatus::Queued, 0));
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn keyed_submits_under_concurrency_keep_one_live_task_per_key() {
-    let (client, _store, schema) = fresh_client().await;
-    let producers: Vec<_> = (0..4)
-        .map(|producer| {
-            let client = client.clone();
-            tokio::spawn(async move {
-                for i in 0..1000 {
-                    let key = format!("k{}", (i * 7 + producer) % 100);
-                    client.submit("keyed", &json!({"i": i})).key(key.as_str()).await.expect("keyed submit");
-                }
-            })
-        })
-        .collect();
-    for producer in producers {
-        producer.await.expect("producer");
-    }
-    let admin = raw(&dsn()).await;
-    assert_eq!(count(&admin, &format!("select count(*) from {schema}.cairnq_tasks")).await, 100);
-    let live = format!("select count(*) from {schema}.cairnq_tasks where status = 'queued'");
-    assert_eq!(count(&admin, &live).await, 100);
-    let keys = format!(
-        "select count(distinct k.task_id) from {schema}.cairnq_task_keys k join {schema}.cairnq_tasks t on t.id = k.task_id"
-    );
-    assert_eq!(count(&admin, &keys).await, 100, "every key points at its own live task");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn concurrent_claimers_never_take_the_same_row() {
-    let (client, _store, _) = fresh_client().await;
-    let specs: Vec<_> = (0..60).map(|i| cairnq_core::TaskSpec::new("job", &json!(i))).collect();
-    client.submit_many(&specs).await.expect("submit_many");
-    let claimers: Vec<_> = (0..4)
-        .map(|n| {
-            let client = client.clone();
-            tokio::spawn(async move {
-                let params =
-                    ClaimParams::new(format!("w{n}"), 30_000).draw(ClaimDraw::new(vec!["default".into()]).limit(3));
-                let mut mine = Vec::new();
-                loop {
-                    let got = client.claim(&params).await.expect("claim");
-                    if got.is_empty() {
-                        return mine;
-                    }
-                    mine.extend(got.into_iter().map(|t| t.id));
-                }
-            })
-        })
-        .collect();
-    let mut ids = Vec::new();
-    for claimer in claimers {
-        ids.extend(claimer.await.expect("claimer"));
-    }
-    assert_eq!(ids.len(), 60, "every task claimed exactly once");
-    assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 60);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn times_come_from_the_database_clock() {
     let (client, _store, _) = fresh_client().await;
     let admin = raw(&dsn()).await;
@@ -148,6 +66,9 @@ async fn nul_in_json_is_refused_before_anything_is_written() {
     assert_eq!(err.kind(), ErrorKind::SerializationError, "{err}");
     let err = client.submit("t", &json!({})).metadata(json!({"k\u{0}": 1})).await.expect_err("refused");
     assert_eq!(err.kind(), ErrorKind::SerializationError, "{err}");
+    let batch = [TaskSpec::new("a", &json!(1)), TaskSpec::new("b", &json!("\u{0}"))];
+    let err = client.submit_many(&batch).await.expect_err("the second item is refused");
+    assert_eq!(err.kind(), ErrorKind::SerializationError, "{err}");
     let admin = raw(&dsn()).await;
     assert_eq!(count(&admin, &format!("select count(*) from {schema}.cairnq_tasks")).await, 0);
 
@@ -159,30 +80,13 @@ async fn nul_in_json_is_refused_before_anything_is_written() {
     assert_eq!(still.status, TaskStatus::Running, "the refused result changed nothing");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_closed_store_refuses_further_calls() {
-    let (client, _store, _) = fresh_client().await;
-    client.close().await.expect("close");
-    let err = client.get("task_x").await.expect_err("closed");
-    assert_eq!(err.kind(), ErrorKind::StoreClosed, "{err}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_submit_many_is_all_or_nothing() {
-    let (client, _store, schema) = fresh_client().await;
-    let specs = vec![cairnq_core::TaskSpec::new("a", &json!(1)), cairnq_core::TaskSpec::new("b", &json!("\u{0}"))];
-    client.submit_many(&specs).await.expect_err("the second item is refused");
-    let admin = raw(&dsn()).await;
-    assert_eq!(count(&admin, &format!("select count(*) from {schema}.cairnq_tasks")).await, 0);
-}
-
 /// Planner statistics that know the rows are there (as autovacuum soon
 /// makes them) must not change what a claim or a purge takes: each takes
 /// exactly the rows due, up to its limit, whatever join the planner picks.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claims_and_purges_take_every_due_row_under_any_plan() {
     let (client, _store, schema) = fresh_client().await;
-    let specs: Vec<_> = (0..256).map(|i| cairnq_core::TaskSpec::new("embed", &json!(i))).collect();
+    let specs: Vec<_> = (0..256).map(|i| TaskSpec::new("embed", &json!(i))).collect();
     client.submit_many(&specs).await.expect("submit_many");
     let admin = raw(&dsn()).await;
     admin.batch_execute(&format!("analyze {schema}.cairnq_tasks")).await.expect("analyze");

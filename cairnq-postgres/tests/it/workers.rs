@@ -3,88 +3,41 @@
 //! queue, push wakeups against a long poll, and a server restart mid-drain.
 //! What matters is behaviour: every task runs once and ends succeeded.
 
-use std::io::{BufRead, BufReader};
-use std::process::Child;
 use std::time::{Duration, Instant};
 
 use cairnq_core::{CairnQ, Store, TaskSpec};
 use cairnq_postgres::{PostgresOptions, PostgresStore};
 use cairnq_testkit::StoreLocator;
+use cairnq_testkit::child::{ChildArgs, ChildMode, ChildProcess};
 use cairnq_testkit::postgres::TestServer;
-use cairnq_testkit::worker_suite::child::{ChildArgs, ChildMode, spawn_child, terminate};
+use cairnq_testkit::support::eventually_within;
 use serde_json::json;
-use tokio::sync::mpsc;
 
 use crate::support::{count, dsn, fresh_client, raw};
 
 /// Far longer than anything here should take; reaching it is a failure.
 const LONG: Duration = Duration::from_secs(300);
 
-/// A worker process and its stdout lines, each stamped when it was read.
-/// Dropping it kills the process (a failed test leaves none behind).
-struct WorkerProcess {
-    child: Option<Child>,
-    lines: mpsc::UnboundedReceiver<(Instant, String)>,
+/// Starts a worker process (killed when dropped, so a failed test leaves
+/// none behind).
+fn spawn_worker(args: &ChildArgs) -> ChildProcess {
+    ChildProcess::spawn(args).expect("start a worker process")
 }
 
-impl WorkerProcess {
-    fn spawn(args: &ChildArgs) -> Self {
-        let mut child = spawn_child(args).expect("start a worker process");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let (sender, lines) = mpsc::unbounded_channel();
-        // A thread of its own: reading a pipe blocks.
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if sender.send((Instant::now(), line)).is_err() {
-                    break;
-                }
-            }
-        });
-        Self { child: Some(child), lines }
-    }
-
-    /// The next stdout line and when it was read.
-    async fn next_line(&mut self) -> (Instant, String) {
-        tokio::time::timeout(LONG, self.lines.recv())
-            .await
-            .expect("the worker process printed a line in time")
-            .expect("the worker process is still running")
-    }
-
-    /// SIGTERM, wait for a clean exit, and return every line not read yet.
-    async fn stop(mut self) -> Vec<String> {
-        let mut child = self.child.take().expect("a running child");
-        terminate(&child).expect("SIGTERM the worker process");
-        let status = tokio::task::spawn_blocking(move || child.wait()).await.expect("waiter").expect("exit");
-        assert!(status.success(), "the worker process exited with {status}");
-        let mut rest = Vec::new();
-        while let Some((_, line)) = self.lines.recv().await {
-            rest.push(line);
-        }
-        rest
-    }
-}
-
-impl Drop for WorkerProcess {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
+/// SIGTERM, a clean exit, and every line not read yet.
+async fn stop_worker(mut worker: ChildProcess) -> Vec<String> {
+    let (status, rest) = worker.stop(LONG).await.expect("the worker process exits after SIGTERM");
+    assert!(status.success(), "the worker process exited with {status}: {rest:?}");
+    rest
 }
 
 /// Polls `probe` until it holds, failing after [`LONG`].
-async fn eventually<F, Fut>(what: &str, mut probe: F)
+async fn eventually<F, Fut>(what: &str, probe: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let deadline = Instant::now() + LONG;
-    while !probe().await {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually_within(what, LONG, probe).await;
 }
 
 /// `select count(*) from <schema>.cairnq_tasks where <condition>`.
@@ -100,7 +53,7 @@ async fn four_worker_processes_drain_ten_thousand_tasks_each_run_once() {
     // A lease no run comes near: any second run would be a double claim,
     // not a recovery after an expiry.
     (args.concurrency, args.lease_ms, args.drain_ms) = (8, 600_000, 5_000);
-    let workers: Vec<_> = (0..4).map(|_| WorkerProcess::spawn(&args)).collect();
+    let workers: Vec<_> = (0..4).map(|_| spawn_worker(&args)).collect();
 
     let started = Instant::now();
     for _ in 0..TASKS / 500 {
@@ -112,7 +65,7 @@ async fn four_worker_processes_drain_ten_thousand_tasks_each_run_once() {
         .await;
     eprintln!("4 worker processes drained {TASKS} tasks in {:?} (submits included)", started.elapsed());
     for worker in workers {
-        worker.stop().await;
+        stop_worker(worker).await;
     }
 
     assert_eq!(tasks_where(&db, &schema, "true").await, TASKS);
@@ -133,12 +86,13 @@ async fn push_wakeups_start_tasks_long_before_a_five_second_poll() {
     let (client, _store, schema) = fresh_client().await;
     let mut args = ChildArgs::new(StoreLocator::Postgres { dsn: dsn(), schema }, ChildMode::Hang);
     (args.concurrency, args.poll_ms, args.lease_ms) = (16, 5_000, 60_000);
-    let mut worker = WorkerProcess::spawn(&args);
+    let mut worker = spawn_worker(&args);
 
     // The first claim happens at start-up; afterwards the worker is idle in
     // a 5 s wait, and gives its listener time to come up.
     let warm_up = client.submit("crash", &json!({})).await.expect("submit");
-    assert_eq!(worker.next_line().await.1, format!("started {}", warm_up.id));
+    let started = worker.line_starting("started ", LONG).await.expect("the worker starts the task");
+    assert_eq!(started, format!("started {}", warm_up.id));
     tokio::time::sleep(Duration::from_millis(1_500)).await;
 
     for _ in 0..10 {
@@ -146,12 +100,12 @@ async fn push_wakeups_start_tasks_long_before_a_five_second_poll() {
         // only ~5 s later: a start well before that was pushed.
         let submitted = Instant::now();
         let task = client.submit("crash", &json!({})).await.expect("submit");
-        let (at, line) = worker.next_line().await;
+        let (at, line) = worker.next_line(LONG).await.expect("the worker starts the task");
         assert_eq!(line, format!("started {}", task.id));
         let delay = at.duration_since(submitted);
         assert!(delay < Duration::from_millis(2_500), "task started {delay:?} after its submit: not pushed");
     }
-    worker.stop().await;
+    stop_worker(worker).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -159,7 +113,7 @@ async fn without_a_listener_a_polling_worker_drains_every_task() {
     let (client, _store, schema) = fresh_client().await;
     let mut args = ChildArgs::new(StoreLocator::Postgres { dsn: dsn(), schema: schema.clone() }, ChildMode::Sleep);
     (args.concurrency, args.poll_ms, args.lease_ms, args.listen) = (4, 100, 60_000, false);
-    let worker = WorkerProcess::spawn(&args);
+    let worker = spawn_worker(&args);
 
     // Spread over time, so most arrive while the worker is waiting.
     for _ in 0..20 {
@@ -169,7 +123,7 @@ async fn without_a_listener_a_polling_worker_drains_every_task() {
     let db = raw(&dsn()).await;
     eventually("every task succeeded", || async { tasks_where(&db, &schema, "status = 'succeeded'").await == 20 })
         .await;
-    worker.stop().await;
+    stop_worker(worker).await;
     assert_eq!(tasks_where(&db, &schema, "attempt = 1").await, 20);
 }
 
@@ -201,7 +155,7 @@ async fn a_server_restart_mid_drain_loses_no_acknowledged_task() {
         ChildMode::Sleep,
     );
     (args.concurrency, args.lease_ms, args.report_issues) = (4, 5_000, true);
-    let worker = WorkerProcess::spawn(&args);
+    let worker = spawn_worker(&args);
 
     let (stop, stopping) = tokio::sync::watch::channel(false);
     let submitter = tokio::spawn(submit_until(CairnQ::new(store.clone()), stopping));
@@ -225,7 +179,7 @@ async fn a_server_restart_mid_drain_loses_no_acknowledged_task() {
         row.get::<_, i64>(0) == ids.len() as i64
     })
     .await;
-    let lines = worker.stop().await;
+    let lines = stop_worker(worker).await;
     let issues = lines.iter().filter(|l| l.starts_with("issue ")).count();
     assert!(issues >= 1, "the outage reached the worker's on_error hook: {lines:?}");
     eprintln!("{} acknowledged submits, all succeeded; {issues} worker issues reported", acknowledged.len());
@@ -255,14 +209,14 @@ async fn slow_settles_bound_what_a_worker_holds() {
     client.submit_many(&specs).await.expect("submit_many");
     let mut args = ChildArgs::new(StoreLocator::Postgres { dsn: dsn(), schema: schema.clone() }, ChildMode::Sleep);
     (args.concurrency, args.poll_ms, args.lease_ms) = (64, 50, 120_000);
-    let worker = WorkerProcess::spawn(&args);
+    let worker = spawn_worker(&args);
     let (mut most_held, deadline) = (0, Instant::now() + Duration::from_secs(120));
     while tasks_where(&db, &schema, "status = 'succeeded'").await < TASKS {
         assert!(Instant::now() < deadline, "the worker did not drain in time");
         most_held = most_held.max(tasks_where(&db, &schema, "status = 'running'").await);
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    worker.stop().await;
+    stop_worker(worker).await;
     eprintln!("most rows held at once: {most_held}");
     assert!(most_held > 1_000, "the settles did lag ({most_held} held at most): the test measured something");
     assert!(most_held < 4_000, "{most_held} claimed rows waited for settles at once");

@@ -1,11 +1,12 @@
 //! Shared helpers: fresh stores on temp files, raw read connections, and
-//! spawning this test binary as a child process.
+//! the child process's arguments for a file.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 
 use cairnq_core::CairnQ;
 use cairnq_sqlite::{SqliteOptions, SqliteStore};
+use cairnq_testkit::StoreLocator;
+use cairnq_testkit::child::{ChildArgs, ChildMode};
 use rusqlite::{Connection, OpenFlags};
 use tempfile::TempDir;
 
@@ -38,33 +39,7 @@ pub(crate) fn count(path: &Path, sql: &str) -> i64 {
     raw(path).query_row(sql, [], |r| r.get(0)).expect("count query")
 }
 
-/// Spawns this test binary running `child_process_entry` in `mode`, with
-/// a piped stdin (modes that wait for a go-ahead read it).
-pub(crate) fn spawn_child(mode: &str, path: &Path, stdout: Stdio) -> Child {
-    child_command(Command::new(std::env::current_exe().expect("current exe")), mode, path, stdout)
-}
-
-/// [`spawn_child`] as a user file permissions stop (see
-/// `cairnq_testkit::unprivileged`); `None` after printing why there is
-/// none.
-pub(crate) fn spawn_unprivileged_child(mode: &str, path: &Path, stdout: Stdio) -> Option<Child> {
-    match cairnq_testkit::unprivileged::command(&std::env::current_exe().expect("current exe")) {
-        Ok(command) => Some(child_command(command, mode, path, stdout)),
-        Err(reason) => {
-            eprintln!("skipped: {reason}");
-            None
-        }
-    }
-}
-
-fn child_command(mut command: Command, mode: &str, path: &Path, stdout: Stdio) -> Child {
-    command
-        .args(["--ignored", "--exact", "child_process_entry", "--nocapture", "--test-threads", "1"])
-        .env("CAIRNQ_SQLITE_CHILD", mode)
-        .env("CAIRNQ_SQLITE_PATH", path)
-        .stdin(Stdio::piped())
-        .stdout(stdout)
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn child")
+/// The testkit's child process on the database at `path`.
+pub(crate) fn child_args(path: &Path, mode: ChildMode) -> ChildArgs {
+    ChildArgs::new(StoreLocator::Sqlite { path: path.to_path_buf() }, mode)
 }

@@ -1,33 +1,12 @@
-//! Contention: several stores on one file, and group commit in one store.
+//! Contention: group commit in one store, and another process holding the
+//! write lock (keyed producers on several stores of one file are in the
+//! shared suite).
 
 use std::sync::Arc;
 
 use cairnq_core::{CairnQ, Store, SubmitOptions};
 
 use crate::common::{count, fresh_path, open_store};
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn four_producers_with_keyed_reuse_leave_one_live_task_per_key() {
-    let fresh = fresh_path();
-    let mut producers = Vec::new();
-    for producer in 0..4 {
-        // Separate stores: four writer connections contend for the file.
-        let client = CairnQ::new(open_store(&fresh.path).await);
-        producers.push(tokio::spawn(async move {
-            for n in 0..1_000 {
-                let key = format!("key-{}", (n * 7 + producer) % 100);
-                client.submit("keyed", &serde_json::json!({ "n": n })).key(&key).await.expect("keyed submit");
-            }
-            client.close().await.expect("close");
-        }));
-    }
-    for p in producers {
-        p.await.expect("producer");
-    }
-    assert_eq!(count(&fresh.path, "select count(*) from cairnq_tasks where status in ('queued', 'running')"), 100);
-    assert_eq!(count(&fresh.path, "select count(*) from cairnq_tasks"), 100, "reuse never inserts twice");
-    assert_eq!(count(&fresh.path, "select count(distinct task_id) from cairnq_task_keys"), 100);
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixty_four_concurrent_writers_share_commits() {

@@ -1,14 +1,16 @@
 //! Opening: foreign protocol versions, bad paths, cold starts.
 
-use std::process::Stdio;
+use std::time::Duration;
 
 use cairnq_core::ErrorKind;
 use cairnq_sqlite::SqliteStore;
-
+use cairnq_testkit::child::{ChildMode, ChildProcess, child_binary};
 use cairnq_testkit::unprivileged::set_mode;
 
-use crate::child::{OPEN_ERROR, OPENED};
-use crate::common::{count, fresh_path, open_store, raw, spawn_child, spawn_unprivileged_child};
+use crate::common::{child_args, count, fresh_path, open_store, raw};
+
+/// Far longer than a child process takes to open a file.
+const CHILD_PATIENCE: Duration = Duration::from_secs(120);
 
 /// Everything a test can observe of a file: its bytes.
 fn file_bytes(path: &std::path::Path) -> Vec<u8> {
@@ -63,16 +65,18 @@ async fn open_a_file_that_is_not_sqlite_is_a_storage_error_naming_the_path() {
 }
 
 /// What `SqliteStore::open` says in a child process that file permissions
-/// stop: `Ok(())` when it opened, else the error's text. `None`: skipped.
-fn open_as_unprivileged(path: &std::path::Path) -> Option<Result<(), String>> {
-    let output = spawn_unprivileged_child("report_open", path, Stdio::piped())?.wait_with_output().expect("child");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "the child failed: {stdout}");
-    if stdout.lines().any(|line| line == OPENED) {
+/// stop: `Ok(())` when it opened, else the error's text. `None`: skipped
+/// (after printing why).
+async fn open_as_unprivileged(path: &std::path::Path) -> Option<Result<(), String>> {
+    let mut child = ChildProcess::spawn_unprivileged(&child_args(path, ChildMode::Open)).expect("start the child")?;
+    let status = child.wait(CHILD_PATIENCE).await.expect("the child ends");
+    let lines = child.rest().await;
+    assert!(status.success(), "the child failed: {lines:?}");
+    if lines.iter().any(|line| line == "opened") {
         return Some(Ok(()));
     }
-    let error = stdout.lines().find_map(|line| line.strip_prefix(OPEN_ERROR));
-    Some(Err(error.unwrap_or_else(|| panic!("the child reported nothing: {stdout}")).to_string()))
+    let error = lines.iter().find_map(|line| line.strip_prefix("open_error "));
+    Some(Err(error.unwrap_or_else(|| panic!("the child reported nothing: {lines:?}")).to_string()))
 }
 
 /// The brief of an unusable directory: a database SQLite cannot open in WAL
@@ -89,8 +93,8 @@ async fn an_unwritable_directory_is_named_as_the_cause() {
     set_mode(fresh.dir.path(), 0o555).expect("the directory read-only");
     let before = file_bytes(&fresh.path);
 
-    let existing = open_as_unprivileged(&fresh.path);
-    let new = open_as_unprivileged(&fresh.dir.path().join("new.db"));
+    let existing = open_as_unprivileged(&fresh.path).await;
+    let new = open_as_unprivileged(&fresh.dir.path().join("new.db")).await;
     set_mode(fresh.dir.path(), 0o755).expect("restore the directory");
     let (Some(existing), Some(new)) = (existing, new) else { return };
     eprintln!("opening as an unprivileged user: {existing:?} / {new:?}");
@@ -158,15 +162,18 @@ async fn open_migrates_to_the_newest_schema_and_reopens_without_reapplying() {
     assert_eq!(count(&fresh.path, analyzed), 1, "ANALYZE ran on the new database");
 }
 
-#[test]
-fn eight_processes_cold_starting_on_one_new_file_all_open_it_and_apply_each_migration_once() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_processes_cold_starting_on_one_new_file_all_open_it_and_apply_each_migration_once() {
     let fresh = fresh_path();
-    let children: Vec<_> = (0..8).map(|_| spawn_child("open", &fresh.path, Stdio::piped())).collect();
-    for child in children {
-        let output = child.wait_with_output().expect("child output");
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(output.status.success(), "a child failed to open: {stdout}");
-        assert!(stdout.contains(OPENED), "a child did not report opening: {stdout}");
+    let args = child_args(&fresh.path, ChildMode::Open);
+    // Built before the first start, so the eight start together.
+    child_binary().expect("the child binary");
+    let mut children: Vec<_> = (0..8).map(|_| ChildProcess::spawn(&args).expect("start a child")).collect();
+    for child in &mut children {
+        let status = child.wait(CHILD_PATIENCE).await.expect("the child ends");
+        let lines = child.rest().await;
+        assert!(status.success(), "a child failed: {lines:?}");
+        assert!(lines.iter().any(|line| line == "opened"), "a child did not open the file: {lines:?}");
     }
     let migrations = cairnq_protocol::sqlite::MIGRATIONS;
     assert_eq!(count(&fresh.path, "select count(*) from cairnq_migrations"), migrations.len() as i64);

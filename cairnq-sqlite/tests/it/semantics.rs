@@ -85,22 +85,6 @@ async fn fail_requeue_clears_worker_progress_message_and_the_final_failure_keeps
 }
 
 #[tokio::test]
-async fn cancel_wins_on_complete_and_leaves_result_and_progress() {
-    let (_fresh, client, _clock) = with_clock().await;
-    let task = client.submit("job", &serde_json::json!({})).await.expect("submit");
-    client.claim(&claim_one("w", 1_000)).await.expect("claim");
-    client.progress(&ProgressParams::new(&task.id, "w").progress(0.25)).await.expect("progress");
-    let requested = client.cancel(&task.id).await.expect("cancel").expect("running task");
-    assert_eq!(requested.status, TaskStatus::Running);
-    assert!(requested.cancel_requested_at_ms.is_some());
-    let done =
-        client.complete(&SettleParams::new(&task.id, "w").result(serde_json::json!(42))).await.expect("complete");
-    assert_eq!(done.status, TaskStatus::Canceled);
-    assert_eq!((done.result, done.progress), (None, Some(0.25)));
-    assert!(client.cancel(&task.id).await.expect("cancel terminal").is_none());
-}
-
-#[tokio::test]
 async fn lease_recovery_cancels_requeues_or_fails_with_the_lease_expired_envelope() {
     let (_fresh, client, clock) = with_clock().await;
     let canceled = client.submit("job", &serde_json::json!({})).priority(3).await.expect("submit");
@@ -208,14 +192,4 @@ async fn a_corrupt_row_is_a_storage_error_and_integral_reals_decode() {
     let err = client.get(&bad.id).await.expect_err("corrupt priority");
     assert_eq!(err.kind(), ErrorKind::StorageError, "{err}");
     assert!(err.to_string().contains("priority"), "{err}");
-}
-
-#[tokio::test]
-async fn calls_after_close_fail_with_store_closed() {
-    let fresh = fresh_path();
-    let client = CairnQ::new(SqliteStore::open(&fresh.path).await.expect("open"));
-    client.close().await.expect("close");
-    let err = client.submit("job", &serde_json::json!({})).await.expect_err("closed");
-    assert_eq!(err.kind(), ErrorKind::StoreClosed);
-    assert_eq!(client.get("task_x").await.expect_err("closed").kind(), ErrorKind::StoreClosed);
 }

@@ -1,15 +1,16 @@
 //! Cross-process push wakeups: a commit made by another process ends a
 //! sleep in `wait_for_change` long before its timeout.
 
-use std::io::{BufRead, BufReader, Lines, Write};
-use std::process::{ChildStdout, Stdio};
 use std::time::{Duration, Instant};
 
 use cairnq_core::{Store, Wake};
 use cairnq_sqlite::{SqliteOptions, SqliteStore};
+use cairnq_testkit::child::{ChildMode, ChildProcess};
 
-use crate::child::{ACK, OPENED};
-use crate::common::{count, fresh_path, spawn_child};
+use crate::common::{child_args, count, fresh_path};
+
+/// Far longer than the child takes to start or to submit.
+const CHILD_PATIENCE: Duration = Duration::from_secs(60);
 
 /// Sleeps until the store holds a task or `timeout` passes; returns how
 /// long that took. Any wake before the child's commit (the child's open
@@ -23,36 +24,26 @@ async fn sleep_until_a_task(store: &SqliteStore, path: &std::path::Path, timeout
     start.elapsed()
 }
 
-fn next_line(lines: &mut Lines<BufReader<ChildStdout>>, what: &str) -> String {
-    loop {
-        let line = lines.next().unwrap_or_else(|| panic!("the child exited before {what}")).expect("read line");
-        if line.contains(what) {
-            return line;
-        }
-    }
-}
-
 /// Starts a child that submits once told to; the sleeper runs meanwhile.
 /// Returns the sleep's duration and whether the task was there after it.
 async fn sleep_through_a_foreign_submit(options: SqliteOptions, timeout: Duration) -> (Duration, i64) {
     let fresh = fresh_path();
     let store = SqliteStore::open_with(&fresh.path, options).await.expect("open store");
-    let mut child = spawn_child("submit_on_go", &fresh.path, Stdio::piped());
-    let mut lines = BufReader::new(child.stdout.take().expect("child stdout")).lines();
-    next_line(&mut lines, OPENED);
-    let mut stdin = child.stdin.take().expect("child stdin");
+    let mut child =
+        ChildProcess::spawn(&child_args(&fresh.path, ChildMode::SubmitOnGo)).expect("start the child process");
+    child.line_starting("opened", CHILD_PATIENCE).await.expect("the child opens the store");
     let sleeper = sleep_until_a_task(&store, &fresh.path, timeout);
     let go = async {
         // Let the sleeper subscribe first.
         tokio::time::sleep(Duration::from_millis(100)).await;
-        writeln!(stdin, "go").expect("tell the child to submit");
-        stdin.flush().expect("flush");
+        child.send_line("go").expect("tell the child to submit");
     };
     let (slept, ()) = tokio::join!(sleeper, go);
     let tasks = count(&fresh.path, "select count(*) from cairnq_tasks");
-    next_line(&mut lines, ACK);
-    drop(stdin);
-    child.wait().expect("reap child");
+    child.line_starting("ack ", CHILD_PATIENCE).await.expect("the child acknowledges its submit");
+    child.close_stdin();
+    let status = child.wait(CHILD_PATIENCE).await.expect("the child ends once its stdin closes");
+    assert!(status.success(), "the child failed: {:?}", child.rest().await);
     (slept, tasks)
 }
 

@@ -1,6 +1,9 @@
 //! `cairnq-bench`: runs one end-to-end benchmark workload and prints its
-//! measurements as JSON lines (`cargo xtask bench` collects them), or plays
-//! a child-process role for a workload that needs a second process.
+//! measurements as JSON lines (`cargo xtask bench` collects them). Stores
+//! come from the testkit's backend factories, as the conformance suite's
+//! do; a workload that needs a second process runs this binary again as
+//! the testkit's child process (`--child`, then `cairnq_testkit::child`
+//! arguments), so the child is built like the bench.
 //!
 //! ```text
 //! cairnq-bench --backend sqlite [--dir DIR] [--quick] --workload burn_down_c64
@@ -10,7 +13,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use cairnq_testkit::bench::{BenchBackend, Sizes, WORKLOADS, run_child_role, run_workload};
+use cairnq_testkit::BackendFactory;
+use cairnq_testkit::bench::{CHILD_FLAG, Sizes, WORKLOADS, run_workload};
 
 struct Args {
     backend: String,
@@ -18,34 +22,19 @@ struct Args {
     dir: Option<PathBuf>,
     quick: bool,
     workload: Option<String>,
-    role: Option<String>,
-    locator: Option<String>,
-    count: usize,
 }
 
-fn parse_args() -> Result<Args, String> {
-    let mut args = Args {
-        backend: "sqlite".into(),
-        dsn: None,
-        dir: None,
-        quick: false,
-        workload: None,
-        role: None,
-        locator: None,
-        count: 0,
-    };
-    let mut it = std::env::args().skip(1);
+fn parse_args(args: &[String]) -> Result<Args, String> {
+    let mut parsed = Args { backend: "sqlite".into(), dsn: None, dir: None, quick: false, workload: None };
+    let mut it = args.iter();
     while let Some(flag) = it.next() {
-        let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
+        let mut value = || it.next().cloned().ok_or_else(|| format!("{flag} needs a value"));
         match flag.as_str() {
-            "--backend" => args.backend = value()?,
-            "--dsn" => args.dsn = Some(value()?),
-            "--dir" => args.dir = Some(PathBuf::from(value()?)),
-            "--quick" => args.quick = true,
-            "--workload" => args.workload = Some(value()?),
-            "--role" => args.role = Some(value()?),
-            "--locator" => args.locator = Some(value()?),
-            "--count" => args.count = value()?.parse().map_err(|e| format!("--count: {e}"))?,
+            "--backend" => parsed.backend = value()?,
+            "--dsn" => parsed.dsn = Some(value()?),
+            "--dir" => parsed.dir = Some(PathBuf::from(value()?)),
+            "--quick" => parsed.quick = true,
+            "--workload" => parsed.workload = Some(value()?),
             "--list" => {
                 println!("{}", WORKLOADS.join("\n"));
                 std::process::exit(0);
@@ -53,32 +42,39 @@ fn parse_args() -> Result<Args, String> {
             other => return Err(format!("unknown argument {other}")),
         }
     }
-    Ok(args)
+    Ok(parsed)
 }
 
-fn backend(args: &Args, scratch: &tempfile::TempDir) -> Result<BenchBackend, String> {
+/// Fresh stores as an application would open them: SQLite files (in
+/// `--dir` when given) at default durability, Postgres schemas with the
+/// default connection options.
+fn factory(args: &Args) -> Result<Box<dyn BackendFactory>, String> {
     match args.backend.as_str() {
-        "sqlite" => Ok(BenchBackend::Sqlite { dir: args.dir.clone().unwrap_or_else(|| scratch.path().to_path_buf()) }),
+        "sqlite" => {
+            let factory = match &args.dir {
+                Some(dir) => cairnq_testkit::sqlite::SqliteFactory::new_in(dir),
+                None => cairnq_testkit::sqlite::SqliteFactory::new(),
+            };
+            Ok(Box::new(factory.map_err(|e| e.to_string())?))
+        }
         #[cfg(feature = "postgres")]
         "postgres" => {
             let dsn = args.dsn.clone().or_else(|| std::env::var("CAIRNQ_TEST_PG_DSN").ok());
-            Ok(BenchBackend::Postgres { dsn: dsn.ok_or("--backend postgres needs --dsn or CAIRNQ_TEST_PG_DSN")? })
+            let dsn = dsn.ok_or("--backend postgres needs --dsn or CAIRNQ_TEST_PG_DSN")?;
+            let factory = cairnq_testkit::postgres::PostgresFactory::new(dsn);
+            Ok(Box::new(factory.options(cairnq_postgres::PostgresOptions::new())))
         }
         other => Err(format!("backend {other:?} is not built into this binary")),
     }
 }
 
 async fn run(args: Args) -> Result<(), String> {
-    let scratch = tempfile::Builder::new().prefix("cairnq-bench-").tempdir().map_err(|e| e.to_string())?;
-    let backend = backend(&args, &scratch)?;
-    if let Some(role) = &args.role {
-        let locator = args.locator.as_deref().ok_or("--role needs --locator")?;
-        return run_child_role(role, &backend, locator, args.count).await.map_err(|e| e.to_string());
-    }
+    let factory = factory(&args)?;
     let workload = args.workload.as_deref().ok_or("--workload NAME is required (see --list)")?;
     let sizes = if args.quick { Sizes::quick() } else { Sizes::full() };
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let measurements = run_workload(workload, &backend, sizes, &exe).await.map_err(|e| format!("{workload}: {e}"))?;
+    let measurements =
+        run_workload(workload, factory.as_ref(), sizes, &exe).await.map_err(|e| format!("{workload}: {e}"))?;
     for m in measurements {
         println!("{}", serde_json::to_string(&m).map_err(|e| e.to_string())?);
     }
@@ -86,7 +82,11 @@ async fn run(args: Args) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    let args = match parse_args() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some(CHILD_FLAG) {
+        return cairnq_testkit::child::main(&args[1..]);
+    }
+    let args = match parse_args(&args) {
         Ok(args) => args,
         Err(message) => {
             eprintln!("cairnq-bench: {message}");

@@ -10,14 +10,13 @@
 mod account;
 
 use std::path::{Path, PathBuf};
-use std::process::Child;
 use std::time::{Duration, Instant};
 
 use cairnq_core::{CairnQ, ListFilter, SubmitOptions, TaskSpec};
 use serde_json::json;
 
-use super::child::{ChildArgs, ChildMode, RecordLine, spawn_child, terminate};
 use super::support::{fresh, now_ms};
+use crate::child::{ChildArgs, ChildMode, ChildProcess};
 use crate::{BackendFactory, StoreLocator};
 
 /// Tasks, SIGKILLs, worker processes, their lease and the schedule's
@@ -203,13 +202,14 @@ async fn drive(client: &CairnQ, plan: &Plan, rng: &mut fastrand::Rng, fleet: &mu
 struct Member {
     log: PathBuf,
     pid: u32,
-    process: Option<Child>,
+    process: Option<ChildProcess>,
     /// When the test sent SIGKILL (epoch ms, taken just before).
     killed_at_ms: Option<i64>,
 }
 
 /// The worker processes, live and dead. Dropping it SIGKILLs whatever
-/// still runs, so a failed assertion leaves no orphan workers behind.
+/// still runs (each [`ChildProcess`] does), so a failed assertion leaves no
+/// orphan workers behind.
 struct Fleet {
     locator: StoreLocator,
     dir: PathBuf,
@@ -227,7 +227,7 @@ impl Fleet {
         let log = self.dir.join(format!("child-{}.log", self.members.len()));
         let mut args = ChildArgs::new(self.locator.clone(), ChildMode::Record);
         (args.concurrency, args.lease_ms, args.drain_ms, args.log) = (4, self.lease_ms, 2_000, Some(log.clone()));
-        let process = spawn_child(&args).expect("start a worker process");
+        let process = ChildProcess::spawn(&args).expect("start a worker process");
         self.members.push(Member { log, pid: process.id(), process: Some(process), killed_at_ms: None });
     }
 
@@ -242,8 +242,7 @@ impl Fleet {
         let member = &mut self.members[index];
         let mut process = member.process.take().expect("a live member");
         member.killed_at_ms = Some(now_ms());
-        process.kill().expect("SIGKILL a worker process");
-        process.wait().expect("reap the killed worker");
+        process.kill().expect("SIGKILL and reap a worker process");
         self.kills += 1;
     }
 
@@ -264,43 +263,18 @@ impl Fleet {
     /// SIGTERMs every live member once it is serving, and checks each one
     /// drains and exits 0.
     async fn stop_all(&mut self) {
+        let patience = Duration::from_secs(30);
         for index in self.live() {
-            let log = self.members[index].log.clone();
-            // SIGTERM before the worker serves would kill it outright; its
-            // log's first line comes just before it does.
-            let deadline = Instant::now() + Duration::from_secs(30);
-            while !first_line_is_child(&log) {
-                assert!(Instant::now() < deadline, "worker process {index} never started serving");
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-            let process = self.members[index].process.as_ref().expect("a live member");
-            terminate(process).expect("SIGTERM a worker process");
+            let process = self.members[index].process.as_mut().expect("a live member");
+            // SIGTERM before the worker serves would kill it outright; it
+            // says `ready` just before it does.
+            process.line_starting("ready ", patience).await.expect("the worker process starts serving");
+            process.signal("TERM").expect("SIGTERM a worker process");
         }
         for index in self.live() {
             let mut process = self.members[index].process.take().expect("a live member");
-            let exited = tokio::task::spawn_blocking(move || process.wait());
-            let status = tokio::time::timeout(Duration::from_secs(30), exited)
-                .await
-                .expect("the worker exits after SIGTERM")
-                .expect("the waiter")
-                .expect("wait for the worker");
+            let status = process.wait(patience).await.expect("the worker exits after SIGTERM");
             assert!(status.success(), "worker process {index} exited with {status} after SIGTERM");
         }
     }
-}
-
-impl Drop for Fleet {
-    fn drop(&mut self) {
-        for member in &mut self.members {
-            if let Some(mut process) = member.process.take() {
-                let _ = process.kill();
-                let _ = process.wait();
-            }
-        }
-    }
-}
-
-fn first_line_is_child(log: &Path) -> bool {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    text.lines().next().is_some_and(|line| matches!(RecordLine::parse(line), Ok(RecordLine::Child { .. })))
 }

@@ -2,7 +2,6 @@
 //! with SIGKILL mid-task, a worker drained by SIGTERM, and cancellation
 //! winning on every path a running task can end by.
 
-use std::io::{BufRead, BufReader};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -13,9 +12,12 @@ use cairnq_worker::{TaskContext, TaskError};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-use super::child::{ChildArgs, ChildMode, spawn_child, terminate};
 use super::support::{count, eventually, finished, fresh, now_ms, quick_options, some, start};
 use crate::BackendFactory;
+use crate::child::{ChildArgs, ChildMode, ChildProcess};
+
+/// Far longer than a child takes to start or to drain.
+const CHILD_PATIENCE: Duration = Duration::from_secs(60);
 
 /// A worker process killed with SIGKILL mid-task: after its lease expires a
 /// second worker runs the task again — attempt 2, succeeded, result written
@@ -28,11 +30,10 @@ pub async fn a_killed_worker_is_recovered_after_its_lease(factory: &dyn BackendF
     let task = client.submit("crash", &json!({})).await.expect("submit");
     let mut args = ChildArgs::new(locator, ChildMode::Hang);
     args.lease_ms = 500;
-    let mut child = spawn_child(&args).expect("start the child worker");
-    let started = first_line(&mut child).await;
+    let mut child = ChildProcess::spawn(&args).expect("start the child worker");
+    let started = child.line_starting("started ", CHILD_PATIENCE).await.expect("the child starts the task");
     assert_eq!(started, format!("started {}", task.id));
     child.kill().expect("SIGKILL the child");
-    child.wait().expect("reap the child");
     let runs = Arc::new(AtomicUsize::new(0));
     let r = runs.clone();
     let _worker = start(&client, quick_options(), move |w| {
@@ -46,20 +47,6 @@ pub async fn a_killed_worker_is_recovered_after_its_lease(factory: &dyn BackendF
     assert_eq!((done.status, done.attempt), (TaskStatus::Succeeded, 2));
     assert_eq!(done.result, some(json!({"attempt": 2})));
     assert_eq!(runs.load(Ordering::SeqCst), 1, "the second worker ran it exactly once");
-}
-
-/// The child's first stdout line, read off the runtime's threads.
-async fn first_line(child: &mut std::process::Child) -> String {
-    let stdout = child.stdout.take().expect("piped stdout");
-    let read = tokio::task::spawn_blocking(move || {
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).map(|_| line.trim_end().to_string())
-    });
-    tokio::time::timeout(Duration::from_secs(60), read)
-        .await
-        .expect("the child started the task in time")
-        .expect("the reader thread")
-        .expect("read the child's stdout")
 }
 
 /// SIGTERM while 50 tasks run in a child worker: it stops claiming, lets
@@ -76,11 +63,10 @@ pub async fn sigterm_drains_then_abandons(factory: &dyn BackendFactory) {
     client.submit_many(&specs).await.expect("submit_many");
     let mut args = ChildArgs::new(locator, ChildMode::Sleep);
     (args.concurrency, args.lease_ms, args.drain_ms) = (50, 1_000, 1_500);
-    let mut child = spawn_child(&args).expect("start the child worker");
+    let mut child = ChildProcess::spawn(&args).expect("start the child worker");
     eventually("all 50 tasks run", || async { count(&client, TaskStatus::Running).await == 50 }).await;
-    terminate(&child).expect("SIGTERM the child");
-    let status = tokio::task::spawn_blocking(move || child.wait()).await.expect("waiter").expect("the child exits");
-    assert!(status.success(), "the child exited with {status}");
+    let (status, lines) = child.stop(CHILD_PATIENCE).await.expect("the child exits after SIGTERM");
+    assert!(status.success(), "the child exited with {status}: {lines:?}");
     assert_eq!(count(&client, TaskStatus::Succeeded).await, 25, "the short tasks finished during the drain");
     tokio::time::sleep(Duration::from_millis(args.lease_ms + 50)).await;
     let running = client.list(&cairnq_core::ListFilter::new().status(TaskStatus::Running)).await.expect("list");
@@ -183,10 +169,10 @@ pub async fn a_suspended_worker_reports_its_lost_leases(factory: &dyn BackendFac
     let task = client.submit("crash", &json!({})).await.expect("submit");
     let mut args = ChildArgs::new(locator, ChildMode::Hang);
     (args.lease_ms, args.report_issues) = (400, true);
-    let mut child = spawn_child(&args).expect("start the child worker");
-    let mut lines = stdout_lines(&mut child);
-    assert_eq!(lines.recv().await.as_deref(), Some(format!("started {}", task.id).as_str()));
-    signal(&child, "STOP");
+    let mut child = ChildProcess::spawn(&args).expect("start the child worker");
+    let started = child.line_starting("started ", CHILD_PATIENCE).await.expect("the child starts the task");
+    assert_eq!(started, format!("started {}", task.id));
+    child.signal("STOP").expect("SIGSTOP the child");
     let claim = ClaimParams::new("rescuer", 60_000).draw(ClaimDraw::new(vec!["default".into()]).limit(1));
     let mut rescued = Vec::new();
     for _ in 0..100 {
@@ -197,14 +183,15 @@ pub async fn a_suspended_worker_reports_its_lost_leases(factory: &dyn BackendFac
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(rescued.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), [task.id.as_str()], "lease recovered");
-    signal(&child, "CONT");
-    let report = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Some(line) = lines.recv().await {
-            if line.contains("lost the lease") {
-                return Some(line);
+    child.signal("CONT").expect("SIGCONT the child");
+    let report = tokio::time::timeout(CHILD_PATIENCE, async {
+        loop {
+            match child.next_line(CHILD_PATIENCE).await {
+                Ok((_, line)) if line.contains("lost the lease") => return Ok(line),
+                Ok(_) => {}
+                Err(e) => return Err(e),
             }
         }
-        None
     });
     let report = report.await.expect("a report in time").expect("the child reports the lost lease");
     assert!(report.contains(&task.id), "{report}");
@@ -212,26 +199,6 @@ pub async fn a_suspended_worker_reports_its_lost_leases(factory: &dyn BackendFac
         .complete(&SettleParams::new(&task.id, "rescuer").result(json!("rescued")))
         .await
         .expect("the rescuer settles");
-    terminate(&child).expect("SIGTERM");
-    child.wait().expect("reap the child");
-}
-
-/// Sends a signal to a child (through `kill`, so no libc binding is needed).
-fn signal(child: &std::process::Child, name: &str) {
-    let status = std::process::Command::new("kill").args([&format!("-{name}"), &child.id().to_string()]).status();
-    assert!(status.is_ok_and(|s| s.success()), "kill -{name}");
-}
-
-/// The child's stdout, line by line, read on a thread of its own.
-fn stdout_lines(child: &mut std::process::Child) -> tokio::sync::mpsc::UnboundedReceiver<String> {
-    let stdout = child.stdout.take().expect("piped stdout");
-    let (lines, received) = tokio::sync::mpsc::unbounded_channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(std::result::Result::ok) {
-            if lines.send(line).is_err() {
-                return;
-            }
-        }
-    });
-    received
+    let (status, lines) = child.stop(CHILD_PATIENCE).await.expect("the child exits after SIGTERM");
+    assert!(status.success(), "the child exited with {status}: {lines:?}");
 }

@@ -131,8 +131,7 @@ async fn odd_postgres_rows_are_decoded_or_isolated_and_the_queue_drains() {
     for n in 0..5 {
         good.push(client.submit("job", &json!({"n": n})).await.expect("submit").id);
     }
-    let (raw, connection) = tokio_postgres::connect(&dsn, tokio_postgres::NoTls).await.expect("raw connect");
-    tokio::spawn(connection);
+    let raw = cairnq_testkit::postgres::raw(&dsn).await;
     let constraint: String = raw
         .query_one(
             "select conname from pg_constraint c join pg_namespace n on n.oid = c.connamespace

@@ -6,7 +6,7 @@
 use cairnq_core::store::{ClaimDraw, ClaimParams, SettleParams};
 use cairnq_core::{CairnQ, ErrorKind, TaskStatus};
 use cairnq_postgres::{PostgresOptions, PostgresStore};
-use cairnq_testkit::postgres::{dsn_with_database, fresh_schema_name, test_dsn};
+use cairnq_testkit::postgres::{dsn_with_database, fresh_schema_name, raw, test_dsn};
 use serde_json::json;
 
 use crate::support::{peer, peer_error, python_task_matches};
@@ -24,16 +24,10 @@ async fn rust_store(dsn: &str, schema: &str) -> PostgresStore {
     PostgresStore::connect_with(dsn, PostgresOptions::new().schema(schema).listen(false)).await.expect("connect")
 }
 
-async fn admin(dsn: &str) -> tokio_postgres::Client {
-    let (client, connection) = tokio_postgres::connect(dsn, tokio_postgres::NoTls).await.expect("admin connect");
-    tokio::spawn(connection);
-    client
-}
-
 /// `(file name, applied_at_ms)` rows of a schema's migration ledger.
 async fn ledger(dsn: &str, schema: &str) -> Vec<(String, i64)> {
     let sql = format!("select name, applied_at_ms from {schema}.cairnq_migrations order by name");
-    admin(dsn).await.query(&sql, &[]).await.expect("ledger").iter().map(|r| (r.get(0), r.get(1))).collect()
+    raw(dsn).await.query(&sql, &[]).await.expect("ledger").iter().map(|r| (r.get(0), r.get(1))).collect()
 }
 
 /// Every index of a schema's cairnq tables, and the names of its triggers,
@@ -48,7 +42,7 @@ async fn definitions(dsn: &str, schema: &str) -> Vec<String> {
                  join pg_class c on c.oid = t.tgrelid join pg_namespace n on n.oid = c.relnamespace
                 where n.nspname = $1 and not t.tgisinternal
                order by 1";
-    admin(dsn).await.query(sql, &[&schema]).await.expect("definitions").iter().map(|r| r.get(0)).collect()
+    raw(dsn).await.query(sql, &[&schema]).await.expect("definitions").iter().map(|r| r.get(0)).collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -76,7 +70,7 @@ async fn neither_side_splits_an_installation_the_other_made() {
     // A database of its own, so the default search_path (public) reaches no
     // installation while one exists in another schema.
     let db = fresh_schema_name();
-    admin(&dsn()).await.batch_execute(&format!("create database {db}")).await.expect("create database");
+    raw(&dsn()).await.batch_execute(&format!("create database {db}")).await.expect("create database");
     let db_dsn = dsn_with_database(&dsn(), &db);
 
     peer(&["create", &with_schema(&db_dsn, "python_jobs")]);
@@ -89,8 +83,8 @@ async fn neither_side_splits_an_installation_the_other_made() {
     assert!(refused.contains("SchemaMismatch") && refused.contains("rust_jobs"), "Python saw no split: {refused}");
 
     let public = "select count(*) from pg_tables where schemaname = 'public' and tablename like 'cairnq%'";
-    assert_eq!(admin(&db_dsn).await.query_one(public, &[]).await.expect("count").get::<_, i64>(0), 0);
-    admin(&dsn()).await.batch_execute(&format!("drop database {db} with (force)")).await.expect("drop database");
+    assert_eq!(raw(&db_dsn).await.query_one(public, &[]).await.expect("count").get::<_, i64>(0), 0);
+    raw(&dsn()).await.batch_execute(&format!("drop database {db} with (force)")).await.expect("drop database");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

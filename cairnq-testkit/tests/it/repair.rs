@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use cairnq_core::{CairnQ, TaskStatus};
 use cairnq_sqlite::SqliteStore;
+use cairnq_testkit::support::finished;
 use cairnq_worker::{TaskContext, TaskError, Worker, WorkerIssue, WorkerOptions};
 use serde_json::{Value, json};
 
@@ -37,16 +38,8 @@ async fn a_worker_recovers_a_running_row_without_a_lease_and_reports_it() {
         .task("job", |_ctx: TaskContext, _: Value| async move { Ok::<_, TaskError>(json!("ran")) })
         .expect("register");
     let handle = worker.spawn();
-    let mut done = None;
-    for _ in 0..250 {
-        done = client.get(&id).await.expect("get").filter(|t| t.status == TaskStatus::Succeeded);
-        if done.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let done = finished(&client, &id).await;
     handle.stop_and_join().await.expect("worker stops");
-    let done = done.expect("the stuck task ran");
-    assert_eq!(done.attempt, 2, "recovered as an expired lease: a new attempt");
+    assert_eq!((done.status, done.attempt), (TaskStatus::Succeeded, 2), "recovered as an expired lease: a new attempt");
     assert_eq!(*reported.lock().expect("lock"), vec![id], "the repair is reported by id");
 }

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use cairnq_core::{Task, TaskStatus};
 
 use super::Member;
-use crate::worker_suite::child::RecordLine;
+use crate::child::RecordLine;
 
 /// One handler run, as a worker process logged it.
 #[derive(Debug)]

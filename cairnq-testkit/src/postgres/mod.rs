@@ -1,5 +1,6 @@
-//! The [`BackendFactory`] of our Postgres backend, and the throwaway server
-//! the Postgres tests run against.
+//! The [`BackendFactory`] of our Postgres backend, the throwaway server the
+//! Postgres tests run against ([`TestServer`]), and roles a test makes for
+//! itself ([`TestRole`]).
 //!
 //! Every store is a fresh schema in one test database, so scenarios never
 //! see each other's rows. The server is `CAIRNQ_TEST_PG_DSN` when set (CI
@@ -9,13 +10,18 @@
 //! reused), so plain `cargo test` works on a machine with Postgres
 //! installed.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+mod role;
+mod server;
+
 use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
-use cairnq_core::{Error, Result};
+use cairnq_core::Result;
 use cairnq_postgres::{PostgresOptions, PostgresStore};
+
+pub use role::TestRole;
+pub use server::TestServer;
+use server::workspace_root;
 
 use crate::{BackendFactory, FreshStore, StoreLocator};
 
@@ -67,7 +73,7 @@ pub fn dsn_with_database(dsn: &str, database: &str) -> String {
 /// ```
 /// use cairnq_testkit::postgres::dsn_with_user;
 /// let dsn = "postgres://postgres@127.0.0.1:54329/cairnq_test";
-/// assert_eq!(dsn_with_user(dsn, "cairnq_pw:x"), "postgres://cairnq_pw:x@127.0.0.1:54329/cairnq_test");
+/// assert_eq!(dsn_with_user(dsn, "alice:x"), "postgres://alice:x@127.0.0.1:54329/cairnq_test");
 /// ```
 pub fn dsn_with_user(dsn: &str, user_and_password: &str) -> String {
     let authority_start = dsn.find("://").map_or(0, |i| i + 3);
@@ -88,7 +94,24 @@ pub fn fresh_schema_name() -> String {
 /// Opens the cairnq installation in `schema` (how a child worker process
 /// joins a test's store).
 pub async fn open(dsn: &str, schema: &str) -> Result<PostgresStore> {
-    PostgresStore::connect_with(dsn, PostgresOptions::new().schema(schema).pool_size(4)).await
+    PostgresStore::connect_with(dsn, test_options().schema(schema)).await
+}
+
+/// What test stores connect with: a small pool, since many tests share one
+/// server.
+fn test_options() -> PostgresOptions {
+    PostgresOptions::new().pool_size(4)
+}
+
+/// A plain tokio-postgres session on `dsn`, for what a test does beside
+/// cairnq (setup, raw reads, catalogs). Panics when it cannot connect: a
+/// helper for tests, which have nothing better to do then.
+pub async fn raw(dsn: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(dsn, tokio_postgres::NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect to {dsn}: {e}"));
+    tokio::spawn(connection);
+    client
 }
 
 /// Fresh Postgres stores: one new schema each, on one server.
@@ -102,12 +125,21 @@ pub async fn open(dsn: &str, schema: &str) -> Result<PostgresStore> {
 #[derive(Debug, Clone)]
 pub struct PostgresFactory {
     dsn: String,
+    options: PostgresOptions,
 }
 
 impl PostgresFactory {
     /// Stores on the server at `dsn` (a role that may create schemas).
     pub fn new(dsn: impl Into<String>) -> Self {
-        Self { dsn: dsn.into() }
+        Self { dsn: dsn.into(), options: test_options() }
+    }
+
+    /// Connects every fresh store with `options` (their schema replaced by
+    /// the fresh one) instead of the tests' small pool: the benchmarks
+    /// measure what an application's defaults give.
+    pub fn options(mut self, options: PostgresOptions) -> Self {
+        self.options = options;
+        self
     }
 
     /// Stores on [`test_dsn`]'s server.
@@ -129,108 +161,8 @@ impl BackendFactory for PostgresFactory {
 
     async fn fresh(&self) -> Result<FreshStore> {
         let schema = fresh_schema_name();
-        let store = open(&self.dsn, &schema).await?;
+        let store = PostgresStore::connect_with(&self.dsn, self.options.clone().schema(&schema)).await?;
         let locator = StoreLocator::Postgres { dsn: self.dsn.clone(), schema };
         Ok(FreshStore { store: Arc::new(store), locator: Some(locator) })
     }
-}
-
-/// A throwaway Postgres cluster run by `scripts/pg-test-server.sh`. Dropping
-/// it stops the server (the shared one lives for the whole process and is
-/// left running for the next test binary).
-#[derive(Debug)]
-pub struct TestServer {
-    dir: PathBuf,
-    dsn: String,
-    /// A private server's directory goes when it does.
-    private: bool,
-}
-
-impl TestServer {
-    /// Starts (or reuses) the cluster in `dir`, listening on 127.0.0.1:`port`.
-    pub fn start(dir: impl Into<PathBuf>, port: u16) -> Result<Self> {
-        let dir = dir.into();
-        let stdout = script(&["start".as_ref(), dir.as_os_str(), port.to_string().as_ref()])?;
-        let dsn = stdout
-            .lines()
-            .rev()
-            .find(|l| l.starts_with("postgres"))
-            .ok_or_else(|| server_error(format!("pg-test-server.sh printed no DSN: {stdout}")))?
-            .to_string();
-        Ok(Self { dir, dsn, private: false })
-    }
-
-    /// A server of its own, on a free port, in a new directory under the
-    /// system temp dir that is removed when the server is dropped: for tests
-    /// that restart or reconfigure a server, which would disturb every other
-    /// test on the shared one.
-    pub fn private(name: &str) -> Result<Self> {
-        let probe =
-            std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| server_error(format!("no free port: {e}")))?;
-        let port = probe.local_addr().map_err(|e| server_error(format!("no free port: {e}")))?.port();
-        drop(probe);
-        let dir = std::env::temp_dir().join(format!("cairnq-pg-{name}-{}-{port}", std::process::id()));
-        let mut server = Self::start(dir, port)?;
-        server.private = true;
-        Ok(server)
-    }
-
-    /// The server's directory (its data directory is `data` inside).
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    /// The superuser DSN of the test database.
-    pub fn dsn(&self) -> &str {
-        &self.dsn
-    }
-
-    /// The DSN for another role of the test cluster (`cairnq_pw` with a
-    /// password, or `cairnq_noddl`, which may not create anything).
-    pub fn dsn_for(&self, user_and_password: &str) -> String {
-        dsn_with_user(&self.dsn, user_and_password)
-    }
-
-    /// `pg_ctl restart -m fast`: every connection is cut.
-    pub fn restart(&self) -> Result<()> {
-        script(&["restart".as_ref(), self.dir.as_os_str()]).map(drop)
-    }
-
-    /// Stops the server.
-    pub fn stop(&self) -> Result<()> {
-        script(&["stop".as_ref(), self.dir.as_os_str()]).map(drop)
-    }
-}
-
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        let _ = self.stop();
-        if self.private {
-            let _ = std::fs::remove_dir_all(&self.dir);
-            // The script's lock file sits beside the directory.
-            let _ = std::fs::remove_file(format!("{}.lock", self.dir.display()));
-        }
-    }
-}
-
-fn script(args: &[&std::ffi::OsStr]) -> Result<String> {
-    let path = workspace_root().join("scripts").join("pg-test-server.sh");
-    let output = Command::new("bash")
-        .arg(&path)
-        .args(args)
-        .stderr(Stdio::inherit())
-        .output()
-        .map_err(|e| server_error(format!("cannot run {}: {e}", path.display())))?;
-    if !output.status.success() {
-        return Err(server_error(format!("{} {args:?} failed ({})", path.display(), output.status)));
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-}
-
-fn workspace_root() -> &'static Path {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-}
-
-fn server_error(message: String) -> Error {
-    Error::Storage { message: format!("test Postgres server: {message}"), source: None, transient: false }
 }

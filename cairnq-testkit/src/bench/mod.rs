@@ -1,0 +1,234 @@
+//! End-to-end benchmark workloads, run by `cargo xtask bench` through the
+//! `cairnq-bench` binary, one workload per process (so RSS and CPU readings
+//! belong to that workload alone).
+//!
+//! Each workload takes fresh stores from a [`BackendFactory`] (the one the
+//! conformance suite uses: `sqlite::SqliteFactory`, `postgres::PostgresFactory`),
+//! drives the public API (`CairnQ`, `Worker`) exactly as an application
+//! would, verifies its outcome from the store, and returns
+//! [`Measurement`]s. Nothing here asserts speed: the numbers go to
+//! BENCHMARKS.md, not to a test verdict.
+//!
+//! The workloads are in `workloads`; a second process (a worker in
+//! another process, the RSS of a draining worker) is the [`crate::child`]
+//! protocol's child, run by the bench binary itself (`process`).
+
+mod process;
+mod workloads;
+
+use std::path::Path;
+use std::time::Duration;
+
+use cairnq_core::{CairnQ, Error, ListFilter, Result, TaskStatus};
+use serde::Serialize;
+
+use crate::BackendFactory;
+pub use process::CHILD_FLAG;
+use workloads::*;
+
+/// One number a workload produced.
+#[derive(Debug, Clone, Serialize)]
+pub struct Measurement {
+    /// The workload's name, e.g. `burn_down_c64`.
+    pub workload: String,
+    /// `sqlite` or `postgres`.
+    pub backend: String,
+    /// What was measured, e.g. `tasks_per_s`, `p50_ms`.
+    pub metric: String,
+    /// The value.
+    pub value: f64,
+    /// Settings and sizes behind the number.
+    pub detail: String,
+}
+
+/// Workload sizes: `full()` is the issue's sizes, `quick()` the smallest
+/// that still exercises every code path (CI runs it).
+#[derive(Debug, Clone, Copy)]
+pub struct Sizes {
+    sequential: usize,
+    producers: usize,
+    per_producer: usize,
+    bulk: usize,
+    burn: usize,
+    calls: usize,
+    backlog_small: usize,
+    backlog_large: usize,
+    backing_off: usize,
+    idle: Duration,
+    rss_tasks: usize,
+}
+
+impl Sizes {
+    /// The sizes of the benchmark issue.
+    pub fn full() -> Self {
+        Self {
+            sequential: 5_000,
+            producers: 64,
+            per_producer: 500,
+            bulk: 10_000,
+            burn: 20_000,
+            calls: 200,
+            backlog_small: 1_000,
+            backlog_large: 100_000,
+            backing_off: 20_000,
+            idle: Duration::from_secs(10),
+            rss_tasks: 10_000,
+        }
+    }
+
+    /// The smallest sizes.
+    pub fn quick() -> Self {
+        Self {
+            sequential: 100,
+            producers: 8,
+            per_producer: 10,
+            bulk: 200,
+            burn: 200,
+            calls: 10,
+            backlog_small: 100,
+            backlog_large: 1_000,
+            backing_off: 200,
+            idle: Duration::from_secs(1),
+            rss_tasks: 100,
+        }
+    }
+}
+
+/// The workload names, in the order `cargo xtask bench` runs them.
+pub const WORKLOADS: &[&str] = &[
+    "raw_commit",
+    "sequential_submit",
+    "concurrent_producers",
+    "submit_many",
+    "burn_down_c8",
+    "burn_down_c64",
+    "call_in_process",
+    "call_two_processes",
+    "wakeup_latency",
+    "claim_backlog",
+    "idle_worker_cpu",
+    "worker_rss",
+];
+
+/// Runs one workload on stores from `factory`. `exe` is the bench binary
+/// itself: workloads that need a second process run it as a child
+/// ([`CHILD_FLAG`]).
+pub async fn run_workload(
+    name: &str,
+    factory: &dyn BackendFactory,
+    sizes: Sizes,
+    exe: &Path,
+) -> Result<Vec<Measurement>> {
+    let m = |workload: &str, metric: &str, value: f64, detail: String| Measurement {
+        workload: workload.to_string(),
+        backend: factory.name().to_string(),
+        metric: metric.to_string(),
+        value,
+        detail,
+    };
+    Ok(match name {
+        "raw_commit" => match raw_commit_rate(factory, sizes.sequential).await? {
+            Some(rate) => vec![m(
+                name,
+                "rows_per_s",
+                rate,
+                format!("{} rows, one commit each, synchronous=FULL", sizes.sequential),
+            )],
+            None => Vec::new(),
+        },
+        "sequential_submit" => {
+            let rate = sequential_submit(factory, sizes.sequential).await?;
+            vec![m(name, "tasks_per_s", rate, format!("{} submits, one at a time", sizes.sequential))]
+        }
+        "concurrent_producers" => {
+            let rate = concurrent_producers(factory, sizes.producers, sizes.per_producer).await?;
+            vec![m(name, "tasks_per_s", rate, format!("{} producers x {}", sizes.producers, sizes.per_producer))]
+        }
+        "submit_many" => {
+            let rate = bulk_submit(factory, sizes.bulk).await?;
+            vec![m(name, "tasks_per_s", rate, format!("{} tasks in one call", sizes.bulk))]
+        }
+        "burn_down_c8" | "burn_down_c64" => {
+            let concurrency = if name == "burn_down_c8" { 8 } else { 64 };
+            let rate = burn_down(factory, sizes.burn, concurrency).await?;
+            vec![m(name, "tasks_per_s", rate, format!("{} no-op tasks, concurrency {concurrency}", sizes.burn))]
+        }
+        "call_in_process" => {
+            let (p50, p95) = call_in_process(factory, sizes.calls).await?;
+            vec![
+                m(name, "p50_ms", p50, format!("{} calls, worker in this process", sizes.calls)),
+                m(name, "p95_ms", p95, format!("{} calls", sizes.calls)),
+            ]
+        }
+        "call_two_processes" => {
+            let (p50, p95) = call_two_processes(factory, sizes.calls, exe).await?;
+            vec![
+                m(name, "p50_ms", p50, format!("{} calls, worker in another process", sizes.calls)),
+                m(name, "p95_ms", p95, format!("{} calls", sizes.calls)),
+            ]
+        }
+        "wakeup_latency" => {
+            let (p50, p95) = wakeup_latency(factory, sizes.calls.min(50)).await?;
+            let detail = |n| format!("{n} submits to an idle worker polling every 5 s; submit to handler start");
+            vec![
+                m(name, "p50_ms", p50, detail(sizes.calls.min(50))),
+                m(name, "p95_ms", p95, detail(sizes.calls.min(50))),
+            ]
+        }
+        "claim_backlog" => {
+            let small = claim_at_backlog(factory, sizes.backlog_small, sizes.backing_off).await?;
+            let large = claim_at_backlog(factory, sizes.backlog_large, sizes.backing_off).await?;
+            let detail = |n| format!("claim 1 of {n} queued + {} backing off, median of 200", sizes.backing_off);
+            vec![
+                m(name, "small_backlog_ms", small, detail(sizes.backlog_small)),
+                m(name, "large_backlog_ms", large, detail(sizes.backlog_large)),
+                m(name, "large_over_small", large / small.max(1e-9), "ratio".to_string()),
+            ]
+        }
+        "idle_worker_cpu" => {
+            let percent = idle_worker_cpu(factory, sizes.idle).await?;
+            vec![m(name, "cpu_percent", percent, format!("{:?} idle at the default poll (500 ms)", sizes.idle))]
+        }
+        "worker_rss" => {
+            let mb = worker_rss(factory, sizes.rss_tasks, exe).await?;
+            vec![m(name, "peak_rss_mb", mb, format!("{} tasks of 10 KB drained at concurrency 8", sizes.rss_tasks))]
+        }
+        other => return Err(Error::validation("workload", format!("unknown workload {other:?}"))),
+    })
+}
+
+fn per_second(count: usize, elapsed: Duration) -> f64 {
+    count as f64 / elapsed.as_secs_f64().max(1e-9)
+}
+
+fn percentiles(mut samples: Vec<f64>) -> (f64, f64) {
+    samples.sort_by(f64::total_cmp);
+    let pick = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+    (pick(0.5), pick(0.95))
+}
+
+/// Checks the default queue holds `expected` tasks of `status`: a workload
+/// whose outcome is wrong measured nothing.
+async fn expect_count(client: &CairnQ, status: TaskStatus, expected: usize) -> Result<()> {
+    let stats = client.stats(Some("default")).await?;
+    let actual = stats.get("default").map(|c| c.get(status)).unwrap_or(0);
+    if actual as usize == expected {
+        Ok(())
+    } else {
+        Err(Error::validation("benchmark", format!("expected {expected} {status} tasks, the store holds {actual}")))
+    }
+}
+
+async fn wait_for_count(client: &CairnQ, status: TaskStatus, expected: usize, limit: Duration) -> Result<()> {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if expect_count(client, status, expected).await.is_ok() {
+            return Ok(());
+        }
+        if std::time::Instant::now() > deadline {
+            let sample = client.list(&ListFilter::new().page(3, 0)).await?;
+            return Err(Error::validation("benchmark", format!("not drained in {limit:?}; newest rows: {sample:?}")));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
