@@ -60,6 +60,8 @@ macro_rules! worker_suite_tests {
             "multi_thread": retention_sweeps_by_rule,
             "multi_thread": complete_batch_settles_each_task_as_complete_would,
             "multi_thread": a_submit_returns_the_row_it_wrote,
+            "multi_thread": a_refused_submit_many_writes_nothing,
+            "multi_thread": push_wakeups_complete_watches_taken_before_a_change,
             "multi_thread": a_refused_result_fails_only_its_own_task,
         );
     };

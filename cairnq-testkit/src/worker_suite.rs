@@ -26,6 +26,7 @@ mod outcomes;
 mod queue_ops;
 mod settling;
 mod support;
+mod wakeups;
 
 pub use chaos::random_sigkills_lose_no_task;
 pub use lifecycle::{
@@ -45,6 +46,8 @@ pub use outcomes::{
     retries_follow_the_backoff_windows,
 };
 pub use queue_ops::{
-    a_submit_returns_the_row_it_wrote, backpressure_refuses_submits_to_a_full_queue, retention_sweeps_by_rule,
+    a_refused_submit_many_writes_nothing, a_submit_returns_the_row_it_wrote,
+    backpressure_refuses_submits_to_a_full_queue, retention_sweeps_by_rule,
 };
 pub use settling::{a_refused_result_fails_only_its_own_task, complete_batch_settles_each_task_as_complete_would};
+pub use wakeups::push_wakeups_complete_watches_taken_before_a_change;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use cairnq_core::store::{ClaimDraw, ClaimParams, FailParams, SettleParams};
 use cairnq_core::{
-    Backpressure, CairnQ, Error, ErrorEnvelope, ErrorKind, Retention, SubmitOptions, TaskSpec, TaskStatus,
+    Backpressure, CairnQ, Conflict, Error, ErrorEnvelope, ErrorKind, Retention, SubmitOptions, TaskSpec, TaskStatus,
 };
 use cairnq_worker::{TaskContext, TaskError};
 use serde_json::{Value, json};
@@ -127,4 +127,29 @@ pub async fn a_submit_returns_the_row_it_wrote(factory: &dyn BackendFactory) {
         let stored = client.get(&written.id).await.expect("get").expect("row");
         assert_eq!(written, stored, "submit answered with a row the store does not hold");
     }
+}
+
+/// `submit_many` is all or nothing: when one of its tasks is refused (a
+/// key taken, under `reject`), nothing the call did stays — not the tasks
+/// before it, not a key it set, not the cancel a `replace` in it made.
+pub async fn a_refused_submit_many_writes_nothing(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    let first = client.submit("job", &0).key("taken").await.expect("submit");
+    let keyed = |key: &str, conflict| SubmitOptions::new().key(key).conflict(conflict);
+    let specs = [
+        TaskSpec::new("job", &1),
+        TaskSpec::new("job", &2).options(keyed("fresh", Conflict::Reuse)),
+        TaskSpec::new("job", &3).options(keyed("taken", Conflict::Replace)),
+        TaskSpec::new("job", &4).options(keyed("taken", Conflict::Reject)),
+    ];
+    match client.submit_many(&specs).await {
+        Err(Error::AlreadyExists { key, .. }) => assert_eq!(key, "taken"),
+        other => panic!("expected AlreadyExists for the last task, got {other:?}"),
+    }
+    let stats = client.stats(None).await.expect("stats");
+    let rows: u64 = stats.values().flat_map(|c| TaskStatus::ALL.map(|s| c.get(s))).sum();
+    assert_eq!(rows, 1, "only the first task exists: {stats:?}");
+    assert!(client.get_by_key("fresh").await.expect("get_by_key").is_none(), "the key set by the refused call is gone");
+    let kept = client.get_by_key("taken").await.expect("get_by_key").expect("the key still points at a task");
+    assert_eq!((kept.id, kept.status), (first.id, TaskStatus::Queued), "the replace was undone");
 }
