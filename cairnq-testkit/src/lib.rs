@@ -6,7 +6,9 @@
 //! language-neutral JSON scenarios of CONFORMANCE.md; the worker suite
 //! ([`worker_suite`]) runs real worker loops and real processes against it.
 //! `sqlite` (the default `sqlite` feature) holds the factory for our own
-//! SQLite backend.
+//! SQLite backend; [`memory`] holds [`MemoryStore`](memory::MemoryStore),
+//! a reference backend with no SQL (the worked example of the
+//! backend-author guide, and a test double that is not durable).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -18,6 +20,7 @@ use cairnq_core::{Result, Store};
 pub mod bench;
 mod conformance_tests;
 pub mod forwarding;
+pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod scenario;
