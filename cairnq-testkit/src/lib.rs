@@ -6,7 +6,9 @@
 //! language-neutral JSON scenarios of CONFORMANCE.md; the worker suite
 //! ([`worker_suite`]) runs real worker loops and real processes against it.
 //! `sqlite` (the default `sqlite` feature) holds the factory for our own
-//! SQLite backend.
+//! SQLite backend; [`memory`] holds [`MemoryStore`](memory::MemoryStore),
+//! a reference backend with no SQL (the worked example of the
+//! backend-author guide, and a test double that is not durable).
 //!
 //! What every test crate of the workspace shares is here once too: the
 //! child-process protocol ([`child`]: a worker, submitter or opener in a
@@ -24,6 +26,7 @@ pub mod bench;
 pub mod child;
 mod conformance_tests;
 pub mod forwarding;
+pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod scenario;

@@ -2,7 +2,7 @@
 //! our backends, one fresh database per scenario.
 //!
 //! ```text
-//! cairnq-conformance [--backend sqlite|postgres] [--dsn DSN] [FILE|DIR]...
+//! cairnq-conformance [--backend sqlite|postgres|memory] [--dsn DSN] [FILE|DIR]...
 //! ```
 //!
 //! With no paths it runs the built-in suite. It prints `PASS name` or
@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use cairnq_testkit::BackendFactory;
 use cairnq_testkit::scenario::{self, Report};
 
-const USAGE: &str = "usage: cairnq-conformance [--backend sqlite|postgres] [--dsn DSN] [FILE|DIR]...";
+const USAGE: &str = "usage: cairnq-conformance [--backend sqlite|postgres|memory] [--dsn DSN] [FILE|DIR]...";
 
 /// The parsed command line.
 #[derive(Debug, Default)]
@@ -45,7 +45,8 @@ fn factory_for(options: &Options) -> Result<Box<dyn BackendFactory>, String> {
     match options.backend.as_deref().unwrap_or("sqlite") {
         "sqlite" => sqlite_factory(),
         "postgres" => postgres_factory(options.dsn.as_deref().ok_or("--backend postgres needs --dsn")?),
-        other => Err(format!("unknown backend {other:?} (sqlite or postgres)")),
+        "memory" => Ok(Box::new(cairnq_testkit::memory::MemoryFactory::new())),
+        other => Err(format!("unknown backend {other:?} (sqlite, postgres or memory)")),
     }
 }
 

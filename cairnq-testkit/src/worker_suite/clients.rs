@@ -45,7 +45,7 @@ pub async fn a_closed_store_refuses_every_call(factory: &dyn BackendFactory) {
 /// undoes them too.
 pub async fn submit_many_is_all_or_nothing(factory: &dyn BackendFactory) {
     let (client, _fresh) = fresh(factory).await;
-    client.submit("seed", &json!({})).key("taken").await.expect("seed");
+    let seed = client.submit("seed", &json!({})).key("taken").await.expect("seed");
     let ok = |n: i64| TaskSpec::new("batch", &json!(n));
     let refused = |specs: &[TaskSpec]| {
         let client = client.clone();
@@ -56,10 +56,20 @@ pub async fn submit_many_is_all_or_nothing(factory: &dyn BackendFactory) {
     assert_eq!(refused(&empty_name).await, Some(ErrorKind::ValidationError));
     let nan = [ok(1), TaskSpec::new("batch", &f64::NAN), ok(3)];
     assert_eq!(refused(&nan).await, Some(ErrorKind::SerializationError));
-    let reject = SubmitOptions::new().key("taken").conflict(Conflict::Reject);
-    let conflict = [ok(1), ok(2), TaskSpec::new("batch", &json!(3)).options(reject)];
+    // A refusal found mid-transaction, after a new key was set and the
+    // seed was replaced: neither stays.
+    let keyed = |key: &str, conflict| SubmitOptions::new().key(key).conflict(conflict);
+    let conflict = [
+        ok(1),
+        TaskSpec::new("batch", &json!(2)).options(keyed("fresh", Conflict::Reuse)),
+        TaskSpec::new("batch", &json!(3)).options(keyed("taken", Conflict::Replace)),
+        TaskSpec::new("batch", &json!(4)).options(keyed("taken", Conflict::Reject)),
+    ];
     assert_eq!(refused(&conflict).await, Some(ErrorKind::AlreadyExists));
     assert_eq!(total(&client).await, 1, "a refused batch wrote nothing: only the seed is there");
+    assert!(client.get_by_key("fresh").await.expect("get_by_key").is_none(), "the key the refused call set is gone");
+    let kept = client.get_by_key("taken").await.expect("get_by_key").expect("the seed keeps its key");
+    assert_eq!((kept.id, kept.status), (seed.id, TaskStatus::Queued), "the replace was undone");
 
     let written = client.submit_many(&[ok(1), ok(2), ok(3)]).await.expect("a valid batch");
     let payloads: Vec<_> = written.iter().map(|t| t.payload.clone()).collect();

@@ -52,6 +52,18 @@ fn passing_files_exit_zero() {
 }
 
 #[test]
+fn the_memory_backend_runs_scenarios_and_reports_them_alike() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    write(dir.path(), "a_pass.json", PASSING);
+    write(dir.path(), "b_fail.json", FAILING);
+    let output = conformance(&["--backend", "memory", dir.path().to_str().expect("UTF-8 temp path")]);
+    let lines = stdout_lines(&output);
+    assert_eq!(lines.first().map(String::as_str), Some("PASS submit_then_get"), "{lines:?}");
+    assert_eq!(lines.last().map(String::as_str), Some("1 passed, 1 failed"), "{lines:?}");
+    assert_eq!(output.status.code(), Some(1));
+}
+
+#[test]
 fn an_unreadable_file_is_a_failure_not_a_skip() {
     let dir = tempfile::tempdir().expect("temp dir");
     write(dir.path(), "broken.json", "{ not json");

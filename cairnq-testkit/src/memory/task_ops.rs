@@ -1,0 +1,148 @@
+//! The client-side operations of [`MemoryStore`](super::MemoryStore) over
+//! its tables: keyed submits, reads, counts, cancel, retry and purge, each
+//! doing what the protocol's statement for it does (PROTOCOL.md
+//! "Operations" and "Details that are easy to get wrong").
+
+use cairnq_core::backend::{KeyedSubmit, TaskRow, resolve_key_conflict};
+use cairnq_core::store::{
+    CancelParams, CountQueuedParams, GetParams, ListFilter, NewTask, PurgeFilter, RetryParams, StatsParams,
+    SubmitManyParams,
+};
+use cairnq_core::{Error, Result, Task, TaskCount, TaskRef, TaskSelector, TaskStatus};
+
+use super::tables::{Tables, Txn};
+
+/// Inserts `task`; with a key: reads the key's task (a purged task frees
+/// the key), applies the conflict rule, cancels the recorded task with the
+/// ordinary cancel when replacing a live one, inserts and repoints.
+pub(super) fn submit(txn: &mut Txn<'_>, task: &NewTask) -> Result<Task> {
+    let row = task.inserted_row(txn.now_ms);
+    let Some(key) = &task.key else {
+        txn.insert(row.clone())?;
+        return Ok(row);
+    };
+    let existing = txn.tables().key_task(key).map(Task::as_ref);
+    match (resolve_key_conflict(task.conflict, key, existing.as_ref())?, existing) {
+        (KeyedSubmit::ReturnExisting, Some(old)) => {
+            if let Some(found) = txn.tables().task(&old.id) {
+                return Ok(found.clone());
+            }
+        }
+        (KeyedSubmit::Insert { cancel_existing: true }, Some(old)) => {
+            cancel(txn, &CancelParams::new(TaskSelector::Id(old.id)));
+        }
+        _ => {}
+    }
+    txn.insert(row.clone())?;
+    txn.point_key(key, &row.id);
+    Ok(row)
+}
+
+/// Submits every task in order in one operation (a later task sees an
+/// earlier one's key); the caller rolls everything back on an error.
+pub(super) fn submit_many(txn: &mut Txn<'_>, params: &SubmitManyParams) -> Result<Vec<Task>> {
+    params.tasks.iter().map(|task| submit(txn, task)).collect()
+}
+
+/// The whole row, or `None`.
+pub(super) fn get(tables: &Tables, params: &GetParams) -> Option<Task> {
+    tables.select(&params.task).cloned()
+}
+
+/// Id and status, or `None`.
+pub(super) fn get_status(tables: &Tables, params: &GetParams) -> Option<TaskRef> {
+    tables.select(&params.task).map(Task::as_ref)
+}
+
+/// Rows matching every filter given, newest first, paged.
+pub(super) fn list(tables: &Tables, filter: &ListFilter) -> Result<Vec<TaskRow>> {
+    let limit = usize::try_from(filter.limit).map_err(|_| Error::validation("limit", "must not be negative"))?;
+    let offset = usize::try_from(filter.offset).map_err(|_| Error::validation("offset", "must not be negative"))?;
+    let text = |wanted: &Option<String>, value: Option<&str>| wanted.as_deref().is_none_or(|w| Some(w) == value);
+    Ok(tables
+        .newest_first()
+        .filter(|t| filter.status.is_none_or(|s| s == t.status))
+        .filter(|t| text(&filter.queue, Some(&t.queue)) && text(&filter.name, Some(&t.name)))
+        .filter(|t| text(&filter.root_id, t.root_id.as_deref()))
+        .filter(|t| text(&filter.correlation_id, t.correlation_id.as_deref()))
+        .skip(offset)
+        .take(limit)
+        .map(|t| Ok(t.clone()))
+        .collect())
+}
+
+/// Non-zero counts per queue and status, for one queue or all.
+pub(super) fn stats(tables: &Tables, params: &StatsParams) -> Vec<TaskCount> {
+    tables
+        .counts()
+        .filter(|(queue, _, _)| params.queue.as_deref().is_none_or(|asked| asked == *queue))
+        .map(|(queue, status, count)| TaskCount { queue: queue.to_string(), status: Some(status), count })
+        .collect()
+}
+
+/// Queued rows on the queue (delayed ones too), at most `at_most`.
+pub(super) fn count_queued(tables: &Tables, params: &CountQueuedParams) -> u64 {
+    tables.count(&params.queue, TaskStatus::Queued).min(params.at_most)
+}
+
+/// Queued -> canceled now; running -> cancel requested (the first
+/// request's time kept); anything else matches nothing.
+pub(super) fn cancel(txn: &mut Txn<'_>, params: &CancelParams) -> Option<Task> {
+    let task = txn.tables().select(&params.task)?;
+    let (id, status) = (task.id.clone(), task.status);
+    let now_ms = txn.now_ms;
+    match status {
+        TaskStatus::Queued => txn.update(&id, |t| {
+            t.status = TaskStatus::Canceled;
+            t.completed_at_ms = Some(now_ms);
+        }),
+        TaskStatus::Running => txn.update(&id, |t| {
+            t.cancel_requested_at_ms = t.cancel_requested_at_ms.or(Some(now_ms));
+        }),
+        _ => None,
+    }
+}
+
+/// Failed or canceled -> queued now, cleared for a fresh start; the
+/// attempt count goes on unless reset (max_attempts is not consulted).
+pub(super) fn retry(txn: &mut Txn<'_>, params: &RetryParams) -> Option<Task> {
+    let task = txn.tables().select(&params.task)?;
+    if !matches!(task.status, TaskStatus::Failed | TaskStatus::Canceled) {
+        return None;
+    }
+    let id = task.id.clone();
+    let now_ms = txn.now_ms;
+    txn.update(&id, |t| {
+        if params.reset_attempt {
+            t.attempt = 0;
+        }
+        t.status = TaskStatus::Queued;
+        t.error = None;
+        t.worker_id = None;
+        t.lease_until_ms = None;
+        t.cancel_requested_at_ms = None;
+        t.completed_at_ms = None;
+        t.progress = None;
+        t.message = None;
+        t.run_at_ms = now_ms;
+    })
+}
+
+/// Deletes terminal rows completed strictly before `now - older_than_ms`
+/// that match the filters, oldest first, at most `limit`; their ids.
+pub(super) fn purge(txn: &mut Txn<'_>, filter: &PurgeFilter) -> Vec<String> {
+    let cutoff = txn.now_ms.saturating_sub(filter.older_than_ms);
+    let limit = usize::try_from(filter.limit).unwrap_or(0);
+    let text = |wanted: &Option<String>, value: &str| wanted.as_deref().is_none_or(|w| w == value);
+    let doomed: Vec<String> = txn
+        .tables()
+        .terminal_oldest_first()
+        .take_while(|(completed_at, _)| *completed_at < cutoff)
+        .map(|(_, task)| task)
+        .filter(|t| filter.status.is_none_or(|s| s == t.status))
+        .filter(|t| text(&filter.queue, &t.queue) && text(&filter.name, &t.name))
+        .take(limit)
+        .map(|t| t.id.clone())
+        .collect();
+    doomed.into_iter().filter(|id| txn.delete(id).is_some()).collect()
+}
