@@ -10,6 +10,8 @@ mod child;
 mod common;
 mod concurrency;
 mod crash;
+mod memory;
+mod one_writer;
 mod open;
 mod plans;
 mod repair;
