@@ -37,7 +37,9 @@ pub(crate) struct Database {
     writer: Option<mpsc::Sender<Work>>,
     /// The reader threads; `None` in memory, where the writer reads.
     readers: Option<mpsc::Sender<ReadJob>>,
-    /// One receiver per thread, answered when the thread has ended.
+    /// Answered when the writer thread has ended.
+    writer_exit: Vec<oneshot::Receiver<()>>,
+    /// One receiver per reader and watcher thread, answered when it ended.
     exits: Vec<oneshot::Receiver<()>>,
     wakes: Arc<WakeBoard>,
     /// The cross-process watcher's sleepers, when it runs.
@@ -65,8 +67,8 @@ impl Database {
         let watch = options.watch_interval.filter(|_| file.is_some()).map(|_| Arc::new(CommitWatch::default()));
         let wakes = Arc::new(WakeBoard::new(watch.clone()));
         let counters = Arc::new(Counters::default());
-        let mut exits = Vec::new();
-        let writer = spawn_writer(location, options, &wakes, &counters, &mut exits).await?;
+        let (mut writer_exit, mut exits) = (Vec::new(), Vec::new());
+        let writer = spawn_writer(location, options, &wakes, &counters, &mut writer_exit).await?;
         let readers = match file {
             Some(path) => Some(spawn_readers(path, options, &mut exits).await?),
             None => None,
@@ -74,7 +76,8 @@ impl Database {
         if let (Some(path), Some(watch), Some(interval)) = (file, &watch, options.watch_interval) {
             spawn_watcher(path, options, watch, interval, &mut exits).await?;
         }
-        Ok(Self { writer: Some(writer), readers, exits, wakes, watch, counters, clock: Arc::clone(&options.clock) })
+        let clock = Arc::clone(&options.clock);
+        Ok(Self { writer: Some(writer), readers, writer_exit, exits, wakes, watch, counters, clock })
     }
 
     /// Hands a write to the writer; `false` when it has ended.
@@ -105,14 +108,21 @@ impl Database {
     }
 
     /// Stops taking work, lets every thread finish what it was sent, and
-    /// waits until every connection is closed.
+    /// waits until every connection is closed: the readers' and the
+    /// watcher's first, the writer's last and alone. SQLite checkpoints
+    /// and removes the `-wal` file only when the connection closing is
+    /// the file's last; connections closing together can each find
+    /// another still open, and the file stays behind until the next open.
     pub(crate) async fn shutdown(mut self) {
-        self.writer.take();
         self.readers.take();
         if let Some(watch) = &self.watch {
             watch.close();
         }
         for exit in std::mem::take(&mut self.exits) {
+            let _ = exit.await;
+        }
+        self.writer.take();
+        for exit in std::mem::take(&mut self.writer_exit) {
             let _ = exit.await;
         }
     }

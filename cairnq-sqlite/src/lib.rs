@@ -43,8 +43,9 @@
 //!   its own calls fail with [`Error::StoreClosed`](cairnq_core::Error::StoreClosed)
 //!   from then on, and the other stores keep working. The last store to
 //!   close (or be dropped) ends the threads; its `close` waits until every
-//!   connection is closed. The next open after that starts afresh, with
-//!   its own options.
+//!   connection is closed, the writer's last and alone, so SQLite folds
+//!   the WAL back into the file and removes `-wal`. The next open after
+//!   that starts afresh, with its own options.
 //! - **What counts as the same file:** the canonical path (symbolic links,
 //!   `.` and `..` resolved). Hard links and bind mounts are not recognized:
 //!   they get writers of their own and contend as separate processes do,

@@ -100,6 +100,9 @@ async fn closing_one_store_leaves_the_other_working_and_the_last_close_ends_the_
     assert_eq!(second.write_stats().jobs, 3, "one writer served both stores");
 
     late.close().await.expect("close the last store");
+    // The writer's connection closes last and alone, so SQLite removes
+    // the WAL: a clean close leaves no `-wal` behind.
+    assert!(!fresh.dir.path().join("queue.db-wal").exists(), "the last close left the -wal file");
     assert!(nobody_has_it_open(&fresh.path), "the last close waited until every connection was closed");
     let reopened = SqliteStore::open(&fresh.path).await.expect("reopen");
     assert_eq!(reopened.write_stats().jobs, 0, "a new writer once the last store closed");
