@@ -1,7 +1,10 @@
-//! Cross-process push wakeups: one watcher thread per store notices
-//! commits made through any other connection to the file (another process,
-//! another SDK, another store in this process) and wakes every sleeper of
+//! Cross-process push wakeups: one watcher thread per open database file
+//! notices commits made through any other connection to the file (another
+//! process, another SDK, a store this process opened through a hard link)
+//! and wakes every sleeper of
 //! [`Store::watch_for_change`](cairnq_core::Store::watch_for_change).
+//! Stores of this process on the same file share one writer, whose
+//! commits wake their sleepers directly (`local_wakeups`).
 //!
 //! The watcher reads the wal-index header from the `-shm` file, which
 //! SQLite rewrites on every commit, and confirms with `PRAGMA

@@ -10,6 +10,12 @@
 //! then) every caller hears its outcome; a failed COMMIT fails them all.
 //! One fsync thus covers every write that arrived while the last one was
 //! being made durable.
+//!
+//! A database in memory has no reader connections (each would be a
+//! database of its own): its reads come down the same channel and run
+//! here between batches, after the COMMIT of the writes drained with them
+//! and outside any transaction, so a read never sees a write whose batch
+//! may still roll back.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,7 +29,16 @@ use tokio::sync::oneshot;
 
 use crate::error::{explain, guarded, sqlite_error};
 use crate::local_wakeups::{Changes, WakeBoard};
+use crate::reader::ReadJob;
 use crate::sql::query;
+
+/// What the writer thread serves.
+pub(crate) enum Work {
+    /// A write, group-committed.
+    Write(Box<dyn Job>),
+    /// A read (only for a database in memory, which has no reader threads).
+    Read(ReadJob),
+}
 
 /// A write's view of the database: the connection inside the transaction,
 /// "now" for this write, and where it records what sleepers care about.
@@ -116,17 +131,24 @@ pub(crate) struct WriterEnv {
 const OPTIMIZE_EVERY: Duration = Duration::from_secs(60);
 
 /// The writer thread's loop; returns when every sender is gone.
-pub(crate) fn run_writer(conn: Connection, jobs: mpsc::Receiver<Box<dyn Job>>, env: WriterEnv) {
+pub(crate) fn run_writer(conn: Connection, work: mpsc::Receiver<Work>, env: WriterEnv) {
     let mut last_optimize = Instant::now();
-    while let Ok(first) = jobs.recv() {
-        let mut batch = vec![first];
-        while batch.len() < env.max_batch {
-            match jobs.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
+    while let Ok(first) = work.recv() {
+        let (mut batch, mut reads) = (Vec::new(), Vec::new());
+        let mut next = Some(first);
+        while let Some(item) = next {
+            match item {
+                Work::Write(job) => batch.push(job),
+                Work::Read(read) => reads.push(read),
             }
+            next = if batch.len() + reads.len() < env.max_batch { work.try_recv().ok() } else { None };
         }
-        run_batch(&conn, batch, &env);
+        if !batch.is_empty() {
+            run_batch(&conn, batch, &env);
+        }
+        for read in reads {
+            read(&conn);
+        }
         if last_optimize.elapsed() >= OPTIMIZE_EVERY {
             last_optimize = Instant::now();
             // Advisory: a failed optimize changes nothing a caller sees.

@@ -13,13 +13,74 @@
 //!
 //! # Threads, never the async runtime
 //!
-//! SQLite calls block, so none runs on the async runtime. A
-//! [`SqliteStore`] owns one **writer thread** with the only connection that
-//! writes (claims are writes too) and a few **reader threads** (2 by
+//! SQLite calls block, so none runs on the async runtime. A database opened
+//! by a [`SqliteStore`] gets one **writer thread** with the only connection
+//! that writes (claims are writes too) and a few **reader threads** (2 by
 //! default) with their own connections for get, list, stats, counts and the
 //! claim probe. In WAL mode readers see the last commit while the writer
 //! works, so reads never queue behind writes. Callers hand work to a thread
 //! over a channel and await a oneshot reply.
+//!
+//! # One writer per database in a process
+//!
+//! A second [`SqliteStore::open`] of a database this process already has
+//! open (the same file, known by its canonical path, or the same
+//! shared-cache name) does not start threads of its own: it gets a store
+//! on the first one's writer, readers and watcher. Two writers in one
+//! process would only contend for SQLite's single write lock (busy waits,
+//! transient `SQLITE_BUSY` failures past the busy timeout); one writer
+//! group-commits the writes of both, and its commits wake the sleepers of
+//! both at once, with no watcher involved. [`SqliteStore::write_stats`]
+//! then counts the writes of every store sharing the writer.
+//!
+//! - **Options:** the first opener's [`SqliteOptions`] hold, all of them
+//!   (clock, busy timeout, readers, durability, batch cap, watch interval),
+//!   as long as any store of the process has the database open; a later
+//!   open's options are not used. Refusing differing options was the
+//!   alternative, but a clock cannot be compared, and two parts of one
+//!   program opening the same file should not fail over a reader count.
+//! - **Closing:** [`close`](cairnq_core::Store::close) closes one store:
+//!   its own calls fail with [`Error::StoreClosed`](cairnq_core::Error::StoreClosed)
+//!   from then on, and the other stores keep working. The last store to
+//!   close (or be dropped) ends the threads; its `close` waits until every
+//!   connection is closed, the writer's last and alone, so SQLite folds
+//!   the WAL back into the file and removes `-wal`. The next open after
+//!   that starts afresh, with its own options.
+//! - **What counts as the same file:** the canonical path (symbolic links,
+//!   `.` and `..` resolved). Hard links and bind mounts are not recognized:
+//!   they get writers of their own and contend as separate processes do,
+//!   which is correct, only slower.
+//!
+//! # In memory
+//!
+//! For tests and short-lived tools: [`SqliteStore::in_memory`] (or
+//! `SqliteStore::open(":memory:")`) opens a new, private database in memory;
+//! `SqliteStore::open("file:NAME?mode=memory&cache=shared")` opens the
+//! in-memory database `NAME`, which every such open in this process shares
+//! (as above: one writer, the first opener's options). Every open of
+//! `:memory:` is a database of its own, as in SQLite. Its limits:
+//!
+//! - **Not durable.** The database lives as long as a store on it: once
+//!   the last one is closed or dropped, it is gone, and a crash loses every
+//!   task. [`Synchronous`] has nothing to protect.
+//! - **One process.** No other process or SDK can open it (so no worker
+//!   process can serve it, and no cross-process watcher runs).
+//! - **One connection.** A second connection to `:memory:` would be a
+//!   second, empty database, so the writer thread serves reads too: reads
+//!   queue behind writes (they run between group commits, after the COMMIT,
+//!   never seeing a write that may still roll back), and
+//!   [`SqliteOptions::readers`] does not apply.
+//! - **No WAL** (SQLite keeps an in-memory database's journal in memory).
+//! - A connection of your own to a shared-cache database (for inspection
+//!   in a test) shares SQLite's table locks with the store's writer: while
+//!   it holds one, writes fail transiently with `SQLITE_LOCKED`, which the
+//!   busy timeout does not wait out.
+//!
+//! Any other `file:` URI (one that names a file) and an empty path are
+//! refused with [`Error::Validation`](cairnq_core::Error::Validation): give
+//! a file's path. The file-system checks that name the cause of a failure,
+//! the watcher (which reads `<path>-shm`) and the registry all need the
+//! path, which only SQLite would know from a URI.
 //!
 //! # Group commit
 //!
@@ -76,9 +137,9 @@
 //! - A commit of another process wakes every sleeper of this store (it does
 //!   not say which tasks changed), and so does, spuriously, a commit of
 //!   this store's own writer: each sleeper then re-polls once.
-//! - One writer thread per store: a store's writes are serialized (batched,
-//!   not parallel), and two stores on one file contend for SQLite's single
-//!   write lock.
+//! - One writer thread per database per process: its writes are serialized
+//!   (batched, not parallel). Stores in different processes (or opened
+//!   through a hard link) contend for SQLite's single write lock.
 //! - `PRAGMA optimize` runs on the writer connection only (at most once a
 //!   minute); reader connections are `query_only` and never write statistics.
 //! - Purging a task makes SQLite look for its business keys (the
@@ -91,15 +152,18 @@
 //!   skewed clocks sharing one file (over a network share) would disagree.
 
 mod commit_watcher;
+mod database;
 mod diagnose;
 mod error;
 mod exec;
 mod group_commit;
 mod local_wakeups;
+mod location;
 mod open;
 mod options;
 mod read;
 mod reader;
+mod registry;
 mod row;
 mod sql;
 mod store;

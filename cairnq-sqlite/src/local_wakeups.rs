@@ -1,5 +1,6 @@
 //! In-process push wakeups: a commit that queued tasks or finished them
-//! wakes the sleepers of this process that wait for exactly that, so
+//! wakes the sleepers of this process that wait for exactly that (on any
+//! store sharing the database's writer), so
 //! `wait`/`call` and idle workers react without waiting out a poll.
 //! Commits of other processes reach sleepers through the
 //! [`CommitWatch`](crate::commit_watcher::CommitWatch). Polling stays the source of
@@ -85,7 +86,7 @@ impl Channel {
     }
 }
 
-/// Every sleeper of one store.
+/// Every sleeper of one database: of every store of this process on it.
 #[derive(Debug, Default)]
 pub(crate) struct WakeBoard {
     queues: Channel,

@@ -4,6 +4,10 @@
 //! Order matters: the protocol version of an existing database is checked
 //! before anything is written (not even the WAL switch, which rewrites the
 //! file header), so a foreign database is refused untouched.
+//!
+//! A database in memory has no WAL (SQLite keeps its journal in memory
+//! too) and no file to diagnose; it is otherwise opened, checked, migrated
+//! and analyzed like a file.
 
 use std::path::Path;
 use std::time::Duration;
@@ -14,6 +18,7 @@ use cairnq_protocol::{Migration, sqlite};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use crate::error::{is_busy, opening, sqlite_error};
+use crate::location::Location;
 use crate::options::SqliteOptions;
 use crate::sql::{query_int, query_opt};
 
@@ -28,35 +33,51 @@ const WAL_RETRIES: u32 = 100;
 const WAL_RETRY_PAUSE: Duration = Duration::from_millis(20);
 
 /// The writer's connection: checked, migrated and analyzed.
-pub(crate) fn open_writer(path: &Path, options: &SqliteOptions) -> Result<Connection> {
+pub(crate) fn open_writer(location: &Location, options: &SqliteOptions) -> Result<Connection> {
     let prepare = || {
-        let mut conn = connect(path, options)?;
+        let mut conn = match location {
+            Location::File(path) => connect_file(path, options)?,
+            Location::Memory { uri, .. } => connect(Path::new(uri), OpenFlags::SQLITE_OPEN_URI, options)?,
+        };
         refuse_other_protocol(&conn)?;
-        enable_wal(&conn)?;
+        if location.file().is_some() {
+            enable_wal(&conn)?;
+        }
         migrate(&mut conn, options.clock.as_ref())?;
         require_protocol(&conn)?;
         analyze_once(&conn)?;
         Ok(conn)
     };
-    prepare().map_err(|e| opening(path, e))
+    prepare().map_err(|e| match location {
+        Location::File(path) => opening(path, e),
+        // Nothing on the file system to look at: the URI and SQLite's words.
+        Location::Memory { uri, .. } => opening_in_memory(uri, e),
+    })
 }
 
 /// A reader's connection; `query_only` makes sure it never writes.
 pub(crate) fn open_reader(path: &Path, options: &SqliteOptions) -> Result<Connection> {
     let prepare = || {
-        let conn = connect(path, options)?;
+        let conn = connect_file(path, options)?;
         conn.pragma_update(None, "query_only", true).map_err(|e| sqlite_error("query_only", e))?;
         Ok(conn)
     };
     prepare().map_err(|e| opening(path, e))
 }
 
-fn connect(path: &Path, options: &SqliteOptions) -> Result<Connection> {
+fn connect_file(path: &Path, options: &SqliteOptions) -> Result<Connection> {
     if path.is_dir() {
         // `opening` names the directory; SQLite would only say it cannot open it.
         return Err(Error::Unusable { message: "SQLite cannot open a directory".into(), source: None });
     }
-    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    connect(path, OpenFlags::empty(), options)
+}
+
+/// A connection with cairnq's settings; `extra` adds `SQLITE_OPEN_URI`
+/// for a database in memory named by a URI.
+fn connect(path: &Path, extra: OpenFlags, options: &SqliteOptions) -> Result<Connection> {
+    let flags =
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX | extra;
     let conn = Connection::open_with_flags(path, flags).map_err(|e| sqlite_error("open", e))?;
     conn.busy_timeout(options.busy_timeout).map_err(|e| sqlite_error("busy_timeout", e))?;
     conn.pragma_update(None, "foreign_keys", true).map_err(|e| sqlite_error("foreign_keys", e))?;
@@ -71,6 +92,19 @@ fn connect(path: &Path, options: &SqliteOptions) -> Result<Connection> {
     conn.pragma_update(None, "cache_size", CACHE_KIB).map_err(|e| sqlite_error("cache_size", e))?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     Ok(conn)
+}
+
+/// An error opening a database in memory, prefixed with its URI.
+fn opening_in_memory(uri: &str, error: Error) -> Error {
+    match error {
+        Error::Storage { message, source, transient } => {
+            Error::Storage { message: format!("cannot open {uri}: {message}"), source, transient }
+        }
+        Error::Unusable { message, source } => {
+            Error::Unusable { message: format!("cannot open {uri}: {message}"), source }
+        }
+        other => other,
+    }
 }
 
 /// `protocol_version` of an installed database, `None` before the first

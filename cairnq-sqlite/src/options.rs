@@ -35,6 +35,13 @@ impl Synchronous {
 /// `synchronous = FULL`, group commits of at most 256 writes, other
 /// connections' commits watched every 1 ms while someone waits.
 ///
+/// They are the options of the database's threads, so the first store of
+/// this process to open a database sets them for every store that shares
+/// it; a later open of the same database does not use its own (see the
+/// [crate docs](crate#one-writer-per-database-in-a-process)). A database in
+/// memory has no reader threads and no watcher: `readers` and
+/// `watch_interval` do not apply to it.
+///
 /// ```
 /// use std::time::Duration;
 /// use cairnq_sqlite::{SqliteOptions, Synchronous};
@@ -50,7 +57,8 @@ pub struct SqliteOptions {
     /// fails with a transient storage error. Waited out on the writer
     /// thread; reads and the async runtime carry on meanwhile.
     pub busy_timeout: Duration,
-    /// Reader threads, each with its own connection (at least 1).
+    /// Reader threads, each with its own connection (at least 1). None
+    /// in memory: the writer reads there.
     pub readers: usize,
     /// The durability level, see [`Synchronous`].
     pub synchronous: Synchronous,

@@ -1,6 +1,7 @@
 //! Reader threads: get/list/stats/probe/count run on their own connections,
 //! so a read never queues behind a write (WAL lets readers see the last
-//! commit while the writer works).
+//! commit while the writer works). A database in memory has none: another
+//! connection would be another database, so its writer reads.
 
 use std::sync::Arc;
 use std::sync::mpsc;

@@ -1,9 +1,8 @@
-//! [`SqliteStore`]: the [`Store`] seam over the writer and reader threads.
+//! [`SqliteStore`]: the [`Store`] seam over the threads of a `Database`,
+//! which the stores of this process on one database share.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::mpsc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use cairnq_core::backend::flows;
@@ -12,26 +11,28 @@ use cairnq_core::store::{
     HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RepairParams, Repaired,
     RetryParams, SettleParams, StatsParams, SubmitManyParams, TaskRow,
 };
-use cairnq_core::{Capabilities, ChangeWatch, Clock, Error, HeldLease, Result, Store, Task, TaskCount, TaskRef, Wake};
+use cairnq_core::{Capabilities, ChangeWatch, Error, HeldLease, Result, Store, Task, TaskCount, TaskRef, Wake};
 use parking_lot::Mutex;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-use crate::commit_watcher::{CommitWatch, ShmHeader, run_watcher};
+use crate::database::Database;
 use crate::error::{explain, guarded};
 use crate::exec::{SqliteExec, complete_batch};
-use crate::group_commit::{Counters, Job, WriteCtx, WriteStats, WriterEnv, job, run_writer};
+use crate::group_commit::{Counters, WriteCtx, WriteStats, job};
 use crate::local_wakeups::WakeBoard;
-use crate::open::{open_reader, open_writer};
+use crate::location::{Location, MEMORY};
 use crate::options::SqliteOptions;
 use crate::read;
-use crate::reader::{ReadJob, run_reader};
+use crate::registry;
 
 /// A cairnq store in one SQLite file, shared with every other process and
-/// SDK that opens the same file.
+/// SDK that opens the same file (or, for tests and short-lived tools, in
+/// memory: [`in_memory`](Self::in_memory)).
 ///
 /// Writes go through one writer thread with group commit; reads run on
-/// their own reader threads. Nothing here blocks the async runtime.
+/// their own reader threads. Nothing here blocks the async runtime. The
+/// stores of one process on one database share those threads.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -49,25 +50,13 @@ use crate::reader::{ReadJob, run_reader};
 /// # Ok(()) }
 /// ```
 pub struct SqliteStore {
+    /// The path (or URI) as given.
     path: PathBuf,
-    clock: Arc<dyn Clock>,
-    writer: Mutex<Option<mpsc::Sender<Box<dyn Job>>>>,
-    readers: Mutex<Option<mpsc::Sender<ReadJob>>>,
-    /// One receiver per thread, answered when the thread has ended.
-    exits: Mutex<Vec<oneshot::Receiver<()>>>,
+    /// `None` once this store is closed; other stores on the database
+    /// keep their own handle.
+    database: Mutex<Option<Arc<Database>>>,
     wakes: Arc<WakeBoard>,
-    /// The cross-process watcher's sleepers, when it runs.
-    watch: Option<Arc<CommitWatch>>,
     counters: Arc<Counters>,
-}
-
-impl Drop for SqliteStore {
-    fn drop(&mut self) {
-        // The watcher thread holds no sender to notice it is unused.
-        if let Some(watch) = &self.watch {
-            watch.close();
-        }
-    }
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -80,13 +69,28 @@ impl SqliteStore {
     /// Opens (creating if needed) the database at `path` with default
     /// options, migrating it to the newest schema.
     ///
+    /// `path` is a file, or a database in memory: `:memory:` (a private
+    /// one, as [`in_memory`](Self::in_memory) opens) or a shared-cache URI
+    /// `file:NAME?mode=memory&cache=shared`, which every open of `NAME` in
+    /// this process shares (see the [crate docs](crate#in-memory) for what
+    /// a database in memory cannot do).
+    ///
+    /// A second open of a database this process already has open (the same
+    /// file by its canonical path, or the same shared-cache name) returns a
+    /// store on the first one's threads: one writer and its group commit,
+    /// one set of readers, wakeups that reach the sleepers of both. See
+    /// [`open_with`](Self::open_with) for whose options hold, and
+    /// [`close`](Store::close) for how the stores close.
+    ///
     /// Fails with [`Error::ProtocolVersionMismatch`] (writing nothing) when
     /// the file belongs to another protocol version, and with
     /// [`Error::Unusable`] when SQLite cannot use the file: the message
     /// starts with the path and the cause found on the file system (a
     /// directory, a missing or read-only directory where SQLite must create
     /// the `-wal` and `-shm` files, a read-only file, a file that is not a
-    /// SQLite database), then SQLite's own words.
+    /// SQLite database), then SQLite's own words. An empty path and a
+    /// `file:` URI that names a file (not `mode=memory`) fail with
+    /// [`Error::Validation`] before anything is opened: give a file's path.
     ///
     /// A file this process may read but not write opens (SQLite falls back
     /// to read-only): reads work, and every write fails with
@@ -96,37 +100,85 @@ impl SqliteStore {
     }
 
     /// [`open`](Self::open) with options.
+    ///
+    /// The options of the store that opened the database hold for as long
+    /// as any store of this process has it open: a second open of the same
+    /// file (or shared-cache name) shares the first one's threads, so its
+    /// own `options` are not used at all (not the clock, the busy timeout,
+    /// the readers, the durability level, the batch cap or the watch
+    /// interval). Open every store of one database with the same options,
+    /// or open it once and share the store.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> cairnq_core::Result<()> {
+    /// use cairnq_core::{CairnQ, Store};
+    /// use cairnq_sqlite::{SqliteOptions, SqliteStore};
+    ///
+    /// let dir = tempfile::tempdir().expect("temp dir");
+    /// let path = dir.path().join("queue.db");
+    /// let api = SqliteStore::open_with(&path, SqliteOptions::new().readers(4)).await?;
+    /// // The same file again: the worker's store shares the API's writer.
+    /// let worker = SqliteStore::open(&path).await?;
+    /// CairnQ::new(api).submit("resize", &serde_json::json!({})).await?;
+    /// assert_eq!(worker.write_stats().jobs, 1, "one writer served both stores");
+    /// worker.close().await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn open_with(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
-        let watch = options.watch_interval.map(|_| Arc::new(CommitWatch::default()));
-        let wakes = Arc::new(WakeBoard::new(watch.clone()));
-        let counters = Arc::new(Counters::default());
-        let mut exits = Vec::new();
-        let writer = spawn_writer(&path, &options, &wakes, &counters, &mut exits).await?;
-        let readers = spawn_readers(&path, &options, &mut exits).await?;
-        if let (Some(watch), Some(interval)) = (&watch, options.watch_interval) {
-            spawn_watcher(&path, &options, watch, interval, &mut exits).await?;
-        }
+        let location = Location::parse(&path)?;
+        let database = registry::database(&location, &options).await?;
         Ok(Self {
             path,
-            clock: options.clock,
-            writer: Mutex::new(Some(writer)),
-            readers: Mutex::new(Some(readers)),
-            exits: Mutex::new(exits),
-            wakes,
-            watch,
-            counters,
+            wakes: Arc::clone(database.wakes()),
+            counters: Arc::clone(database.counters()),
+            database: Mutex::new(Some(database)),
         })
     }
 
-    /// The database file.
+    /// A new, private database in memory with default options: `:memory:`.
+    ///
+    /// For tests and short-lived tools. Everything a file store does works
+    /// the same (the whole conformance suite runs on it), within these
+    /// limits:
+    /// - **not durable**: the database ends with the last store on it
+    ///   (closed or dropped); a crash loses every task;
+    /// - **one process**: no other process or SDK can open it, so workers
+    ///   in other processes cannot serve it;
+    /// - **one connection**: reads queue behind writes on the writer thread
+    ///   (a file store reads on reader threads meanwhile);
+    /// - each call makes a database of its own; to reach one database from
+    ///   several stores, open a shared-cache URI instead
+    ///   (`SqliteStore::open("file:jobs?mode=memory&cache=shared")`) or
+    ///   share the store (`CairnQ` clones share it).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> cairnq_core::Result<()> {
+    /// use cairnq_core::{CairnQ, TaskStatus};
+    /// use cairnq_sqlite::SqliteStore;
+    ///
+    /// let client = CairnQ::new(SqliteStore::in_memory().await?);
+    /// let task = client.submit("send_email", &serde_json::json!({"to": "a@example.com"})).await?;
+    /// assert_eq!(client.get(&task.id).await?.map(|t| t.status), Some(TaskStatus::Queued));
+    /// client.close().await?; // the database is gone
+    /// # Ok(()) }
+    /// ```
+    pub async fn in_memory() -> Result<Self> {
+        Self::open(MEMORY).await
+    }
+
+    /// The path (or in-memory URI) this store was opened with.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
     /// How many transactions the writer committed for how many writes.
     /// With concurrent writers `commits` stays well below `jobs`: that is
-    /// group commit at work.
+    /// group commit at work. Stores sharing a database (see
+    /// [`open`](Self::open)) share one writer, so they count every write
+    /// of them all.
     pub fn write_stats(&self) -> WriteStats {
         self.counters.snapshot()
     }
@@ -137,7 +189,9 @@ impl SqliteStore {
         F: Fn(WriteCtx<'_>) -> Result<T> + Send + 'static,
     {
         let (job, reply) = job(work);
-        let sent = self.writer.lock().as_ref().map(|w| w.send(job).is_ok());
+        // Sent under the lock: a concurrent close then either sees this
+        // store's handle or finds the write already queued.
+        let sent = self.database.lock().as_ref().map(|db| db.send_write(job));
         if sent != Some(true) {
             return Err(Error::StoreClosed);
         }
@@ -150,99 +204,17 @@ impl SqliteStore {
         F: FnOnce(&Connection, i64) -> Result<T> + Send + 'static,
     {
         let (reply, receiver) = oneshot::channel();
-        let clock = Arc::clone(&self.clock);
-        let job: ReadJob = Box::new(move |conn| {
-            let _ = reply.send(guarded(|| work(conn, clock.now_ms())).map_err(|e| explain(conn, e)));
+        let sent = self.database.lock().as_ref().map(|db| {
+            let clock = Arc::clone(db.clock());
+            db.send_read(Box::new(move |conn| {
+                let _ = reply.send(guarded(|| work(conn, clock.now_ms())).map_err(|e| explain(conn, e)));
+            }))
         });
-        let sent = self.readers.lock().as_ref().map(|r| r.send(job).is_ok());
         if sent != Some(true) {
             return Err(Error::StoreClosed);
         }
         receiver.await.map_err(|_| Error::StoreClosed)?
     }
-}
-
-/// Starts a named thread that opens a connection, reports whether that
-/// worked, then serves with it; `exits` hears when the thread has ended.
-async fn spawn_connection(
-    name: String,
-    exits: &mut Vec<oneshot::Receiver<()>>,
-    open: impl FnOnce() -> Result<Connection> + Send + 'static,
-    serve: impl FnOnce(Connection) + Send + 'static,
-) -> Result<()> {
-    let (ready, opened) = oneshot::channel();
-    let (exited, on_exit) = oneshot::channel();
-    std::thread::Builder::new()
-        .name(name)
-        .spawn(move || {
-            match open() {
-                Ok(conn) => {
-                    let _ = ready.send(Ok(()));
-                    serve(conn);
-                }
-                Err(e) => {
-                    let _ = ready.send(Err(e));
-                }
-            }
-            let _ = exited.send(());
-        })
-        .map_err(|e| Error::storage("cannot start a SQLite thread", e))?;
-    exits.push(on_exit);
-    opened.await.map_err(|_| Error::StoreClosed)?
-}
-
-/// Opens and migrates the writer connection on its own thread, then keeps
-/// that thread serving writes.
-async fn spawn_writer(
-    path: &Path,
-    options: &SqliteOptions,
-    wakes: &Arc<WakeBoard>,
-    counters: &Arc<Counters>,
-    exits: &mut Vec<oneshot::Receiver<()>>,
-) -> Result<mpsc::Sender<Box<dyn Job>>> {
-    let (sender, jobs) = mpsc::channel();
-    let (path, options) = (path.to_path_buf(), options.clone());
-    let env = WriterEnv {
-        clock: Arc::clone(&options.clock),
-        wakes: Arc::clone(wakes),
-        counters: Arc::clone(counters),
-        max_batch: options.max_batch,
-    };
-    let open = move || open_writer(&path, &options);
-    spawn_connection("cairnq-sqlite-writer".into(), exits, open, move |conn| run_writer(conn, jobs, env)).await?;
-    Ok(sender)
-}
-
-/// Opens every reader connection (after the writer migrated the file).
-async fn spawn_readers(
-    path: &Path,
-    options: &SqliteOptions,
-    exits: &mut Vec<oneshot::Receiver<()>>,
-) -> Result<mpsc::Sender<ReadJob>> {
-    let (sender, jobs) = mpsc::channel();
-    let jobs = Arc::new(Mutex::new(jobs));
-    for index in 0..options.readers.max(1) {
-        let (path, options, jobs) = (path.to_path_buf(), options.clone(), Arc::clone(&jobs));
-        let open = move || open_reader(&path, &options);
-        spawn_connection(format!("cairnq-sqlite-reader-{index}"), exits, open, move |conn| run_reader(conn, jobs))
-            .await?;
-    }
-    Ok(sender)
-}
-
-/// Opens the watcher's own connection and starts the cross-process watcher.
-async fn spawn_watcher(
-    path: &Path,
-    options: &SqliteOptions,
-    watch: &Arc<CommitWatch>,
-    interval: Duration,
-    exits: &mut Vec<oneshot::Receiver<()>>,
-) -> Result<()> {
-    let (path, options, watch) = (path.to_path_buf(), options.clone(), Arc::clone(watch));
-    let shm = ShmHeader::of(&path);
-    let open = move || open_reader(&path, &options);
-    spawn_connection("cairnq-sqlite-watcher".into(), exits, open, move |conn| run_watcher(conn, shm, watch, interval))
-        .await
 }
 
 /// One write job on the writer thread: a flow of `backend::flows` run on
@@ -362,17 +334,17 @@ impl Store for SqliteStore {
         self.wakes.watch(wake)
     }
 
-    /// Stops taking new work, lets the threads finish what is queued, and
-    /// waits until every connection is closed.
+    /// Closes this store: it takes no new work (calls fail with
+    /// [`Error::StoreClosed`]); what it already sent still runs. Other
+    /// stores on the same database (see [`SqliteStore::open`]) keep
+    /// working. The last store to close stops the threads: it lets them
+    /// finish what is queued and waits until every connection is closed
+    /// (then a database in memory is gone). Dropping a store without
+    /// closing it lets go the same way, without the wait.
     async fn close(&self) -> Result<()> {
-        self.writer.lock().take();
-        self.readers.lock().take();
-        if let Some(watch) = &self.watch {
-            watch.close();
-        }
-        let exits = std::mem::take(&mut *self.exits.lock());
-        for exit in exits {
-            let _ = exit.await;
+        let database = self.database.lock().take();
+        if let Some(last) = database.and_then(Arc::into_inner) {
+            last.shutdown().await;
         }
         Ok(())
     }

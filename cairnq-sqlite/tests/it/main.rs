@@ -8,6 +8,8 @@
 mod bad_input;
 mod common;
 mod concurrency;
+mod memory;
+mod one_writer;
 mod open;
 mod plans;
 mod repair;
