@@ -15,7 +15,7 @@
 use serde_json::Value;
 
 use crate::json::JsonError;
-use crate::model::{Task, Undecodable, UnknownStatus};
+use crate::model::{ParseCursorError, Task, Undecodable, UnknownStatus};
 
 /// A boxed error from a backend's driver, kept as the `source()` of
 /// [`Error::Storage`].
@@ -417,6 +417,12 @@ impl From<Undecodable> for Error {
 impl From<JsonError> for Error {
     fn from(error: JsonError) -> Self {
         Error::Serialization(error.0)
+    }
+}
+
+impl From<ParseCursorError> for Error {
+    fn from(error: ParseCursorError) -> Self {
+        Error::validation("after", error.to_string())
     }
 }
 

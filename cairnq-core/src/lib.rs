@@ -8,11 +8,15 @@
 //!
 //! ```no_run
 //! # async fn demo(store: impl cairnq_core::Store) -> cairnq_core::Result<()> {
-//! use cairnq_core::{CairnQ, SubmitOptions, WaitOptions};
+//! use std::time::Duration;
+//! use cairnq_core::CairnQ;
 //! let client = CairnQ::new(store);
 //! let task = client.submit("thumbnail", &serde_json::json!({"path": "a.png"})).queue("images").await?;
-//! let result = client.call("thumbnail", &serde_json::json!({"path": "b.png"}),
-//!     &SubmitOptions::new().queue("images"), &WaitOptions::default()).await?;
+//! let result = client
+//!     .submit("thumbnail", &serde_json::json!({"path": "b.png"}))
+//!     .queue("images")
+//!     .call(Duration::from_secs(30))
+//!     .await?;
 //! # Ok(()) }
 //! ```
 
@@ -35,14 +39,15 @@ mod typed;
 
 pub use backoff::Backoff;
 pub use backpressure::{Backpressure, BackpressureGate};
-pub use client::{CairnQ, Submit, SubmitOptions, TaskSpec, WaitOptions, task_outcome};
+pub use client::{CairnQ, Call, Retry, Submit, SubmitOptions, TaskSpec, WaitOptions, task_outcome};
 pub use clock::{Clock, SystemClock};
 pub use envelope::{ErrorEnvelope, codes};
 pub use error::{BoxError, Error, ErrorKind, Result};
 pub use json::{Json, JsonError};
 pub use keys::Conflict;
 pub use model::{
-    HeldLease, QueueCounts, Stats, Task, TaskCount, TaskPage, TaskRef, TaskStatus, Undecodable, UnknownStatus,
+    HeldLease, ListCursor, ParseCursorError, QueueCounts, Stats, Task, TaskCount, TaskPage, TaskRef, TaskStatus,
+    Undecodable, UnknownStatus,
 };
 pub use retention::{Retention, Sweeper, SweeperHandle};
 pub use store::{Capabilities, ChangeWatch, ListFilter, PurgeFilter, Repaired, Store, TaskSelector, Wake};

@@ -100,11 +100,11 @@ pub struct Task {
     /// Free-text progress message.
     pub message: Option<String>,
     /// How many times the task has been claimed.
-    pub attempt: i64,
+    pub attempt: u32,
     /// Claims allowed before a retryable failure becomes final.
-    pub max_attempts: i64,
+    pub max_attempts: u32,
     /// Higher runs first.
-    pub priority: i64,
+    pub priority: i32,
     /// The worker that holds or last held the task.
     pub worker_id: Option<String>,
     /// When the lease ends; set exactly while running.
@@ -277,6 +277,86 @@ pub struct TaskPage {
     pub tasks: Vec<Task>,
     /// The rows of the page that did not, in list order.
     pub undecodable: Vec<Undecodable>,
+    /// Where the next page starts, when this one was full ([`ListFilter::after`](crate::ListFilter::after)).
+    /// It is the last decoded row's place, so undecodable rows at the very
+    /// end of a page are listed again on the next.
+    pub next: Option<ListCursor>,
+}
+
+/// A place in list order (newest first): a row's `created_at_ms` and id.
+/// Its text form (`Display` / `FromStr`, e.g. for a command line or a URL)
+/// is `<created_at_ms>.<id>`.
+///
+/// ```
+/// use cairnq_core::ListCursor;
+/// let cursor: ListCursor = "1733011200000.task_01JDX0".parse()?;
+/// assert_eq!(cursor.created_at_ms, 1733011200000);
+/// assert_eq!(cursor.to_string(), "1733011200000.task_01JDX0");
+/// assert!("yesterday".parse::<ListCursor>().is_err());
+/// # Ok::<(), cairnq_core::ParseCursorError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+#[non_exhaustive]
+pub struct ListCursor {
+    /// The row's insert time.
+    pub created_at_ms: i64,
+    /// The row's id (the tie-breaker).
+    pub id: String,
+}
+
+impl ListCursor {
+    /// The place of `task`.
+    pub fn of(task: &Task) -> Self {
+        Self { created_at_ms: task.created_at_ms, id: task.id.clone() }
+    }
+}
+
+impl fmt::Display for ListCursor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.created_at_ms, self.id)
+    }
+}
+
+impl From<ListCursor> for String {
+    fn from(cursor: ListCursor) -> Self {
+        cursor.to_string()
+    }
+}
+
+impl TryFrom<String> for ListCursor {
+    type Error = ParseCursorError;
+
+    fn try_from(text: String) -> Result<Self, Self::Error> {
+        text.parse()
+    }
+}
+
+/// Text that is not a [`ListCursor`]; it converts into a validation
+/// [`Error`](crate::Error) on the `after` field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseCursorError(pub String);
+
+impl fmt::Display for ParseCursorError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?} is not a list cursor (<created_at_ms>.<id>)", self.0)
+    }
+}
+
+impl std::error::Error for ParseCursorError {}
+
+impl FromStr for ListCursor {
+    type Err = ParseCursorError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let bad = || ParseCursorError(text.to_string());
+        let (ms, id) = text.split_once('.').ok_or_else(bad)?;
+        let created_at_ms = ms.parse().map_err(|_| bad())?;
+        if id.is_empty() || id.contains('\0') {
+            return Err(bad());
+        }
+        Ok(Self { created_at_ms, id: id.to_string() })
+    }
 }
 
 impl TaskPage {

@@ -16,7 +16,7 @@ use crate::store::PurgeFilter;
 use crate::store::Store;
 
 /// Rows one purge call deletes at most, unless a rule says otherwise.
-const DEFAULT_BATCH: i64 = 500;
+const DEFAULT_BATCH: u32 = 500;
 /// Purge calls one rule may make per sweep, so one sweep stays bounded even
 /// when a large backlog has aged out at once; the rest waits a sweep.
 const BATCHES_PER_SWEEP: usize = 20;
@@ -29,7 +29,7 @@ const BATCHES_PER_SWEEP: usize = 20;
 /// let retention = Retention::new()
 ///     .succeeded(Duration::from_secs(3600))
 ///     .failed(Duration::from_secs(7 * 86_400))
-///     .rule(PurgeFilter::new().queue("reports").older_than_ms(60_000))
+///     .rule(PurgeFilter::new().queue("reports").older_than(Duration::from_millis(60_000)))
 ///     .interval(Duration::from_secs(60));
 /// assert_eq!(retention.rules().len(), 3);
 /// ```
@@ -76,8 +76,7 @@ impl Retention {
     }
 
     fn status(self, status: TaskStatus, keep: Duration) -> Self {
-        let older_than_ms = i64::try_from(keep.as_millis()).unwrap_or(i64::MAX);
-        self.rule(PurgeFilter::new().status(status).older_than_ms(older_than_ms).limit(DEFAULT_BATCH))
+        self.rule(PurgeFilter::new().status(status).older_than(keep).limit(DEFAULT_BATCH))
     }
 
     /// How often the background sweeper runs.

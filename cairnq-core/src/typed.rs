@@ -7,14 +7,15 @@ use std::marker::PhantomData;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::client::{CairnQ, Submit, SubmitOptions, TaskSpec, WaitOptions, task_outcome};
+use crate::client::{CairnQ, Call, Submit, SubmitOptions, TaskSpec, task_outcome};
 use crate::error::Result;
 use crate::model::Task;
 
 /// A task name with its payload type `P` and result type `R`.
 ///
 /// ```no_run
-/// use cairnq_core::{CairnQ, TaskDef, WaitOptions};
+/// use std::time::Duration;
+/// use cairnq_core::{CairnQ, TaskDef};
 /// use serde::{Deserialize, Serialize};
 ///
 /// #[derive(Serialize, Deserialize)]
@@ -26,7 +27,8 @@ use crate::model::Task;
 ///
 /// # async fn demo(client: &CairnQ) -> cairnq_core::Result<()> {
 /// let task = RESIZE.submit(client, &Resize { width: 640 }).priority(3).await?;
-/// let out: Resized = RESIZE.call(client, &Resize { width: 320 }, &WaitOptions::default()).await?;
+/// let out: Resized = RESIZE.call(client, &Resize { width: 320 }).priority(5).timeout(Duration::from_secs(10)).await?;
+/// let same: Resized = RESIZE.submit(client, &Resize { width: 320 }).key("w320").call(Duration::from_secs(10)).await?;
 /// # Ok(()) }
 /// ```
 pub struct TaskDef<P, R> {
@@ -61,9 +63,10 @@ impl<P, R> fmt::Debug for TaskDef<P, R> {
 }
 
 impl<P: Serialize, R: DeserializeOwned> TaskDef<P, R> {
-    /// Starts a submit of this task; set options on the builder, then await.
-    pub fn submit<'a>(&self, client: &'a CairnQ, payload: &P) -> Submit<'a> {
-        client.submit(self.name, payload)
+    /// Starts a submit of this task; set options on the builder, then
+    /// await it (or turn it into a typed [`Call`] with `.call(timeout)`).
+    pub fn submit<'a>(&self, client: &'a CairnQ, payload: &P) -> Submit<'a, R> {
+        Submit::new(client, TaskSpec::new(self.name, payload))
     }
 
     /// A [`TaskSpec`] for [`CairnQ::submit_many`].
@@ -71,10 +74,10 @@ impl<P: Serialize, R: DeserializeOwned> TaskDef<P, R> {
         TaskSpec::new(self.name, payload).options(options)
     }
 
-    /// Submits with default options and waits for the typed result.
-    pub async fn call(&self, client: &CairnQ, payload: &P, wait: &WaitOptions) -> Result<R> {
-        let value = client.call(self.name, payload, &SubmitOptions::default(), wait).await?;
-        Ok(value.decode()?)
+    /// Starts a submit that waits for the typed result: set submit options
+    /// and the timeout on the [`Call`], then await it.
+    pub fn call<'a>(&self, client: &'a CairnQ, payload: &P) -> Call<'a, R> {
+        Call::new(self.submit(client, payload))
     }
 
     /// The typed result of a terminal task (errors for failed / canceled).

@@ -9,6 +9,7 @@
 
 use std::error::Error as StdError;
 
+use cairnq_core::backend::narrow;
 use cairnq_core::store::TaskRow;
 use cairnq_core::{Error, HeldLease, Json, Result, Task, TaskCount, TaskRef, TaskStatus, Undecodable};
 use tokio_postgres::Row;
@@ -50,6 +51,11 @@ fn int(row: &Row, name: &str) -> std::result::Result<Option<i64>, Bad> {
     Ok(field::<Option<LooseInt>>(row, name)?.map(|i| i.0))
 }
 
+/// [`int`] narrowed to the model's type ([`narrow`]).
+fn narrow_int<T: TryFrom<i64>>(row: &Row, name: &str) -> std::result::Result<Option<T>, Bad> {
+    int(row, name)?.map(narrow).transpose().map_err(|reason| (name.to_string(), reason))
+}
+
 /// A whole `cairnq_tasks` row, or the report of why it does not decode.
 pub(crate) fn task_row(row: &Row) -> TaskRow {
     task_at(row).map_err(|(column, reason)| {
@@ -71,9 +77,9 @@ fn task_at(row: &Row) -> std::result::Result<Task, Bad> {
         metadata: json(row, "metadata")?.unwrap_or_else(Json::empty_object),
         progress: field(row, "progress")?,
         message: field(row, "message")?,
-        attempt: int(row, "attempt")?.unwrap_or(0),
-        max_attempts: int(row, "max_attempts")?.unwrap_or(3),
-        priority: int(row, "priority")?.unwrap_or(0),
+        attempt: narrow_int(row, "attempt")?.unwrap_or(0),
+        max_attempts: narrow_int(row, "max_attempts")?.unwrap_or(3),
+        priority: narrow_int(row, "priority")?.unwrap_or(0),
         worker_id: field(row, "worker_id")?,
         lease_until_ms: int(row, "lease_until_ms")?,
         run_at_ms: required("run_at_ms")?,

@@ -11,6 +11,7 @@
 //! [`Undecodable`] naming its id and column, and the caller isolates it (a
 //! list reports it, a claim fails just that task). Never a panic.
 
+use cairnq_core::backend::narrow;
 use cairnq_core::store::TaskRow;
 use cairnq_core::{Error, HeldLease, Json, Result, Task, TaskCount, TaskRef, TaskStatus, Undecodable};
 use rusqlite::Row;
@@ -119,9 +120,9 @@ fn task_at(c: &Cells<'_, '_>) -> Field<Task> {
         metadata: c.named(7, json)?.unwrap_or_else(Json::empty_object),
         progress: c.named(8, opt_real)?,
         message: c.named(9, opt_text)?,
-        attempt: c.named(10, opt_int)?.unwrap_or(0),
-        max_attempts: c.named(11, opt_int)?.unwrap_or(3),
-        priority: c.named(12, opt_int)?.unwrap_or(0),
+        attempt: c.named(10, opt_narrow)?.unwrap_or(0),
+        max_attempts: c.named(11, opt_narrow)?.unwrap_or(3),
+        priority: c.named(12, opt_narrow)?.unwrap_or(0),
         worker_id: c.named(13, opt_text)?,
         lease_until_ms: c.named(14, opt_int)?,
         run_at_ms: c.named(15, int)?,
@@ -206,6 +207,11 @@ fn opt_text(value: ValueRef<'_>) -> Result<Option<String>, String> {
 
 fn text(value: ValueRef<'_>) -> Result<String, String> {
     opt_text(value)?.ok_or_else(|| "is null".to_string())
+}
+
+/// [`opt_int`] narrowed to the model's type ([`narrow`]).
+fn opt_narrow<T: TryFrom<i64>>(value: ValueRef<'_>) -> Result<Option<T>, String> {
+    opt_int(value)?.map(narrow).transpose()
 }
 
 fn opt_int(value: ValueRef<'_>) -> Result<Option<i64>, String> {

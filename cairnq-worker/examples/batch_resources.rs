@@ -9,9 +9,15 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use cairnq_core::{CairnQ, Result, TaskSpec, TaskStatus};
+use cairnq_core::{CairnQ, Result, TaskDef, TaskSpec, TaskStatus};
 use cairnq_sqlite::SqliteStore;
-use cairnq_worker::{TaskContext, TaskError, TaskOptions, Worker, WorkerOptions};
+use cairnq_worker::{BatchItem, TaskContext, TaskError, TaskOptions, Worker, WorkerOptions};
+
+/// Sentences in, their lengths out.
+const EMBED: TaskDef<String, usize> = TaskDef::new("embed");
+/// A frame number in, a message out; `render` and `upscale` share the gpu.
+const RENDER: TaskDef<u32, String> = TaskDef::new("render");
+const UPSCALE: TaskDef<u32, String> = TaskDef::new("upscale");
 
 #[tokio::main]
 async fn main() -> Result<()> {
@@ -20,13 +26,14 @@ async fn main() -> Result<()> {
 
     let options = WorkerOptions::new().concurrency(4).resource("gpu", 1);
     let mut worker = Worker::new(client.clone(), options)?;
-    worker.batch_task("embed", TaskOptions::new().batch(16), embed)?;
-    worker.task_with("render", TaskOptions::new().resource("gpu"), gpu_job)?;
-    worker.task_with("upscale", TaskOptions::new().resource("gpu"), gpu_job)?;
+    worker.batch_task(EMBED, 16, embed)?;
+    worker.task_with(RENDER, TaskOptions::new().resource("gpu"), gpu_job)?;
+    worker.task_with(UPSCALE, TaskOptions::new().resource("gpu"), gpu_job)?;
     let running = worker.spawn();
 
-    let mut specs: Vec<TaskSpec> = (0..64).map(|i| TaskSpec::new("embed", &format!("sentence {i}"))).collect();
-    specs.extend((0..5).flat_map(|i| [TaskSpec::new("render", &i), TaskSpec::new("upscale", &i)]));
+    let submit = cairnq_core::SubmitOptions::new();
+    let mut specs: Vec<TaskSpec> = (0..64).map(|i| EMBED.spec(&format!("sentence {i}"), submit.clone())).collect();
+    specs.extend((0..5).flat_map(|i| [RENDER.spec(&i, submit.clone()), UPSCALE.spec(&i, submit.clone())]));
     let total = specs.len();
     client.submit_many(&specs).await?;
     println!("submitted {total} tasks");
@@ -45,15 +52,10 @@ async fn main() -> Result<()> {
 }
 
 /// One call embeds a whole batch; the map gives each task its own result.
-async fn embed(batch: Vec<TaskContext>) -> std::result::Result<HashMap<String, usize>, TaskError> {
+async fn embed(batch: Vec<BatchItem<String>>) -> std::result::Result<HashMap<String, usize>, TaskError> {
     println!("embedding a batch of {}", batch.len());
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let mut results = HashMap::new();
-    for ctx in &batch {
-        let text: String = ctx.payload()?;
-        results.insert(ctx.task_id().to_string(), text.len());
-    }
-    Ok(results)
+    Ok(batch.iter().map(|item| (item.ctx.task_id().to_string(), item.payload.len())).collect())
 }
 
 /// Holds the gpu for a moment; the worker never runs two of these at once.

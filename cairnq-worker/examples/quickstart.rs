@@ -38,7 +38,7 @@ async fn resize(ctx: TaskContext, job: Resize) -> std::result::Result<Resized, T
     const PASSES: u32 = 4;
     for pass in 1..=PASSES {
         tokio::time::sleep(Duration::from_millis(150)).await;
-        ctx.progress(f64::from(pass) / f64::from(PASSES), Some(&format!("pass {pass}/{PASSES}"))).await?;
+        ctx.progress(f64::from(pass) / f64::from(PASSES)).message(format!("pass {pass}/{PASSES}")).await?;
     }
     Ok(Resized { image: job.image, width: job.width, passes: PASSES })
 }

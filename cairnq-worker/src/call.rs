@@ -28,6 +28,7 @@ use futures::future::{BoxFuture, join_all};
 
 use crate::context::TaskContext;
 use crate::handler::{BatchResult, Handler, SingleResult};
+use crate::quiet_panics::Quiet;
 use crate::settle::Settlement;
 use crate::shared::Shared;
 use crate::state::CallGuard;
@@ -70,7 +71,7 @@ async fn timed<T>(core: &Shared, call: impl Future<Output = T>) -> T {
 }
 
 async fn guarded<T>(max_run: Option<Duration>, call: BoxFuture<'static, T>) -> Ending<T> {
-    let caught = AssertUnwindSafe(call).catch_unwind();
+    let caught = AssertUnwindSafe(Quiet(call)).catch_unwind();
     let outcome = match max_run {
         Some(limit) => match tokio::time::timeout(limit, caught).await {
             Ok(outcome) => outcome,

@@ -2,12 +2,14 @@
 //! with it — report progress, watch for cancellation or a lost lease,
 //! settle early, submit children and wait for other tasks.
 
-use std::future::Future;
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use cairnq_core::backend::lost_lease;
 use cairnq_core::store::{HeartbeatParams, ProgressParams};
-use cairnq_core::{CairnQ, Error, Json, Result, Submit, Task, WaitOptions};
+use cairnq_core::{CairnQ, Error, Json, Result, Submit, Task, TaskDef, TaskStatus, WaitOptions};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -16,6 +18,10 @@ use crate::shared::Shared;
 use crate::state::TaskState;
 use crate::task_error::TaskError;
 
+/// How old the heartbeat's answer about a cancel may be before
+/// [`TaskContext::canceled`] asks the store itself.
+const CANCEL_FRESHNESS: Duration = Duration::from_secs(1);
+
 /// One claimed task as its handler sees it. Cheap to clone; every clone is
 /// the same attempt.
 ///
@@ -23,10 +29,11 @@ use crate::task_error::TaskError;
 /// use cairnq_worker::{TaskContext, TaskError};
 ///
 /// async fn resize(ctx: TaskContext, width: u32) -> Result<u32, TaskError> {
-///     ctx.progress(0.5, Some("halfway")).await?;
-///     if ctx.canceled() {
-///         return Err(TaskError::new("stopped early").retryable(false));
+///     ctx.progress(0.5).message("halfway").await?;
+///     if ctx.canceled().await {
+///         return Err(TaskError::new("stopped early"));
 ///     }
+///     ctx.message("writing the file").await?;
 ///     Ok(width / 2)
 /// }
 /// ```
@@ -77,12 +84,12 @@ impl TaskContext {
     }
 
     /// This attempt's number (1 on the first claim).
-    pub fn attempt(&self) -> i64 {
+    pub fn attempt(&self) -> u32 {
         self.task.attempt
     }
 
     /// Claims allowed before a retryable failure becomes final.
-    pub fn max_attempts(&self) -> i64 {
+    pub fn max_attempts(&self) -> u32 {
         self.task.max_attempts
     }
 
@@ -126,14 +133,16 @@ impl TaskContext {
         &self.core.client
     }
 
-    /// Records progress (0..1) and an optional message.
-    pub async fn progress(&self, value: f64, message: Option<&str>) -> Result<()> {
-        let params = ProgressParams::new(&self.task.id, &self.core.worker_id).progress(value);
-        let params = match message {
-            Some(message) => params.message(message),
-            None => params,
-        };
-        self.owned_write(self.core.client.progress(&params)).await.map(drop)
+    /// Starts a progress report of `value` (0..1); add a
+    /// [`message`](Progress::message), then `.await` it.
+    pub fn progress(&self, value: f64) -> Progress<'_> {
+        Progress { ctx: self, params: ProgressParams::new(&self.task.id, &self.core.worker_id).progress(value) }
+    }
+
+    /// Starts a progress report of a message only: the progress value stays
+    /// what it was. `.await` it.
+    pub fn message(&self, message: impl Into<String>) -> Progress<'_> {
+        Progress { ctx: self, params: ProgressParams::new(&self.task.id, &self.core.worker_id).message(message) }
     }
 
     /// Extends this task's lease now (the worker's heartbeat loop already
@@ -147,10 +156,29 @@ impl TaskContext {
         Ok(())
     }
 
-    /// Whether a cancel was requested (read from the store by the heartbeat;
-    /// once true it stays true). Cooperative: stop and return; the worker's
-    /// completion then records the task as canceled.
-    pub fn canceled(&self) -> bool {
+    /// Whether a cancel was requested; once true it stays true.
+    /// Cooperative: stop and return, and the worker's completion records
+    /// the task as canceled.
+    ///
+    /// Free while the heartbeat has answered within the last second (it
+    /// reads the flag with every renewal); otherwise it reads the task's row,
+    /// so a cancel is seen within a second however long the lease. A row
+    /// that is gone counts as canceled; a store error answers what was last
+    /// known (the heartbeat keeps watching).
+    pub async fn canceled(&self) -> bool {
+        if self.state.is_canceled() {
+            return true;
+        }
+        if self.state.since_cancel_checked() < CANCEL_FRESHNESS {
+            return false;
+        }
+        match self.core.client.get(&self.task.id).await {
+            Ok(Some(row)) if row.cancel_requested_at_ms.is_none() && row.status != TaskStatus::Canceled => {
+                self.state.cancel_checked();
+            }
+            Ok(_) => self.state.mark_canceled(),
+            Err(_) => {}
+        }
         self.state.is_canceled()
     }
 
@@ -181,15 +209,34 @@ impl TaskContext {
         self.core.settle(&self.task, &self.state, Settlement::Complete(value)).await
     }
 
-    /// Fails the attempt now (`retryable`: requeued with backoff while
-    /// attempts are left). A second settle is a no-op returning `None`.
-    pub async fn fail(&self, reason: impl Into<String>, retryable: bool) -> Result<Option<Task>> {
-        self.fail_with(TaskError::new(reason).retryable(retryable)).await
+    /// Fails the attempt now for `reason`, the way a handler's `?` error
+    /// would: retryable (queued again after the worker's backoff while
+    /// attempts are left; code `task_error`). This is the other SDKs'
+    /// `ctx.fail(reason)` default. A second settle is a no-op returning
+    /// `None`.
+    pub async fn fail(&self, reason: impl Into<String>) -> Result<Option<Task>> {
+        self.fail_with(TaskError::retryable(reason)).await
     }
 
-    /// Fails the attempt now with a prepared [`TaskError`].
-    pub async fn fail_with(&self, error: TaskError) -> Result<Option<Task>> {
-        self.core.settle(&self.task, &self.state, Settlement::Fail(error)).await
+    /// Fails the attempt now with `error`: a [`TaskError`] (permanent from
+    /// [`TaskError::new`], retryable from [`TaskError::retryable`], or a
+    /// ready envelope through [`TaskError::from_envelope`]) or any
+    /// `std::error::Error` (retryable `handler_error`).
+    ///
+    /// ```no_run
+    /// # async fn demo(ctx: cairnq_worker::TaskContext) -> cairnq_core::Result<()> {
+    /// use cairnq_worker::TaskError;
+    /// ctx.fail_with(TaskError::new("no source records").code("empty_input")).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn fail_with(&self, error: impl Into<TaskError>) -> Result<Option<Task>> {
+        self.core.settle(&self.task, &self.state, Settlement::Fail(error.into())).await
+    }
+
+    /// Fails the attempt now as the worker settles a call's outcome: a
+    /// store failure is reported, never returned.
+    pub(crate) async fn fail_reported(&self, error: TaskError) {
+        self.core.settle_outcome(&self.task, &self.state, Settlement::Fail(error)).await;
     }
 
     /// Whether the task was settled already (by the handler or the worker).
@@ -197,10 +244,30 @@ impl TaskContext {
         self.state.is_settled()
     }
 
-    /// Starts a submit of a child task: parent, root and correlation ids are
-    /// wired; backpressure applies. Set more options, then `.await` it.
-    pub fn submit<P: Serialize + ?Sized>(&self, name: &str, payload: &P) -> Submit<'_> {
-        let submit = self.core.client.submit(name, payload).parent_id(&self.task.id).root_id(self.root_id());
+    /// Starts a submit of a child task of kind `def`: parent, root and
+    /// correlation ids are wired; backpressure applies. Set more options,
+    /// then `.await` it (or `.call(timeout)` for its typed result).
+    ///
+    /// ```no_run
+    /// # async fn demo(ctx: cairnq_worker::TaskContext) -> cairnq_core::Result<()> {
+    /// use cairnq_core::TaskDef;
+    /// const THUMBNAIL: TaskDef<String, String> = TaskDef::new("thumbnail");
+    /// let child = ctx.submit(THUMBNAIL, &"a.png".to_string()).queue("images").await?;
+    /// assert_eq!(child.parent_id.as_deref(), Some(ctx.task_id()));
+    /// # Ok(()) }
+    /// ```
+    pub fn submit<P: Serialize, R: DeserializeOwned>(&self, def: TaskDef<P, R>, payload: &P) -> Submit<'_, R> {
+        self.wire_child(def.submit(&self.core.client, payload))
+    }
+
+    /// [`submit`](Self::submit) by name, for a payload and result the
+    /// handler handles as JSON.
+    pub fn submit_named<P: Serialize + ?Sized>(&self, name: &str, payload: &P) -> Submit<'_> {
+        self.wire_child(self.core.client.submit(name, payload))
+    }
+
+    fn wire_child<'a, R>(&'a self, submit: Submit<'a, R>) -> Submit<'a, R> {
+        let submit = submit.parent_id(&self.task.id).root_id(self.root_id());
         match self.correlation_id() {
             Some(correlation) => submit.correlation_id(correlation),
             None => submit,
@@ -213,8 +280,8 @@ impl TaskContext {
     }
 
     /// Runs a future to completion from a blocking handler's thread (for
-    /// example `ctx.block_on(ctx.progress(0.5, None))`). Only call it from
-    /// handlers registered with `task_blocking`.
+    /// example `ctx.block_on(ctx.progress(0.5).into_future())`). Only call
+    /// it from handlers registered with `blocking_task`.
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
         tokio::runtime::Handle::current().block_on(future)
     }
@@ -229,5 +296,34 @@ impl TaskContext {
             self.core.lease_lost(&self.task.id, &self.state);
         }
         written
+    }
+}
+
+/// A progress report under construction ([`TaskContext::progress`],
+/// [`TaskContext::message`]); `.await` it. Refused with `LostLease` once
+/// the lease is lost.
+#[must_use = "a progress report does nothing until it is awaited"]
+pub struct Progress<'a> {
+    ctx: &'a TaskContext,
+    params: ProgressParams,
+}
+
+impl Progress<'_> {
+    /// With this message too.
+    pub fn message(mut self, message: impl Into<String>) -> Self {
+        self.params = self.params.message(message);
+        self
+    }
+}
+
+impl<'a> IntoFuture for Progress<'a> {
+    type Output = Result<()>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Result<()>> + Send + 'a>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let ctx = self.ctx;
+            ctx.owned_write(ctx.core.client.progress(&self.params)).await.map(drop)
+        })
     }
 }

@@ -16,6 +16,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::context::TaskContext;
+use crate::quiet_panics::quietly;
 use crate::task_error::TaskError;
 
 /// What a single-task call ends with.
@@ -64,29 +65,51 @@ impl<P, R> TaskName<P, R> for &TaskDef<P, R> {
     }
 }
 
-/// What a batch handler returns: results by task id (tasks it leaves out
-/// succeed with `null`), or `()` for no results.
-pub trait BatchResults {
+/// What a batch handler returns: results of type `R` by task id (tasks it
+/// leaves out succeed with `null`), or `()` for no results.
+pub trait BatchResults<R> {
     /// Each task id with its encoded result.
     fn into_results(self) -> Vec<(String, Result<Json, TaskError>)>;
 }
 
-impl BatchResults for () {
+impl<R> BatchResults<R> for () {
     fn into_results(self) -> Vec<(String, Result<Json, TaskError>)> {
         Vec::new()
     }
 }
 
-impl<R: Serialize> BatchResults for HashMap<String, R> {
+impl<R: Serialize> BatchResults<R> for HashMap<String, R> {
     fn into_results(self) -> Vec<(String, Result<Json, TaskError>)> {
-        self.into_iter().map(|(id, r)| (id, encode_result(&r))).collect()
+        encode_each(self)
     }
 }
 
-impl<R: Serialize> BatchResults for BTreeMap<String, R> {
+impl<R: Serialize> BatchResults<R> for BTreeMap<String, R> {
     fn into_results(self) -> Vec<(String, Result<Json, TaskError>)> {
-        self.into_iter().map(|(id, r)| (id, encode_result(&r))).collect()
+        encode_each(self)
     }
+}
+
+impl<R: Serialize> BatchResults<R> for Vec<(String, R)> {
+    fn into_results(self) -> Vec<(String, Result<Json, TaskError>)> {
+        encode_each(self)
+    }
+}
+
+fn encode_each<R: Serialize>(results: impl IntoIterator<Item = (String, R)>) -> Vec<(String, Result<Json, TaskError>)> {
+    results.into_iter().map(|(id, r)| (id, encode_result(&r))).collect()
+}
+
+/// One task of a batch as its handler gets it: the task's context and its
+/// payload, decoded. A task whose payload does not decode into `P` never
+/// reaches the handler: it fails on its own, permanently.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct BatchItem<P> {
+    /// The task's context (settle it alone with `ctx.succeed` / `ctx.fail`).
+    pub ctx: TaskContext,
+    /// The decoded payload.
+    pub payload: P,
 }
 
 /// A handler ready for the worker, its types erased. Built only by the
@@ -145,12 +168,12 @@ where
         let on_blocking_thread = move |ctx: TaskContext, payload: P| {
             let handler = handler.clone();
             async move {
-                let run = move || handler(ctx, payload).map_err(Into::into).and_then(|r| encode_result(&r));
+                let run = move || quietly(|| handler(ctx, payload)).map_err(Into::into).and_then(|r| encode_result(&r));
                 match tokio::task::spawn_blocking(run).await {
                     Ok(outcome) => outcome,
                     Err(joined) => match joined.try_into_panic() {
                         Ok(panic) => std::panic::resume_unwind(panic),
-                        Err(_) => Err(TaskError::new("the blocking handler was cancelled")),
+                        Err(_) => Err(TaskError::retryable("the blocking handler was cancelled")),
                     },
                 }
             }
@@ -159,25 +182,41 @@ where
     }
 }
 
-/// A batch handler: any `Fn(Vec<TaskContext>) -> impl Future<Output =
-/// Result<B, E>>` where `B` is [`BatchResults`].
-pub trait BatchHandler<B, E>: Send + Sync + 'static {
+/// A batch handler: any `Fn(Vec<BatchItem<P>>) -> impl Future<Output =
+/// Result<B, E>>` where `B` is [`BatchResults<R>`](BatchResults).
+pub trait BatchHandler<P, R, B, E>: Send + Sync + 'static {
     /// Erases the handler's types.
     fn erase(self) -> ErasedHandler;
 }
 
-impl<F, Fut, B, E> BatchHandler<B, E> for F
+impl<F, Fut, P, R, B, E> BatchHandler<P, R, B, E> for F
 where
-    F: Fn(Vec<TaskContext>) -> Fut + Send + Sync + 'static,
+    F: Fn(Vec<BatchItem<P>>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<B, E>> + Send + 'static,
-    B: BatchResults + 'static,
+    P: DeserializeOwned + Send + 'static,
+    B: BatchResults<R> + 'static,
     E: Into<TaskError> + 'static,
 {
+    /// Payloads are decoded first; a task whose payload does not decode is
+    /// failed on its own (through its context, so the batch's ending does
+    /// not settle it again) and left out of the call.
     fn erase(self) -> ErasedHandler {
         let handler = Arc::new(self);
         ErasedHandler(Handler::Batch(Arc::new(move |contexts| {
             let handler = handler.clone();
-            Box::pin(async move { handler(contexts).await.map(BatchResults::into_results).map_err(Into::into) })
+            Box::pin(async move {
+                let mut items = Vec::with_capacity(contexts.len());
+                for ctx in contexts {
+                    match decode_payload::<P>(&ctx) {
+                        Ok(payload) => items.push(BatchItem { ctx, payload }),
+                        Err(error) => ctx.fail_reported(error).await,
+                    }
+                }
+                if items.is_empty() {
+                    return Ok(Vec::new());
+                }
+                handler(items).await.map(BatchResults::into_results).map_err(Into::into)
+            })
         })))
     }
 }

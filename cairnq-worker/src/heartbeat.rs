@@ -72,7 +72,7 @@ async fn renew(core: &Shared) {
     for (id, state) in held {
         match kept.get(&id) {
             Some(true) => state.mark_canceled(),
-            Some(false) => {}
+            Some(false) => state.cancel_checked(),
             // Settled between the snapshot and the reply: not a lost lease.
             None if state.is_settled() => {}
             None => {

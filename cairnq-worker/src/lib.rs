@@ -12,7 +12,7 @@
 //! struct Resized { width: u32 }
 //!
 //! async fn resize(ctx: TaskContext, job: Resize) -> Result<Resized, TaskError> {
-//!     ctx.progress(0.5, Some("resizing")).await?;
+//!     ctx.progress(0.5).message("resizing").await?;
 //!     Ok(Resized { width: job.width / 2 })
 //! }
 //!
@@ -94,8 +94,9 @@
 //! | handler | task |
 //! |---|---|
 //! | `Ok(r)` | succeeded with `r` (canceled if a cancel was requested) |
-//! | `Err(e)` from any `std::error::Error` | retryable `handler_error`, type = the error's type name |
-//! | `Err(TaskError::new(..).retryable(false))` | failed now |
+//! | `Err(e)` from any `std::error::Error` (`?`) | retryable `handler_error`, type = the error's type name |
+//! | `Err(TaskError::new(..))` | failed now (permanent, as in the other SDKs) |
+//! | `Err(TaskError::retryable(..))` | retryable `task_error` |
 //! | panic | retryable `handler_error` of type `Panic`; the worker keeps serving |
 //! | result JSON cannot hold (NaN) | failed, `unserializable_result` |
 //! | ran past `max_run` | retryable `handler_timeout`, lease marked lost |
@@ -125,6 +126,8 @@ mod handler;
 mod heartbeat;
 mod issue;
 mod options;
+mod quiet_panics;
+mod register;
 mod repair;
 mod retries;
 mod settle;
@@ -133,8 +136,8 @@ mod state;
 mod task_error;
 mod worker;
 
-pub use context::TaskContext;
-pub use handler::{AsyncHandler, BatchHandler, BatchResults, BlockingHandler, ErasedHandler, TaskName};
+pub use context::{Progress, TaskContext};
+pub use handler::{AsyncHandler, BatchHandler, BatchItem, BatchResults, BlockingHandler, ErasedHandler, TaskName};
 pub use issue::{OnError, WorkerIssue};
 pub use options::{OnUnusable, TaskOptions, WorkerOptions};
 pub use task_error::TaskError;

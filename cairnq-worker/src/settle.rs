@@ -108,8 +108,7 @@ impl Shared {
     }
 
     fn fail_params(&self, task: &Task, error: &TaskError) -> FailParams {
-        let attempt = u32::try_from(task.attempt).unwrap_or(u32::MAX);
-        let delay = if error.is_retryable() { self.options.backoff.delay_ms(attempt) } else { 0 };
+        let delay = if error.is_retryable() { self.options.backoff.delay_ms(task.attempt) } else { 0 };
         let delay_ms = i64::try_from(delay).unwrap_or(i64::MAX);
         FailParams::new(&task.id, &self.worker_id)
             .error(error.envelope().to_json())

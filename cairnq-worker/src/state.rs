@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use tokio::sync::{Notify, watch};
@@ -21,6 +21,9 @@ pub(crate) struct TaskState {
     settled: AtomicBool,
     lost: watch::Sender<bool>,
     canceled: watch::Sender<bool>,
+    /// When the store last told us whether a cancel is pending (the claim,
+    /// then each heartbeat that renewed the lease).
+    cancel_checked: Mutex<Instant>,
 }
 
 impl TaskState {
@@ -29,7 +32,18 @@ impl TaskState {
             settled: AtomicBool::new(false),
             lost: watch::Sender::new(false),
             canceled: watch::Sender::new(cancel_requested),
+            cancel_checked: Mutex::new(Instant::now()),
         }
+    }
+
+    /// The store answered the cancel question just now.
+    pub(crate) fn cancel_checked(&self) {
+        *self.cancel_checked.lock() = Instant::now();
+    }
+
+    /// How long ago the store last answered the cancel question.
+    pub(crate) fn since_cancel_checked(&self) -> Duration {
+        self.cancel_checked.lock().elapsed()
     }
 
     /// Claims the right to settle: true exactly once.

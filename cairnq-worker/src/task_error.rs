@@ -2,8 +2,11 @@
 //! envelope, and whether another attempt may follow.
 //!
 //! Any `std::error::Error` converts into it (code `handler_error`, type =
-//! the error's type name, retryable), so handlers can use `?` freely; build
-//! one yourself to choose the code, the details or a permanent failure.
+//! the error's type name, retryable), so handlers can use `?` freely. One
+//! built on purpose is permanent unless it says otherwise, as in the other
+//! cairnq SDKs: an error a handler names itself is usually deterministic (a
+//! declined card, a malformed document), and retrying it only burns
+//! attempts. [`TaskError::retryable`] opts into retries.
 
 use std::fmt;
 
@@ -17,8 +20,10 @@ use serde_json::{Map, Value};
 ///
 /// ```
 /// use cairnq_worker::TaskError;
-/// let permanent = TaskError::new("card declined").retryable(false).code("payment_declined");
+/// let permanent = TaskError::new("card declined").code("payment_declined");
 /// assert!(!permanent.is_retryable());
+/// let transient = TaskError::retryable("rate limited, try later");
+/// assert!(transient.is_retryable());
 /// let from_io: TaskError = std::io::Error::other("disk full").into();
 /// assert_eq!(from_io.envelope().error_type, "Error");
 /// assert_eq!(from_io.envelope().code, "handler_error");
@@ -29,15 +34,16 @@ pub struct TaskError {
 }
 
 impl TaskError {
-    /// A retryable `TaskError` (code `task_error`) with this message.
+    /// A permanent failure (code `task_error`, type `TaskError`): the task
+    /// fails now, whatever attempts are left.
     pub fn new(message: impl Into<String>) -> Self {
-        Self { envelope: ErrorEnvelope::new(codes::TASK_ERROR, message).error_type("TaskError").retryable(true) }
+        Self { envelope: ErrorEnvelope::new(codes::TASK_ERROR, message).error_type("TaskError").retryable(false) }
     }
 
-    /// The same error, retryable or permanent.
-    pub fn retryable(mut self, retryable: bool) -> Self {
-        self.envelope.retryable = retryable;
-        self
+    /// A retryable failure (code `task_error`, type `TaskError`): the task is
+    /// queued again after the worker's backoff while attempts are left.
+    pub fn retryable(message: impl Into<String>) -> Self {
+        Self { envelope: ErrorEnvelope::new(codes::TASK_ERROR, message).error_type("TaskError").retryable(true) }
     }
 
     /// The same error with another envelope code.
@@ -72,8 +78,15 @@ impl TaskError {
         &self.envelope
     }
 
-    /// A failure described by a ready envelope.
-    pub(crate) fn from_envelope(envelope: ErrorEnvelope) -> Self {
+    /// A failure described by a ready envelope (its `retryable` decides).
+    ///
+    /// ```
+    /// use cairnq_core::ErrorEnvelope;
+    /// use cairnq_worker::TaskError;
+    /// let error = TaskError::from_envelope(ErrorEnvelope::new("quota", "out of credits").retryable(true));
+    /// assert!(error.is_retryable());
+    /// ```
+    pub fn from_envelope(envelope: ErrorEnvelope) -> Self {
         Self { envelope }
     }
 }

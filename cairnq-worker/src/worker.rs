@@ -11,21 +11,18 @@ use tokio::sync::watch;
 
 use crate::claim_loop::{ClaimLoop, Registered};
 use crate::claim_plan::NameTable;
-use crate::handler::{AsyncHandler, BatchHandler, BlockingHandler, ErasedHandler, TaskName};
-use crate::options::{TaskOptions, WorkerOptions};
+use crate::options::WorkerOptions;
 use crate::shared::Shared;
 
 /// Runs handlers for the tasks it claims from a store.
 ///
 /// ```no_run
 /// # async fn demo(store: impl cairnq_core::Store) -> cairnq_core::Result<()> {
-/// use cairnq_worker::{TaskContext, TaskError, TaskOptions, Worker, WorkerOptions};
+/// use cairnq_worker::{TaskContext, TaskError, Worker, WorkerOptions};
 ///
 /// let mut worker = Worker::from_store(store, WorkerOptions::new().concurrency(4))?;
 /// worker.task("add", |_ctx: TaskContext, (a, b): (i64, i64)| async move { Ok::<_, TaskError>(a + b) })?;
-/// worker.task_blocking("hash", TaskOptions::new(), |_ctx: TaskContext, text: String| {
-///     Ok::<_, TaskError>(text.len())
-/// })?;
+/// worker.blocking_task("hash", |_ctx: TaskContext, text: String| Ok::<_, TaskError>(text.len()))?;
 /// let handle = worker.spawn();
 /// // ... later
 /// handle.stop_and_join().await?;
@@ -33,8 +30,8 @@ use crate::shared::Shared;
 /// ```
 pub struct Worker {
     client: CairnQ,
-    options: WorkerOptions,
-    handlers: HashMap<String, Registered>,
+    pub(crate) options: WorkerOptions,
+    pub(crate) handlers: HashMap<String, Registered>,
     stop: Arc<watch::Sender<bool>>,
     running: AtomicBool,
 }
@@ -65,7 +62,28 @@ impl Worker {
     /// A worker over a SQLite file (created and migrated if needed).
     #[cfg(feature = "sqlite")]
     pub async fn sqlite(path: impl AsRef<std::path::Path>, options: WorkerOptions) -> Result<Self> {
-        let store = cairnq_sqlite::SqliteStore::open(path.as_ref()).await?;
+        Self::sqlite_with(path, cairnq_sqlite::SqliteOptions::default(), options).await
+    }
+
+    /// [`sqlite`](Self::sqlite) with store options (busy timeout,
+    /// durability, readers, ...).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> cairnq_core::Result<()> {
+    /// use std::time::Duration;
+    /// use cairnq_sqlite::SqliteOptions;
+    /// use cairnq_worker::{Worker, WorkerOptions};
+    /// let store_options = SqliteOptions::new().busy_timeout(Duration::from_secs(10));
+    /// let worker = Worker::sqlite_with("queue.db", store_options, WorkerOptions::new()).await?;
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "sqlite")]
+    pub async fn sqlite_with(
+        path: impl AsRef<std::path::Path>,
+        store: cairnq_sqlite::SqliteOptions,
+        options: WorkerOptions,
+    ) -> Result<Self> {
+        let store = cairnq_sqlite::SqliteStore::open_with(path.as_ref(), store).await?;
         Self::from_store(store, options)
     }
 
@@ -73,7 +91,18 @@ impl Worker {
     /// search_path's schema.
     #[cfg(feature = "postgres")]
     pub async fn postgres(dsn: &str, options: WorkerOptions) -> Result<Self> {
-        let store = cairnq_postgres::PostgresStore::connect(dsn).await?;
+        Self::postgres_with(dsn, cairnq_postgres::PostgresOptions::default(), options).await
+    }
+
+    /// [`postgres`](Self::postgres) with store options (schema, pool size,
+    /// timeouts, ...).
+    #[cfg(feature = "postgres")]
+    pub async fn postgres_with(
+        dsn: &str,
+        store: cairnq_postgres::PostgresOptions,
+        options: WorkerOptions,
+    ) -> Result<Self> {
+        let store = cairnq_postgres::PostgresStore::connect_with(dsn, store).await?;
         Self::from_store(store, options)
     }
 
@@ -85,86 +114,6 @@ impl Worker {
     /// The client the worker uses (submit from it to feed the worker).
     pub fn client(&self) -> &CairnQ {
         &self.client
-    }
-
-    /// Registers an async handler for `name` (a string or a
-    /// [`TaskDef`](cairnq_core::TaskDef)). A `TaskDef` fixes the payload and
-    /// result types, so a handler of other types does not compile:
-    ///
-    /// ```compile_fail
-    /// # fn demo(worker: &mut cairnq_worker::Worker) -> cairnq_core::Result<()> {
-    /// use cairnq_core::TaskDef;
-    /// use cairnq_worker::{TaskContext, TaskError};
-    /// const DOUBLE: TaskDef<i64, i64> = TaskDef::new("double");
-    /// worker.task(DOUBLE, |_ctx: TaskContext, text: String| async move { Ok::<_, TaskError>(text) })?;
-    /// # Ok(()) }
-    /// ```
-    pub fn task<N, H, P, R, E>(&mut self, name: N, handler: H) -> Result<&mut Self>
-    where
-        N: TaskName<P, R>,
-        H: AsyncHandler<P, R, E>,
-    {
-        self.task_with(name, TaskOptions::new(), handler)
-    }
-
-    /// Registers an async handler with per-name options (`concurrency`,
-    /// `resource`; batches use [`batch_task`](Self::batch_task)).
-    pub fn task_with<N, H, P, R, E>(&mut self, name: N, options: TaskOptions, handler: H) -> Result<&mut Self>
-    where
-        N: TaskName<P, R>,
-        H: AsyncHandler<P, R, E>,
-    {
-        refuse_batch_option(&options)?;
-        self.register(name.task_name(), options, handler.erase())
-    }
-
-    /// Registers a synchronous handler; it runs on tokio's blocking threads,
-    /// never on the runtime's workers, so CPU-heavy or blocking code is safe.
-    pub fn task_blocking<N, H, P, R, E>(&mut self, name: N, options: TaskOptions, handler: H) -> Result<&mut Self>
-    where
-        N: TaskName<P, R>,
-        H: BlockingHandler<P, R, E>,
-    {
-        refuse_batch_option(&options)?;
-        self.register(name.task_name(), options, handler.erase())
-    }
-
-    /// Registers a batch handler: each call gets up to `options.batch`
-    /// contexts (required). Tasks the call does not settle itself are settled
-    /// by how it ends: `Ok(results)` -> succeeded (with the result under its
-    /// task id, else `null`); `Err` -> failed, each with its own backoff.
-    ///
-    /// ```no_run
-    /// # fn demo(worker: &mut cairnq_worker::Worker) -> cairnq_core::Result<()> {
-    /// use std::collections::HashMap;
-    /// use cairnq_worker::{TaskContext, TaskError, TaskOptions};
-    /// worker.batch_task("embed", TaskOptions::new().batch(64), |batch: Vec<TaskContext>| async move {
-    ///     let out: HashMap<String, usize> =
-    ///         batch.iter().map(|ctx| (ctx.task_id().to_string(), ctx.payload_json().to_string().len())).collect();
-    ///     Ok::<_, TaskError>(out)
-    /// })?;
-    /// # Ok(()) }
-    /// ```
-    pub fn batch_task<H, B, E>(&mut self, name: &str, options: TaskOptions, handler: H) -> Result<&mut Self>
-    where
-        H: BatchHandler<B, E>,
-    {
-        if options.batch.is_none() {
-            return Err(Error::validation("batch", "a batch handler needs TaskOptions::batch(n)"));
-        }
-        self.register(name, options, handler.erase())
-    }
-
-    fn register(&mut self, name: &str, options: TaskOptions, handler: ErasedHandler) -> Result<&mut Self> {
-        if name.is_empty() || name.contains('\0') {
-            return Err(Error::validation("name", "must not be empty or hold a NUL character"));
-        }
-        if self.handlers.contains_key(name) {
-            return Err(Error::validation("name", format!("a handler for {name:?} is already registered")));
-        }
-        options.validate(&self.options)?;
-        self.handlers.insert(name.to_string(), Registered { handler: handler.0, options });
-        Ok(self)
     }
 
     /// Runs the worker until [`stop`](Self::stop) (or a [`StopHandle`]),
@@ -180,6 +129,7 @@ impl Worker {
     /// backing off instead.
     pub async fn run(&self) -> Result<()> {
         let names = self.name_table()?;
+        crate::quiet_panics::install();
         if self.running.swap(true, Ordering::AcqRel) {
             return Err(Error::validation("worker", "this worker is already running"));
         }
@@ -264,13 +214,6 @@ impl Worker {
         let stop = self.stop_handle();
         let task = tokio::spawn(async move { self.run().await });
         WorkerHandle { stop, task: Some(task) }
-    }
-}
-
-fn refuse_batch_option(options: &TaskOptions) -> Result<()> {
-    match options.batch {
-        Some(_) => Err(Error::validation("batch", "batch handlers are registered with Worker::batch_task")),
-        None => Ok(()),
     }
 }
 

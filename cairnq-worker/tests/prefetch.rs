@@ -53,7 +53,7 @@ async fn a_stop_runs_buffered_tasks_and_strands_none() {
     assert_eq!(count(&client, TaskStatus::Failed).await, 0);
     let succeeded = count(&client, TaskStatus::Succeeded).await;
     assert_eq!(succeeded + count(&client, TaskStatus::Queued).await, 600);
-    let queued = client.list(&ListFilter::new().status(TaskStatus::Queued).page(600, 0)).await.expect("list");
+    let queued = client.list(&ListFilter::new().status(TaskStatus::Queued).limit(600)).await.expect("list");
     assert!(queued.tasks.iter().all(|t| t.attempt == 0 && t.error.is_none()), "a stop used up an attempt");
     assert!(most_running.load(Ordering::SeqCst) <= 2, "concurrency counts handler calls");
 }

@@ -1,6 +1,7 @@
 //! Small pieces every backend needs and none should write again: the
 //! `LostLease` error, reordering batch results, isolating undecodable
-//! claimed rows, and cutting a `submit_many` into runs.
+//! claimed rows, narrowing integer columns, and cutting a `submit_many`
+//! into runs.
 
 use crate::envelope::ErrorEnvelope;
 use crate::error::Error;
@@ -76,6 +77,20 @@ pub fn submit_runs(tasks: &[NewTask], chunk: usize) -> impl Iterator<Item = Subm
         rest = later;
         Some(SubmitRun::Unkeyed(now))
     })
+}
+
+/// An integer column narrowed to the type the model gives it (`attempt`
+/// and `max_attempts` are `u32`, `priority` is `i32`): a value no cairnq
+/// SDK writes, such as a negative attempt, is the reason a row does not
+/// decode.
+///
+/// ```
+/// use cairnq_core::backend::narrow;
+/// assert_eq!(narrow::<u32>(3), Ok(3));
+/// assert!(narrow::<u32>(-1).is_err());
+/// ```
+pub fn narrow<T: TryFrom<i64>>(value: i64) -> Result<T, String> {
+    T::try_from(value).map_err(|_| format!("{value} is out of range for {}", std::any::type_name::<T>()))
 }
 
 #[cfg(test)]

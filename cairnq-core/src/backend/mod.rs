@@ -19,7 +19,7 @@ pub use flows::{Executor, Installed, check_protocol_version};
 pub use query::{Arg, Query};
 
 pub use claim_plan::DrawPlan;
-pub use helpers::{SubmitRun, fail_undecodable, in_asked_order, lost_lease, submit_runs};
+pub use helpers::{SubmitRun, fail_undecodable, in_asked_order, lost_lease, narrow, submit_runs};
 
 pub use crate::coalesce::{BatchWrite, Coalescer};
 pub use crate::id::{new_task_id, new_worker_id};

@@ -210,14 +210,18 @@ impl Query {
     /// `list_tasks` for `filter`: one flag per filter given, so the
     /// statement names only those columns and reaches their indexes.
     pub fn list(filter: &ListFilter) -> Self {
-        Self::new(Sql::ListTasks)
+        let query = Self::new(Sql::ListTasks)
             .arg("limit", filter.limit)
             .arg("offset", filter.offset)
             .filter("status", filter.status.map(|s| s.as_str()))
             .filter("queue", filter.queue.as_deref())
             .filter("name", filter.name.as_deref())
             .filter("root_id", filter.root_id.as_deref())
-            .filter("correlation_id", filter.correlation_id.as_deref())
+            .filter("correlation_id", filter.correlation_id.as_deref());
+        match &filter.after {
+            Some(after) => query.flag("after").arg("after_ms", after.created_at_ms).arg("after_id", &after.id),
+            None => query,
+        }
     }
 
     /// `insert_task` for one task (the row the dialect's statement writes).

@@ -9,6 +9,7 @@
 //! columns refuse with driver text.
 
 mod diagnosis;
+mod retry;
 mod submit;
 mod wait;
 
@@ -18,15 +19,16 @@ use serde::Serialize;
 
 use crate::backpressure::{Backpressure, BackpressureGate};
 use crate::error::{Error, Result, require_non_empty, require_non_negative, require_positive, require_text};
-use crate::model::{HeldLease, Stats, Task, TaskPage, TaskRef, fold_stats};
+use crate::model::{HeldLease, ListCursor, Stats, Task, TaskPage, TaskRef, fold_stats};
 use crate::retention::{Retention, SweeperHandle};
 use crate::store::{
     CancelParams, ClaimParams, CompleteBatchParams, CountQueuedParams, FailParams, GetParams, HeartbeatBatchParams,
-    HeartbeatParams, ListFilter, NewTask, ProgressParams, PurgeFilter, RetryParams, SettleParams, StatsParams, Store,
+    HeartbeatParams, ListFilter, NewTask, ProgressParams, PurgeFilter, SettleParams, StatsParams, Store,
     SubmitManyParams, TaskSelector,
 };
 
-pub use submit::{Submit, SubmitOptions, TaskSpec};
+pub use retry::Retry;
+pub use submit::{Call, Submit, SubmitOptions, TaskSpec};
 pub use wait::{WaitOptions, task_outcome};
 
 /// The cairnq client: submit tasks, read them, wait for them, and the
@@ -114,7 +116,7 @@ impl CairnQ {
     /// Starts a submit of `name` with `payload`; set options on the builder,
     /// then `.await` it.
     pub fn submit<P: Serialize + ?Sized>(&self, name: &str, payload: &P) -> Submit<'_> {
-        Submit { client: self, spec: TaskSpec::new(name, payload) }
+        Submit::new(self, TaskSpec::new(name, payload))
     }
 
     /// Submits one task described by a [`TaskSpec`].
@@ -181,7 +183,13 @@ impl CairnQ {
                 require_text(field, value)?;
             }
         }
-        Ok(TaskPage::from_rows(self.store.list(filter).await?))
+        let rows = self.store.list(filter).await?;
+        let full = filter.limit > 0 && i64::try_from(rows.len()).is_ok_and(|n| n >= filter.limit);
+        let mut page = TaskPage::from_rows(rows);
+        if full {
+            page.next = page.tasks.last().map(ListCursor::of);
+        }
+        Ok(page)
     }
 
     /// Counts per queue and status, every status zero-filled; with a queue,
@@ -199,10 +207,8 @@ impl CairnQ {
 
     /// Headroom: `max_depth` minus the queued rows on `queue` (delayed ones
     /// included), never negative, reading at most `max_depth` rows.
-    pub async fn queue_depth(&self, queue: &str, max_depth: i64) -> Result<u64> {
-        require_non_negative("max_depth", max_depth)?;
+    pub async fn queue_depth(&self, queue: &str, max_depth: u64) -> Result<u64> {
         require_text("queue", queue)?;
-        let max_depth = u64::try_from(max_depth).unwrap_or(0);
         let queued = self.store.count_queued(&CountQueuedParams::new(queue, max_depth)).await?;
         Ok(max_depth.saturating_sub(queued))
     }
@@ -219,14 +225,14 @@ impl CairnQ {
         self.store.cancel(&CancelParams::new(by_key(key)?)).await
     }
 
-    /// Requeues a failed or canceled task now; `None` otherwise.
-    pub async fn retry(&self, task_id: &str, reset_attempt: bool) -> Result<Option<Task>> {
-        self.store.retry(&retry_params(by_id(task_id)?, reset_attempt)).await
+    /// Starts a retry of a failed or canceled task (see [`Retry`]).
+    pub fn retry(&self, task_id: &str) -> Retry<'_> {
+        Retry::new(self, by_id(task_id))
     }
 
     /// [`retry`](Self::retry) by business key.
-    pub async fn retry_by_key(&self, key: &str, reset_attempt: bool) -> Result<Option<Task>> {
-        self.store.retry(&retry_params(by_key(key)?, reset_attempt)).await
+    pub fn retry_by_key(&self, key: &str) -> Retry<'_> {
+        Retry::new(self, by_key(key))
     }
 
     /// Deletes terminal tasks; returns the deleted ids (not in any order).
@@ -332,12 +338,6 @@ impl CairnQ {
         }
         self.store.close().await
     }
-}
-
-/// What `retry` asks the store: the task, attempt count kept or reset.
-fn retry_params(task: TaskSelector, reset_attempt: bool) -> RetryParams {
-    let params = RetryParams::new(task);
-    if reset_attempt { params.reset_attempt() } else { params }
 }
 
 /// A selector for `task_id`, refused when the id holds a NUL.

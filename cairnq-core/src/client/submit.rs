@@ -3,13 +3,15 @@
 //! Everything a caller gives is checked here, before the first write.
 
 use std::future::{Future, IntoFuture};
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::time::Duration;
 
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 
-use crate::client::CairnQ;
-use crate::error::{Error, Result, require_non_empty, require_non_negative, require_positive, require_text};
+use crate::client::{CairnQ, WaitOptions, task_outcome};
+use crate::error::{Error, Result, require_non_empty, require_text};
 use crate::id::new_task_id;
 use crate::json::Json;
 use crate::keys::Conflict;
@@ -33,12 +35,13 @@ pub struct SubmitOptions {
     pub conflict: Conflict,
     /// Queue name.
     pub queue: String,
-    /// Higher runs first; must fit in i32.
-    pub priority: i64,
-    /// Claims allowed before a retryable failure becomes final; >= 1.
-    pub max_attempts: i64,
-    /// Not claimable before now + delay; >= 0.
-    pub delay_ms: i64,
+    /// Higher runs first.
+    pub priority: i32,
+    /// Claims allowed before a retryable failure becomes final: 1 up to
+    /// `i32::MAX` (the column is 32-bit in every SDK).
+    pub max_attempts: u32,
+    /// Not claimable before now + delay (whole milliseconds are stored).
+    pub delay: Duration,
     /// A JSON object of caller metadata.
     pub metadata: Option<Json>,
     /// The submitting task.
@@ -57,7 +60,7 @@ impl Default for SubmitOptions {
             queue: "default".to_string(),
             priority: 0,
             max_attempts: 3,
-            delay_ms: 0,
+            delay: Duration::ZERO,
             metadata: None,
             parent_id: None,
             root_id: None,
@@ -90,27 +93,22 @@ impl SubmitOptions {
         self
     }
 
-    /// Sets the priority.
-    pub fn priority(mut self, priority: i64) -> Self {
+    /// Sets the priority (higher runs first).
+    pub fn priority(mut self, priority: i32) -> Self {
         self.priority = priority;
         self
     }
 
-    /// Sets max_attempts.
-    pub fn max_attempts(mut self, max_attempts: i64) -> Self {
+    /// Sets max_attempts (1 up to `i32::MAX`; checked at submit).
+    pub fn max_attempts(mut self, max_attempts: u32) -> Self {
         self.max_attempts = max_attempts;
         self
     }
 
-    /// Delays the first claim by `delay_ms` milliseconds.
-    pub fn delay_ms(mut self, delay_ms: i64) -> Self {
-        self.delay_ms = delay_ms;
-        self
-    }
-
     /// Delays the first claim.
-    pub fn delay(self, delay: Duration) -> Self {
-        self.delay_ms(i64::try_from(delay.as_millis()).unwrap_or(i64::MAX))
+    pub fn delay(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
     }
 
     /// Sets the metadata object (a `serde_json::Value` or a [`Json`]).
@@ -155,13 +153,14 @@ impl SubmitOptions {
                 require_text(field, value)?;
             }
         }
-        let priority = i32::try_from(self.priority)
-            .map_err(|_| Error::validation("priority", format!("{} is outside the 32-bit range", self.priority)))?;
-        require_positive("max_attempts", self.max_attempts)?;
+        if self.max_attempts == 0 {
+            return Err(Error::validation("max_attempts", "must be at least 1"));
+        }
         let max_attempts = i32::try_from(self.max_attempts).map_err(|_| {
-            Error::validation("max_attempts", format!("{} is outside the 32-bit range", self.max_attempts))
+            Error::validation("max_attempts", format!("{} is above the 32-bit limit", self.max_attempts))
         })?;
-        require_non_negative("delay_ms", self.delay_ms)?;
+        let delay_ms = i64::try_from(self.delay.as_millis())
+            .map_err(|_| Error::validation("delay", format!("{:?} is too long to store", self.delay)))?;
         let metadata = match &self.metadata {
             None => Json::empty_object(),
             Some(m) if m.is_object() => m.clone(),
@@ -176,8 +175,8 @@ impl SubmitOptions {
             payload,
             metadata,
             max_attempts,
-            priority,
-            delay_ms: self.delay_ms,
+            priority: self.priority,
+            delay_ms,
             parent_id: self.parent_id.clone(),
             correlation_id: self.correlation_id.clone(),
             key: self.key.clone(),
@@ -218,62 +217,150 @@ impl TaskSpec {
     }
 }
 
-/// A submit under construction; `.await` it to submit.
+/// A submit under construction: set options, then `.await` it for the
+/// task row, or turn it into a [`Call`] with [`call`](Self::call) to wait
+/// for the result. `R` is the result type a [`Call`] decodes (a
+/// [`TaskDef`](crate::TaskDef) fixes it; plain submits use [`Json`]).
+///
+/// Its option setters are [`SubmitOptions`]'s, with the same signatures.
 ///
 /// ```no_run
 /// # async fn demo(client: &cairnq_core::CairnQ) -> cairnq_core::Result<()> {
+/// use std::time::Duration;
 /// let task = client
 ///     .submit("send_email", &serde_json::json!({"to": "a@example.com"}))
 ///     .key("welcome:a@example.com")
 ///     .priority(10)
 ///     .await?;
+/// let thumbnail = client
+///     .submit("thumbnail", &serde_json::json!({"path": "a.png"}))
+///     .queue("images")
+///     .call(Duration::from_secs(10))
+///     .await?;
 /// # Ok(()) }
 /// ```
 #[must_use = "a submit does nothing until it is awaited"]
-pub struct Submit<'a> {
+pub struct Submit<'a, R = Json> {
     pub(crate) client: &'a CairnQ,
     pub(crate) spec: TaskSpec,
+    result: PhantomData<fn() -> R>,
 }
 
+/// A submit that waits for its task's outcome: `.await` it for the decoded
+/// result, or [`Error::TaskFailed`], [`Error::TaskCanceled`] or
+/// [`Error::TaskTimeout`]. Built by [`Submit::call`], [`CairnQ::call`] and
+/// [`TaskDef::call`](crate::TaskDef::call); it takes the same option
+/// setters as a [`Submit`], and how to wait.
+///
+/// ```no_run
+/// # async fn demo(client: &cairnq_core::CairnQ) -> cairnq_core::Result<()> {
+/// use std::time::Duration;
+/// let out = client.call("double", &21).key("double:21").timeout(Duration::from_secs(5)).await?;
+/// assert_eq!(out.decode::<i64>()?, 42);
+/// # Ok(()) }
+/// ```
+#[must_use = "a call does nothing until it is awaited"]
+pub struct Call<'a, R = Json> {
+    submit: Submit<'a, R>,
+    wait: WaitOptions,
+}
+
+/// The setters of [`SubmitOptions`], forwarded with identical signatures to
+/// the options a builder's `options_mut` gives.
 macro_rules! forward_options {
-    ($($method:ident($ty:ty)),* $(,)?) => {
+    () => {
+        forward_options!(@each
+            key(impl Into<String>),
+            conflict(Conflict),
+            queue(impl Into<String>),
+            priority(i32),
+            max_attempts(u32),
+            delay(Duration),
+            metadata(impl Into<Json>),
+            parent_id(impl Into<String>),
+            root_id(impl Into<String>),
+            correlation_id(impl Into<String>),
+        );
+
+        /// Replaces every option at once.
+        pub fn options(mut self, options: SubmitOptions) -> Self {
+            *self.options_mut() = options;
+            self
+        }
+    };
+    (@each $($method:ident($ty:ty)),* $(,)?) => {
         $(
             #[doc = concat!("See [`SubmitOptions::", stringify!($method), "`].")]
             pub fn $method(mut self, value: $ty) -> Self {
-                self.spec.options = self.spec.options.$method(value);
+                let options = std::mem::take(self.options_mut());
+                *self.options_mut() = options.$method(value);
                 self
             }
         )*
     };
 }
 
-impl<'a> Submit<'a> {
-    forward_options!(
-        key(&str),
-        conflict(Conflict),
-        queue(&str),
-        priority(i64),
-        max_attempts(i64),
-        delay_ms(i64),
-        delay(Duration),
-        metadata(impl Into<Json>),
-        parent_id(&str),
-        root_id(&str),
-        correlation_id(&str),
-    );
+impl<'a, R> Submit<'a, R> {
+    pub(crate) fn new(client: &'a CairnQ, spec: TaskSpec) -> Self {
+        Self { client, spec, result: PhantomData }
+    }
 
-    /// Replaces every option at once.
-    pub fn options(mut self, options: SubmitOptions) -> Self {
-        self.spec.options = options;
-        self
+    forward_options!();
+
+    fn options_mut(&mut self) -> &mut SubmitOptions {
+        &mut self.spec.options
+    }
+
+    /// Waits for the task's outcome after submitting, `timeout` at most
+    /// (the task keeps running after a timeout).
+    pub fn call(self, timeout: Duration) -> Call<'a, R> {
+        Call { submit: self, wait: WaitOptions::new().timeout(timeout) }
     }
 }
 
-impl<'a> IntoFuture for Submit<'a> {
+impl<'a, R> IntoFuture for Submit<'a, R> {
     type Output = Result<Task>;
     type IntoFuture = Pin<Box<dyn Future<Output = Result<Task>> + Send + 'a>>;
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move { self.client.submit_spec(&self.spec).await })
+    }
+}
+
+impl<'a, R> Call<'a, R> {
+    pub(crate) fn new(submit: Submit<'a, R>) -> Self {
+        Call { submit, wait: WaitOptions::new() }
+    }
+
+    forward_options!();
+
+    fn options_mut(&mut self) -> &mut SubmitOptions {
+        &mut self.submit.spec.options
+    }
+
+    /// Gives up waiting after `timeout` (default 30 s).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.wait = self.wait.timeout(timeout);
+        self
+    }
+
+    /// Waits as `wait` says (timeout and polling).
+    pub fn wait_options(mut self, wait: WaitOptions) -> Self {
+        self.wait = wait;
+        self
+    }
+}
+
+impl<'a, R: DeserializeOwned + 'a> IntoFuture for Call<'a, R> {
+    type Output = Result<R>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Result<R>> + Send + 'a>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let client = self.submit.client;
+            let task = client.submit_spec(&self.submit.spec).await?;
+            let done = client.wait(&task.id, &self.wait).await?;
+            Ok(task_outcome(done)?.decode()?)
+        })
     }
 }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::client::diagnosis::diagnose;
-use crate::client::{CairnQ, SubmitOptions, TaskSpec, by_id, by_key};
+use crate::client::{CairnQ, Call, by_id, by_key};
 use crate::envelope::ErrorEnvelope;
 use crate::error::{Error, Result};
 use crate::json::Json;
@@ -135,19 +135,10 @@ impl CairnQ {
         }
     }
 
-    /// Submits and waits: the task's result, or [`Error::TaskFailed`],
-    /// [`Error::TaskCanceled`] or [`Error::TaskTimeout`].
-    pub async fn call<P: Serialize + ?Sized>(
-        &self,
-        name: &str,
-        payload: &P,
-        submit: &SubmitOptions,
-        wait: &WaitOptions,
-    ) -> Result<Json> {
-        let spec = TaskSpec::new(name, payload).options(submit.clone());
-        let task = self.submit_spec(&spec).await?;
-        let done = self.wait(&task.id, wait).await?;
-        task_outcome(done)
+    /// Submits and waits for the result: set options and the timeout on
+    /// the returned [`Call`], then `.await` it (see [`Submit::call`]).
+    pub fn call<P: Serialize + ?Sized>(&self, name: &str, payload: &P) -> Call<'_> {
+        Call::new(self.submit(name, payload))
     }
 }
 

@@ -3,10 +3,12 @@
 //! with a constructor for what it requires and setters for the rest, so it
 //! can grow fields without breaking a backend or a caller.
 
+use std::time::Duration;
+
 use crate::error::{Error, Result, require_non_negative, require_positive, require_text};
 use crate::json::Json;
 use crate::keys::Conflict;
-use crate::model::{Task, TaskStatus};
+use crate::model::{ListCursor, Task, TaskStatus};
 
 /// Picks a task by id or by business key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,8 +80,9 @@ impl NewTask {
             progress: None,
             message: None,
             attempt: 0,
-            max_attempts: i64::from(self.max_attempts),
-            priority: i64::from(self.priority),
+            // Submit validated it as at least 1.
+            max_attempts: u32::try_from(self.max_attempts).unwrap_or(0),
+            priority: self.priority,
             worker_id: None,
             lease_until_ms: None,
             run_at_ms: now_ms.saturating_add(self.delay_ms),
@@ -204,6 +207,24 @@ impl CountQueuedParams {
 
 /// Filters of [`Store::list`](crate::Store::list) (and [`CairnQ::list`](crate::CairnQ::list)); `None` filters are left
 /// out of the SQL. `Default`: no filter, limit 100, offset 0.
+///
+/// Page with [`after`](Self::after) (keyset: each page costs the same
+/// however deep) rather than an offset, which re-reads every row it skips.
+///
+/// ```no_run
+/// # async fn demo(client: &cairnq_core::CairnQ) -> cairnq_core::Result<()> {
+/// use cairnq_core::{ListFilter, TaskStatus};
+/// let mut filter = ListFilter::new().status(TaskStatus::Failed).limit(500);
+/// loop {
+///     let page = client.list(&filter).await?;
+///     for task in &page.tasks { println!("{}", task.id); }
+///     match page.next {
+///         Some(cursor) => filter = filter.after(cursor),
+///         None => break,
+///     }
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ListFilter {
@@ -221,11 +242,22 @@ pub struct ListFilter {
     pub limit: i64,
     /// Skip this many rows (>= 0).
     pub offset: i64,
+    /// Only rows after this one in list order (keyset paging).
+    pub after: Option<ListCursor>,
 }
 
 impl Default for ListFilter {
     fn default() -> Self {
-        Self { status: None, queue: None, name: None, root_id: None, correlation_id: None, limit: 100, offset: 0 }
+        Self {
+            status: None,
+            queue: None,
+            name: None,
+            root_id: None,
+            correlation_id: None,
+            limit: 100,
+            offset: 0,
+            after: None,
+        }
     }
 }
 
@@ -259,10 +291,19 @@ impl ListFilter {
         self.correlation_id = Some(id.into());
         self
     }
-    /// Page size and offset.
-    pub fn page(mut self, limit: i64, offset: i64) -> Self {
-        self.limit = limit;
-        self.offset = offset;
+    /// At most `limit` rows.
+    pub fn limit(mut self, limit: u32) -> Self {
+        self.limit = i64::from(limit);
+        self
+    }
+    /// Skips `offset` rows (prefer [`after`](Self::after) for deep pages).
+    pub fn offset(mut self, offset: u32) -> Self {
+        self.offset = i64::from(offset);
+        self
+    }
+    /// The page after `cursor` (a [`TaskPage::next`](crate::TaskPage::next)).
+    pub fn after(mut self, cursor: ListCursor) -> Self {
+        self.after = Some(cursor);
         self
     }
 }
@@ -297,9 +338,9 @@ impl PurgeFilter {
     pub fn new() -> Self {
         Self::default()
     }
-    /// Only rows completed more than `ms` ago.
-    pub fn older_than_ms(mut self, ms: i64) -> Self {
-        self.older_than_ms = ms;
+    /// Only rows completed more than `age` ago.
+    pub fn older_than(mut self, age: Duration) -> Self {
+        self.older_than_ms = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
         self
     }
     /// Only this queue.
@@ -318,8 +359,8 @@ impl PurgeFilter {
         self
     }
     /// At most this many rows.
-    pub fn limit(mut self, limit: i64) -> Self {
-        self.limit = limit;
+    pub fn limit(mut self, limit: u32) -> Self {
+        self.limit = i64::from(limit);
         self
     }
 

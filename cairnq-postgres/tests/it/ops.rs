@@ -52,7 +52,7 @@ async fn times_come_from_the_database_clock() {
     let (client, _store, _) = fresh_client().await;
     let admin = raw(&dsn()).await;
     let before = count(&admin, "select floor(extract(epoch from clock_timestamp()) * 1000)::bigint").await;
-    let task = client.submit("t", &json!({})).delay_ms(60_000).await.expect("submit");
+    let task = client.submit("t", &json!({})).delay(std::time::Duration::from_secs(60)).await.expect("submit");
     let after = count(&admin, "select floor(extract(epoch from clock_timestamp()) * 1000)::bigint").await;
     assert!((before..=after).contains(&task.created_at_ms), "{before} <= {} <= {after}", task.created_at_ms);
     assert_eq!(task.run_at_ms, task.created_at_ms + 60_000);

@@ -70,6 +70,7 @@ where true
   and name = :name -- when: name
   and root_id = :root_id -- when: root_id
   and correlation_id = :correlation_id -- when: correlation_id
+  and (created_at_ms, id) < (:after_ms::bigint, :after_id::text) -- when: after
 order by created_at_ms desc, id desc
 limit :limit::bigint offset :offset::bigint
 

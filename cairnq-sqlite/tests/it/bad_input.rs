@@ -1,5 +1,7 @@
 //! Bad input through the client: a typed error and nothing written.
 
+use std::time::Duration;
+
 use cairnq_core::store::{ClaimDraw, ClaimParams, SettleParams};
 use cairnq_core::{CairnQ, ErrorKind, PurgeFilter, SubmitOptions, TaskStatus};
 
@@ -28,13 +30,13 @@ async fn bad_input_is_refused_with_typed_errors_and_writes_nothing() {
     let invalid = ErrorKind::ValidationError;
 
     assert_kind(submit(&client, "", SubmitOptions::new()).await, invalid, "empty name");
-    assert_kind(submit(&client, "job", SubmitOptions::new().delay_ms(-1)).await, invalid, "negative delay");
+    assert_kind(submit(&client, "job", SubmitOptions::new().delay(Duration::MAX)).await, invalid, "an endless delay");
     assert_kind(submit(&client, "job", SubmitOptions::new().max_attempts(0)).await, invalid, "max_attempts 0");
-    assert_kind(submit(&client, "job", SubmitOptions::new().priority(i64::MAX)).await, invalid, "priority i64::MAX");
+    let above_32_bits = SubmitOptions::new().max_attempts(u32::MAX);
+    assert_kind(submit(&client, "job", above_32_bits).await, invalid, "max_attempts above i32::MAX");
     let running = PurgeFilter::new().status(TaskStatus::Running);
     assert_kind(client.purge(&running).await, invalid, "purge a non-terminal status");
     assert_kind(client.purge(&PurgeFilter::new().limit(0)).await, invalid, "purge limit 0");
-    assert_kind(client.queue_depth("default", -1).await, invalid, "queue_depth -1");
     let nan = Measurement { value: f64::NAN };
     assert_kind(client.submit("job", &nan).await, ErrorKind::SerializationError, "NaN payload");
 

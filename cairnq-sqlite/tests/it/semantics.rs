@@ -149,7 +149,7 @@ async fn purge_cutoff_is_strict() {
     let task = client.submit("job", &serde_json::json!({})).await.expect("submit");
     client.cancel(&task.id).await.expect("cancel");
     clock.advance(100);
-    let filter = PurgeFilter::new().older_than_ms(100);
+    let filter = PurgeFilter::new().older_than(Duration::from_millis(100));
     assert!(client.purge(&filter).await.expect("purge").is_empty(), "completed exactly at the cutoff stays");
     clock.advance(1);
     assert_eq!(client.purge(&filter).await.expect("purge"), [task.id]);

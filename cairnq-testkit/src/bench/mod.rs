@@ -226,7 +226,7 @@ async fn wait_for_count(client: &CairnQ, status: TaskStatus, expected: usize, li
             return Ok(());
         }
         if std::time::Instant::now() > deadline {
-            let sample = client.list(&ListFilter::new().page(3, 0)).await?;
+            let sample = client.list(&ListFilter::new().limit(3)).await?;
             return Err(Error::validation("benchmark", format!("not drained in {limit:?}; newest rows: {sample:?}")));
         }
         tokio::time::sleep(Duration::from_millis(10)).await;

@@ -126,7 +126,7 @@ pub(super) async fn timed_calls(client: &CairnQ, calls: usize) -> Result<(f64, f
     let mut samples = Vec::with_capacity(calls);
     for i in 0..calls {
         let start = Instant::now();
-        client.call("noop", &json!({ "i": i }), &SubmitOptions::new(), &wait).await?;
+        client.call("noop", &json!({ "i": i })).wait_options(wait).await?;
         samples.push(start.elapsed().as_secs_f64() * 1000.0);
     }
     Ok(percentiles(samples))
@@ -146,9 +146,7 @@ pub(super) async fn call_two_processes(factory: &dyn BackendFactory, calls: usiz
     let _child = spawn_noop_worker(exe, locator_of(&fresh)?, None)?;
     let client = CairnQ::from_shared(fresh.store);
     // Warm-up: the first call also waits for the child to start serving.
-    client
-        .call("noop", &json!({}), &SubmitOptions::new(), &WaitOptions::new().timeout(Duration::from_secs(60)))
-        .await?;
+    client.call("noop", &json!({})).timeout(Duration::from_secs(60)).await?;
     timed_calls(&client, calls).await
 }
 
@@ -189,7 +187,7 @@ pub(super) async fn claim_at_backlog(factory: &dyn BackendFactory, queued: usize
     for chunk in noop_specs(queued, &json!({})).chunks(10_000) {
         client.submit_many(chunk).await?;
     }
-    let later = SubmitOptions::new().delay_ms(3_600_000);
+    let later = SubmitOptions::new().delay(Duration::from_secs(3_600));
     let delayed: Vec<TaskSpec> =
         noop_specs(backing_off, &json!({})).into_iter().map(|s| s.options(later.clone())).collect();
     for chunk in delayed.chunks(10_000) {

@@ -22,7 +22,7 @@ pub enum RecordLine {
         /// The task.
         task: String,
         /// The attempt the claim gave this run.
-        attempt: i64,
+        attempt: u32,
         /// The worker running it.
         worker: String,
         /// When, by the host's clock.
@@ -34,7 +34,7 @@ pub enum RecordLine {
         /// The task.
         task: String,
         /// The attempt.
-        attempt: i64,
+        attempt: u32,
         /// The worker.
         worker: String,
     },
@@ -50,13 +50,20 @@ impl RecordLine {
             return Ok(Self::Issue(text.to_string()));
         }
         let fields: Vec<&str> = line.split(' ').collect();
-        let int = |text: &str| text.parse::<i64>().map_err(|_| bad());
+        fn number<T: std::str::FromStr>(text: &str, bad: impl Fn() -> String) -> std::result::Result<T, String> {
+            text.parse().map_err(|_| bad())
+        }
         match fields[..] {
-            ["child", pid, worker] => Ok(Self::Child { pid: pid.parse().map_err(|_| bad())?, worker: worker.into() }),
-            ["start", task, n, worker, at] => {
-                Ok(Self::Start { task: task.into(), attempt: int(n)?, worker: worker.into(), at_ms: int(at)? })
+            ["child", pid, worker] => Ok(Self::Child { pid: number(pid, bad)?, worker: worker.into() }),
+            ["start", task, n, worker, at] => Ok(Self::Start {
+                task: task.into(),
+                attempt: number(n, bad)?,
+                worker: worker.into(),
+                at_ms: number(at, bad)?,
+            }),
+            ["end", task, n, worker] => {
+                Ok(Self::End { task: task.into(), attempt: number(n, bad)?, worker: worker.into() })
             }
-            ["end", task, n, worker] => Ok(Self::End { task: task.into(), attempt: int(n)?, worker: worker.into() }),
             _ => Err(bad()),
         }
     }

@@ -223,7 +223,7 @@ async fn sleep(payload: Value) -> std::result::Result<Value, TaskError> {
 
 async fn record(ctx: TaskContext, payload: Value, log: Arc<RunLog>) -> std::result::Result<Value, TaskError> {
     let (task, attempt, worker) = (ctx.task_id().to_string(), ctx.attempt(), ctx.worker_id().to_string());
-    let not_logged = |e: std::io::Error| TaskError::new(format!("cannot write the run log: {e}"));
+    let not_logged = |e: std::io::Error| TaskError::retryable(format!("cannot write the run log: {e}"));
     let at_ms = cairnq_core::Clock::now_ms(&cairnq_core::SystemClock);
     log.append(&RecordLine::Start { task: task.clone(), attempt, worker: worker.clone(), at_ms })
         .map_err(not_logged)?;

@@ -13,7 +13,7 @@ use cairnq_core::{Error, Result, Task, TaskSelector, TaskStatus};
 
 /// A queued row's place in claim order within its queue: priority desc,
 /// run_at_ms asc, id asc.
-pub(super) type DueKey = (Reverse<i64>, i64, String);
+pub(super) type DueKey = (Reverse<i32>, i64, String);
 
 /// Every row and index of one store.
 #[derive(Debug, Default)]

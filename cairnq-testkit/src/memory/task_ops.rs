@@ -65,6 +65,7 @@ pub(super) fn list(tables: &Tables, filter: &ListFilter) -> Result<Vec<TaskRow>>
         .filter(|t| text(&filter.queue, Some(&t.queue)) && text(&filter.name, Some(&t.name)))
         .filter(|t| text(&filter.root_id, t.root_id.as_deref()))
         .filter(|t| text(&filter.correlation_id, t.correlation_id.as_deref()))
+        .filter(|t| filter.after.as_ref().is_none_or(|a| (t.created_at_ms, t.id.as_str()) < (a.created_at_ms, &a.id)))
         .skip(offset)
         .take(limit)
         .map(|t| Ok(t.clone()))

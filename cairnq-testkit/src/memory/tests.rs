@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
 
 use cairnq_core::store::{
     CancelParams, ClaimDraw, ClaimParams, CountQueuedParams, GetParams, HeartbeatBatchParams, NewTask, ProbeParams,
@@ -62,7 +63,7 @@ async fn leases_end_at_their_millisecond_and_recovery_takes_them_then() {
 #[tokio::test]
 async fn a_delay_ends_at_its_millisecond_and_the_purge_cutoff_is_strict() {
     let (store, clock) = store_at(3_000);
-    let task = store.submit(&new_task(SubmitOptions::new().delay_ms(10))).await.expect("submit");
+    let task = store.submit(&new_task(SubmitOptions::new().delay(Duration::from_millis(10)))).await.expect("submit");
     clock.0.store(3_009, Ordering::SeqCst);
     assert!(store.claim(&claim_one("w", 1_000)).await.expect("claim").is_empty(), "not due before run_at");
     clock.0.store(3_010, Ordering::SeqCst);
@@ -70,7 +71,7 @@ async fn a_delay_ends_at_its_millisecond_and_the_purge_cutoff_is_strict() {
     store.complete(&SettleParams::new(&task.id, "w")).await.expect("complete");
     assert_eq!(row(&store, &task.id).await.completed_at_ms, Some(3_010));
     clock.0.store(3_510, Ordering::SeqCst);
-    let purge = PurgeFilter::new().older_than_ms(500);
+    let purge = PurgeFilter::new().older_than(Duration::from_millis(500));
     assert!(store.purge(&purge).await.expect("purge").is_empty(), "completed exactly at the cutoff is kept");
     clock.0.store(3_511, Ordering::SeqCst);
     assert_eq!(store.purge(&purge).await.expect("purge"), [task.id]);

@@ -84,6 +84,18 @@ impl Args {
         Ok(self.int(name)?.unwrap_or(default))
     }
 
+    /// An integer argument with a default, in the range of `T`; a value
+    /// outside it is the step's ValidationError on `name` (what a typed
+    /// API makes of, say, a negative delay).
+    pub(crate) fn sized_or<T: TryFrom<i64>>(&self, name: &'static str, default: T) -> Result<T, StepError> {
+        match self.int(name)? {
+            None => Ok(default),
+            Some(value) => {
+                T::try_from(value).map_err(|_| Error::validation(name, format!("{value} is out of range")).into())
+            }
+        }
+    }
+
     /// An optional number argument.
     pub(crate) fn float(&self, name: &'static str) -> Result<Option<f64>, StepError> {
         self.typed(name, "a number", Value::as_f64)

@@ -88,9 +88,9 @@ where
 async fn submit(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
     let mut options = SubmitOptions::new()
         .queue(args.string("queue")?.unwrap_or_else(|| DEFAULT_QUEUE.to_string()))
-        .max_attempts(args.int_or("max_attempts", 3)?)
-        .priority(args.int_or("priority", 0)?)
-        .delay_ms(args.int_or("run_at_delay_ms", 0)?)
+        .max_attempts(args.sized_or("max_attempts", 3)?)
+        .priority(args.sized_or("priority", 0)?)
+        .delay(Duration::from_millis(args.sized_or("run_at_delay_ms", 0)?))
         .conflict(parse::<Conflict>(args.string("conflict")?)?.unwrap_or_default());
     options.key = args.string("key")?;
     options.metadata = args.value("metadata").map(cairnq_core::Json::from);
@@ -101,7 +101,7 @@ async fn submit(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
 }
 
 async fn list(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
-    let mut filter = ListFilter::new().page(args.int_or("limit", 100)?, args.int_or("offset", 0)?);
+    let mut filter = ListFilter::new().limit(args.sized_or("limit", 100)?).offset(args.sized_or("offset", 0)?);
     filter.status = parse::<TaskStatus>(args.string("status")?)?;
     filter.queue = args.string("queue")?;
     filter.name = args.string("name")?;
@@ -116,15 +116,15 @@ async fn list(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
 
 async fn retry(client: &CairnQ, args: &Args, by: &'static str) -> Result<Value, StepError> {
     let selector = args.required(by, Args::string)?;
-    let reset = args.bool_or("reset_attempt", false)?;
-    let task =
-        if by == "key" { client.retry_by_key(&selector, reset).await } else { client.retry(&selector, reset).await };
-    to_json(&task?)
+    let retry = if by == "key" { client.retry_by_key(&selector) } else { client.retry(&selector) };
+    let retry = if args.bool_or("reset_attempt", false)? { retry.reset_attempt() } else { retry };
+    to_json(&retry.await?)
 }
 
 async fn purge(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
-    let mut filter =
-        PurgeFilter::new().older_than_ms(args.int_or("older_than_ms", 0)?).limit(args.int_or("limit", 1000)?);
+    let mut filter = PurgeFilter::new()
+        .older_than(Duration::from_millis(args.sized_or("older_than_ms", 0)?))
+        .limit(args.sized_or("limit", 1000)?);
     filter.queue = args.string("queue")?;
     filter.status = parse::<TaskStatus>(args.string("status")?)?;
     filter.name = args.string("name")?;
@@ -134,6 +134,7 @@ async fn purge(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
 async fn queue_depth(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
     let queue = args.string("queue")?.unwrap_or_else(|| DEFAULT_QUEUE.to_string());
     let max_depth = args.required("max_depth", Args::int)?;
+    let max_depth = u64::try_from(max_depth).map_err(|_| Error::validation("max_depth", "must not be negative"))?;
     to_json(&client.queue_depth(&queue, max_depth).await?)
 }
 

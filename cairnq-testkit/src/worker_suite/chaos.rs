@@ -103,7 +103,7 @@ pub async fn random_sigkills_lose_no_task(factory: &dyn BackendFactory) {
     }
     drive(&client, &plan, &mut rng, &mut fleet).await;
     fleet.stop_all().await;
-    let rows = client.list(&ListFilter::new().page(i64::try_from(plan.tasks).unwrap_or(i64::MAX) + 1, 0)).await;
+    let rows = client.list(&ListFilter::new().limit(u32::try_from(plan.tasks).unwrap_or(u32::MAX - 1) + 1)).await;
     let rows = rows.expect("list every task");
     assert!(rows.undecodable.is_empty(), "rows that do not decode: {:?}", rows.undecodable);
     let rows = rows.tasks;
@@ -152,7 +152,7 @@ pub async fn random_sigkills_lose_no_task(factory: &dyn BackendFactory) {
 
 /// Submits the plan's tasks (short random sleeps) and returns their ids.
 async fn submit(client: &CairnQ, plan: &Plan, rng: &mut fastrand::Rng) -> Vec<String> {
-    let attempts = i64::try_from(plan.kills).unwrap_or(i64::MAX - 1) + 1;
+    let attempts = u32::try_from(plan.kills).unwrap_or(u32::MAX - 1) + 1;
     let options = SubmitOptions::default().max_attempts(attempts);
     let specs: Vec<_> = (0..plan.tasks)
         .map(|_| TaskSpec::new("record", &json!({"ms": rng.u64(1..=5)})).options(options.clone()))

@@ -79,7 +79,7 @@ pub async fn sigterm_drains_then_abandons(factory: &dyn BackendFactory) {
 /// running then failed retryably, running then lease expired.
 pub async fn cancel_wins_on_every_path(factory: &dyn BackendFactory) {
     let (client, _fresh) = fresh(factory).await;
-    let queued = client.submit("never", &json!({})).delay_ms(60_000).await.expect("submit");
+    let queued = client.submit("never", &json!({})).delay(Duration::from_millis(60_000)).await.expect("submit");
     client.cancel(&queued.id).await.expect("cancel");
     let started = Arc::new(Notify::new());
     let returned = Arc::new(AtomicUsize::new(0));

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use cairnq_core::{Error, Json, TaskSpec, TaskStatus};
-use cairnq_worker::{TaskContext, TaskError, TaskOptions, Worker};
+use cairnq_core::{Error, Json, TaskDef, TaskSpec, TaskStatus};
+use cairnq_worker::{BatchItem, TaskContext, TaskError, TaskOptions, Worker};
 use serde_json::{Value, json};
 
 use super::support::{Gauge, count, eventually, fresh, quick_options, start};
@@ -27,17 +27,17 @@ pub async fn a_batch_call_settles_what_it_left_open(factory: &dyn BackendFactory
     let (c, k, n) = (calls.clone(), kept_leases.clone(), second_settle_was_noop.clone());
     let lease = Duration::from_millis(1_000);
     let _worker = start(&client, quick_options().lease(lease), move |w| {
-        w.batch_task("embed", TaskOptions::new().batch(256), move |batch: Vec<TaskContext>| {
+        w.batch_task(EMBED, 256, move |batch: Vec<BatchItem<i64>>| {
             let (c, k, n) = (c.clone(), k.clone(), n.clone());
             async move {
                 c.fetch_add(1, Ordering::SeqCst);
                 assert_eq!(batch.len(), 256, "one call gets every task");
                 settle_early(&batch).await?;
                 tokio::time::sleep(lease * 5 / 2).await;
-                k.store(batch.iter().all(|ctx| !ctx.lost_lease()), Ordering::SeqCst);
-                n.store(batch[0].succeed(&"again").await?.is_none(), Ordering::SeqCst);
+                k.store(batch.iter().all(|item| !item.ctx.lost_lease()), Ordering::SeqCst);
+                n.store(batch[0].ctx.succeed(&"again").await?.is_none(), Ordering::SeqCst);
                 let mapped =
-                    batch[..40].iter().enumerate().map(|(i, ctx)| (ctx.task_id().to_string(), json!({"mapped": i})));
+                    batch[..40].iter().map(|item| (item.ctx.task_id().to_string(), json!({"mapped": item.payload})));
                 Ok::<_, TaskError>(mapped.collect::<HashMap<_, _>>())
             }
         })
@@ -48,7 +48,7 @@ pub async fn a_batch_call_settles_what_it_left_open(factory: &dyn BackendFactory
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     assert!(kept_leases.load(Ordering::SeqCst), "no context lost its lease while the call outlived the lease");
     assert!(second_settle_was_noop.load(Ordering::SeqCst));
-    let rows = client.list(&cairnq_core::ListFilter::new().name("embed").page(300, 0)).await.expect("list");
+    let rows = client.list(&cairnq_core::ListFilter::new().name("embed").limit(300)).await.expect("list");
     let results: Vec<Value> = rows.tasks.iter().filter_map(|t| t.result.as_ref()?.to_value().ok()).collect();
     assert_eq!(results.iter().filter(|r| r.get("early").is_some()).count(), 10);
     assert_eq!(results.iter().filter(|r| r.get("mapped").is_some()).count(), 20, "mapped minus the early-settled");
@@ -62,15 +62,21 @@ pub async fn a_batch_call_settles_what_it_left_open(factory: &dyn BackendFactory
 }
 
 /// Fails the first ten tasks permanently and succeeds the next ten.
-async fn settle_early(batch: &[TaskContext]) -> Result<(), TaskError> {
-    for ctx in &batch[..10] {
-        ctx.fail("rejected early", false).await?;
+async fn settle_early(batch: &[BatchItem<i64>]) -> Result<(), TaskError> {
+    for item in &batch[..10] {
+        item.ctx.fail_with(TaskError::new("rejected early")).await?;
     }
-    for ctx in &batch[10..20] {
-        ctx.succeed(&json!({"early": true})).await?;
+    for item in &batch[10..20] {
+        item.ctx.succeed(&json!({"early": true})).await?;
     }
     Ok(())
 }
+
+/// Embeds numbers, in batches.
+const EMBED: TaskDef<i64, Value> = TaskDef::new("embed");
+
+/// Imports numbers, in batches.
+const IMPORT: TaskDef<i64, String> = TaskDef::new("import");
 
 /// A batch call failing with a non-retryable error fails every task it left
 /// open permanently; the one it settled keeps its result.
@@ -79,9 +85,9 @@ pub async fn a_failed_batch_call_fails_what_it_left_open(factory: &dyn BackendFa
     let specs: Vec<_> = (0..5).map(|i| TaskSpec::new("import", &i)).collect();
     client.submit_many(&specs).await.expect("submit_many");
     let _worker = start(&client, quick_options(), |w| {
-        w.batch_task("import", TaskOptions::new().batch(5), |batch: Vec<TaskContext>| async move {
-            batch[0].succeed(&"saved").await?;
-            Err::<(), _>(TaskError::new("bad file").retryable(false))
+        w.batch_task(IMPORT, 5, |batch: Vec<BatchItem<i64>>| async move {
+            batch[0].ctx.succeed(&"saved").await?;
+            Err::<(), _>(TaskError::new("bad file"))
         })
         .expect("register");
     });

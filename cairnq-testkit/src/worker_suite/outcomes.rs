@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use cairnq_core::{Backoff, Error, TaskStatus, codes};
-use cairnq_worker::{TaskContext, TaskError, TaskOptions, WorkerIssue, WorkerOptions};
+use cairnq_core::{Backoff, Error, TaskDef, TaskStatus, codes};
+use cairnq_worker::{TaskContext, TaskError, WorkerIssue, WorkerOptions};
 use serde_json::{Value, json};
 use std::sync::Mutex;
 
@@ -21,7 +21,7 @@ pub async fn retries_follow_the_backoff_windows(factory: &dyn BackendFactory) {
     // machine adds to the measured delay.
     let (base, cap) = (Duration::from_millis(1_000), Duration::from_millis(10_000));
     // (attempt, run_at of the claimed row, when the handler failed)
-    let seen: Arc<Mutex<Vec<(i64, i64, i64)>>> = Arc::default();
+    let seen: Arc<Mutex<Vec<(u32, i64, i64)>>> = Arc::default();
     let options = quick_options().backoff(base, cap);
     let log = seen.clone();
     let _worker = start(&client, options, move |w| {
@@ -29,7 +29,7 @@ pub async fn retries_follow_the_backoff_windows(factory: &dyn BackendFactory) {
             let log = log.clone();
             async move {
                 log.lock().expect("lock").push((ctx.attempt(), ctx.task().run_at_ms, now_ms()));
-                if ctx.attempt() < 3 { Err(TaskError::new("not yet")) } else { Ok(ctx.attempt()) }
+                if ctx.attempt() < 3 { Err(TaskError::retryable("not yet")) } else { Ok(ctx.attempt()) }
             }
         })
         .expect("register");
@@ -43,7 +43,7 @@ pub async fn retries_follow_the_backoff_windows(factory: &dyn BackendFactory) {
     for pair in seen.windows(2) {
         let (failed_attempt, _, failed_at) = pair[0];
         let (_, run_at, _) = pair[1];
-        let window = i64::try_from(backoff.window_ms(u32::try_from(failed_attempt).unwrap_or(1))).unwrap_or(0);
+        let window = i64::try_from(backoff.window_ms(failed_attempt)).unwrap_or(0);
         let delay = run_at - failed_at;
         // The failure was written a little after `failed_at`: allow that much
         // above the window, never anything below its lower half.
@@ -184,7 +184,7 @@ pub async fn blocking_handlers_do_not_block_the_runtime(factory: &dyn BackendFac
     let (client, _fresh) = fresh(factory).await;
     let (issues, options) = watching_for_blocked_runtime();
     let _worker = start(&client, options.concurrency(2), |w| {
-        w.task_blocking("cpu", TaskOptions::new(), |ctx: TaskContext, ms: u64| {
+        w.blocking_task("cpu", |ctx: TaskContext, ms: u64| {
             std::thread::sleep(Duration::from_millis(ms));
             Ok::<_, TaskError>(ctx.lost_lease())
         })
@@ -230,19 +230,29 @@ fn watching_for_blocked_runtime() -> (Arc<Mutex<Vec<String>>>, WorkerOptions) {
     (issues, options)
 }
 
-/// Progress is recorded, children are submitted with parent, root and
-/// correlation wired, and a handler may wait for them.
+/// The child task of the context test: answers who its parent and root are.
+const CHILD: TaskDef<u32, Value> = TaskDef::new("child");
+
+/// Progress is recorded (a message alone leaves the value as it was),
+/// typed children are submitted with parent, root and correlation wired,
+/// and a handler may wait for them.
 pub async fn a_context_reports_progress_and_submits_children(factory: &dyn BackendFactory) {
     let (client, _fresh) = fresh(factory).await;
     let _worker = start(&client, quick_options().concurrency(2), |w| {
         w.task("parent", |ctx: TaskContext, _: Value| async move {
-            ctx.progress(0.5, Some("spawning")).await?;
-            let child = ctx.submit("child", &json!({"n": 1})).await?;
+            ctx.progress(0.5).message("spawning").await?;
+            ctx.message("waiting for the child").await?;
+            let own = ctx.client().get(ctx.task_id()).await?.expect("its own row");
+            let child = ctx.submit(CHILD, &1).await?;
             let done = ctx.wait(&child.id, &cairnq_core::WaitOptions::default()).await?;
-            Ok::<_, TaskError>(json!({"child": child.id, "child_result": done.result}))
+            let typed: Value = ctx.submit(CHILD, &2).call(Duration::from_secs(15)).await?;
+            Ok::<_, TaskError>(json!({
+                "child": child.id, "child_result": done.result, "typed": typed,
+                "progress": own.progress, "message": own.message,
+            }))
         })
         .expect("register");
-        w.task("child", |ctx: TaskContext, _: Value| async move {
+        w.task(CHILD, |ctx: TaskContext, _: u32| async move {
             Ok::<_, TaskError>(json!({"parent": ctx.parent_id(), "root": ctx.root_id()}))
         })
         .expect("register");
@@ -252,9 +262,11 @@ pub async fn a_context_reports_progress_and_submits_children(factory: &dyn Backe
     assert_eq!(done.status, TaskStatus::Succeeded);
     let result = done.result.expect("a result").to_value().expect("JSON");
     assert_eq!(result["child_result"], json!({"parent": parent.id, "root": parent.id}));
+    assert_eq!(result["typed"], json!({"parent": parent.id, "root": parent.id}), "a typed call of a child");
+    assert_eq!((&result["progress"], &result["message"]), (&json!(0.5), &json!("waiting for the child")));
     let child_id = result["child"].as_str().expect("a child id").to_string();
     let child = client.get(&child_id).await.expect("get").expect("exists");
     assert_eq!(child.correlation_id.as_deref(), Some("order-7"));
-    assert_eq!(count(&client, TaskStatus::Succeeded).await, 2);
+    assert_eq!(count(&client, TaskStatus::Succeeded).await, 3);
     assert_eq!(done.progress, Some(1.0), "succeeded tasks read progress 1.0");
 }

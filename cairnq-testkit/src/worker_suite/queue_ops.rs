@@ -33,7 +33,7 @@ pub async fn backpressure_refuses_submits_to_a_full_queue(factory: &dyn BackendF
     gated.submit("job", &4).queue("other").await.expect("other queues are not gated");
     let _worker = start(&client, quick_options().backpressure(gate), |w| {
         w.task("parent", |ctx: TaskContext, _: Value| async move {
-            let refused = ctx.submit("job", &5).queue("bp").await.err().map(|e| e.kind());
+            let refused = ctx.submit_named("job", &5).queue("bp").await.err().map(|e| e.kind());
             Ok::<_, TaskError>(refused.map(ErrorKind::as_str))
         })
         .expect("register");
@@ -104,15 +104,19 @@ pub async fn a_submit_returns_the_row_it_wrote(factory: &dyn BackendFactory) {
         .queue("q2")
         .priority(7)
         .max_attempts(5)
-        .delay_ms(60_000)
+        .delay(Duration::from_millis(60_000))
         .metadata(json!({"tenant": "t1", "n": 1.0}))
         .parent_id(&parent.id)
         .root_id(&parent.id)
         .correlation_id("corr-1")
         .key("k-1");
     let child = client.submit("child", &json!({"deep": {"a": [null, true]}})).options(options).await.expect("submit");
-    let busy =
-        SubmitOptions::new().queue("q3").priority(-2).delay_ms(5).metadata(json!({"m": [1]})).correlation_id("c");
+    let busy = SubmitOptions::new()
+        .queue("q3")
+        .priority(-2)
+        .delay(Duration::from_millis(5))
+        .metadata(json!({"m": [1]}))
+        .correlation_id("c");
     let specs = [
         TaskSpec::new("m", &json!(u64::MAX)),
         TaskSpec::new("m", &json!({"text": "é\u{1F600}\"q\""})).options(busy),

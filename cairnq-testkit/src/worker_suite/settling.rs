@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cairnq_core::store::{ClaimDraw, ClaimParams, CompleteBatchParams};
-use cairnq_core::{Error, TaskRef, TaskSpec, TaskStatus};
-use cairnq_worker::{TaskContext, TaskError, TaskOptions};
-use serde_json::json;
+use cairnq_core::{Error, TaskDef, TaskRef, TaskSpec, TaskStatus};
+use cairnq_worker::{BatchItem, TaskError};
+use serde_json::{Value, json};
 
 use super::support::{count, eventually, fresh, quick_options, some, start};
 use crate::BackendFactory;
@@ -58,6 +58,9 @@ pub async fn complete_batch_settles_each_task_as_complete_would(factory: &dyn Ba
     assert!(again.is_empty(), "a settled task is no longer running: left out");
 }
 
+/// Emits numbers back, in batches.
+const EMIT: TaskDef<i64, Value> = TaskDef::new("emit");
+
 /// A result the store refuses (Postgres jsonb cannot hold `\u0000`) never
 /// takes the results written with it down too: a refused batch write is
 /// made again one task at a time. On a store that accepts the value, every
@@ -72,13 +75,13 @@ pub async fn a_refused_result_fails_only_its_own_task(factory: &dyn BackendFacto
         seen.fetch_add(1, Ordering::SeqCst);
     });
     let _worker = start(&client, options, |w| {
-        w.batch_task("emit", TaskOptions::new().batch(8), |batch: Vec<TaskContext>| async move {
-            let result = |ctx: &TaskContext| match ctx.payload::<i64>().ok() {
-                Some(3) => json!("nul\u{0}"),
-                other => json!(other),
-            };
+        w.batch_task(EMIT, 8, |batch: Vec<BatchItem<i64>>| async move {
+            let result = |n: i64| if n == 3 { json!("nul\u{0}") } else { json!(n) };
             Ok::<_, TaskError>(
-                batch.iter().map(|ctx| (ctx.task_id().to_string(), result(ctx))).collect::<HashMap<_, _>>(),
+                batch
+                    .iter()
+                    .map(|item| (item.ctx.task_id().to_string(), result(item.payload)))
+                    .collect::<HashMap<_, _>>(),
             )
         })
         .expect("register");

@@ -2,6 +2,8 @@
 //! (cairnq==0.15.1 from PyPI, run as a black box through `interop/peer.py`)
 //! and this workspace open, migrate, read and settle each other's tasks.
 
+use std::time::Duration;
+
 use crate::support::{peer, python_task_matches};
 use cairnq_core::{CairnQ, SubmitOptions, TaskStatus};
 use cairnq_sqlite::SqliteStore;
@@ -67,7 +69,7 @@ async fn a_python_task_is_read_cancelled_and_retried_by_rust() {
 
     let canceled = client.cancel(id).await.expect("cancel").expect("queued task cancels");
     assert_eq!(canceled.status, TaskStatus::Canceled);
-    let retried = client.retry(id, true).await.expect("retry").expect("canceled task retries");
+    let retried = client.retry(id).reset_attempt().await.expect("retry").expect("canceled task retries");
     assert_eq!(retried.status, TaskStatus::Queued);
     client.close().await.expect("close");
 
@@ -90,7 +92,7 @@ async fn a_rust_task_is_claimed_and_completed_by_python_with_every_column_round_
             SubmitOptions::new()
                 .key("rs-key")
                 .priority(9)
-                .delay_ms(1)
+                .delay(Duration::from_millis(1))
                 .max_attempts(5)
                 .metadata(json!({"tenant": "ü", "tags": ["a", "b"]}))
                 .correlation_id("corr-1"),

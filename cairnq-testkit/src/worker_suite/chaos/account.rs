@@ -14,7 +14,7 @@ use crate::child::RecordLine;
 struct Run {
     /// Index of the worker process in the fleet.
     member: usize,
-    attempt: i64,
+    attempt: u32,
     /// When it started (epoch ms).
     at_ms: i64,
     /// Whether the handler got as far as returning its result.
@@ -48,7 +48,7 @@ pub(super) struct Report {
     pub(super) unsettled: usize,
     /// Attempts beyond the first over all succeeded tasks: runs cut short
     /// plus claims a killed process never started.
-    pub(super) extra_attempts: i64,
+    pub(super) extra_attempts: u32,
 }
 
 impl Runs {
@@ -115,7 +115,7 @@ impl Runs {
                 ));
                 continue;
             }
-            report.extra_attempts += row.attempt - 1;
+            report.extra_attempts += row.attempt.saturating_sub(1);
             if let Some(error) = &row.error {
                 // Lease recovery records no error, so a kill leaves none: an
                 // attempt failed, and its repeat owes nothing to a kill.
@@ -128,7 +128,7 @@ impl Runs {
                     None
                 }
             };
-            let mut attempts: Vec<i64> = runs.iter().map(|r| r.attempt).collect();
+            let mut attempts: Vec<u32> = runs.iter().map(|r| r.attempt).collect();
             attempts.sort_unstable();
             if attempts.windows(2).any(|w| w[0] == w[1]) {
                 report.problems.push(format!("{id}: one attempt ran twice; runs: {}", describe()));
@@ -159,10 +159,11 @@ impl Runs {
     /// worker and attempt and a finished run in that worker's log.
     fn winner(&self, row: &Task, runs: &[Run], members: &[Member]) -> Result<usize, String> {
         let result = row.result.as_ref().and_then(|r| r.to_value().ok()).unwrap_or_default();
-        let (worker, pid, attempt) = (result["worker"].as_str(), result["pid"].as_u64(), result["attempt"].as_i64());
+        let (worker, pid, attempt) = (result["worker"].as_str(), result["pid"].as_u64(), result["attempt"].as_u64());
         let (Some(worker), Some(pid), Some(attempt)) = (worker, pid, attempt) else {
             return Err(format!("result {result} is not a record handler's"));
         };
+        let attempt = u32::try_from(attempt).map_err(|_| format!("result {result} names no attempt"))?;
         if row.worker_id.as_deref() != Some(worker) || row.attempt != attempt {
             return Err(format!("result {result} is not from the row's worker {:?} and attempt", row.worker_id));
         }
