@@ -85,11 +85,15 @@ impl CairnQ {
         let deadline = Instant::now() + options.timeout;
         let params = GetParams::new(selector);
         let mut poll = options.poll;
-        let mut current: Option<String> = None;
+        let mut current: Option<String> = match &params.task {
+            TaskSelector::Id(id) => Some(id.clone()),
+            _ => None,
+        };
         loop {
             // Watch first, then read: a finish committed after the read
             // still ends the sleep below.
-            let watch = current.as_ref().map(|id| self.store().watch_for_change(&Wake::TaskDone(id.clone())));
+            let watched = current.clone();
+            let watch = watched.as_ref().map(|id| self.store().watch_for_change(&Wake::TaskDone(id.clone())));
             if let Some(status) = self.store().get_status(&params).await? {
                 if status.status.is_terminal()
                     && let Some(task) = self.store().get(&GetParams::new(TaskSelector::Id(status.id.clone()))).await?
@@ -102,6 +106,12 @@ impl CairnQ {
             let now = Instant::now();
             if now >= deadline {
                 return Err(self.timed_out(&params.task, current, options).await);
+            }
+            if current != watched {
+                // The key led to a task this pass did not watch: watch it
+                // and read again before sleeping (once per task the key
+                // names, so never a busy loop).
+                continue;
             }
             let sleep = poll.min(deadline - now);
             match watch {
