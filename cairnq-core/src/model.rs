@@ -151,6 +151,16 @@ impl Task {
     pub fn as_ref(&self) -> TaskRef {
         TaskRef { id: self.id.clone(), status: self.status }
     }
+
+    /// Whether the task has ended (succeeded, failed or canceled).
+    pub fn is_terminal(&self) -> bool {
+        self.status.is_terminal()
+    }
+
+    /// Whether someone asked to cancel the task while it was running.
+    pub fn cancel_requested(&self) -> bool {
+        self.cancel_requested_at_ms.is_some()
+    }
 }
 
 /// A task's id and status: what `get_status` returns and `wait` polls.

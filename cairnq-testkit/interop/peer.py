@@ -5,6 +5,8 @@ script to make the peer create, read and settle tasks in the same database
 the Rust side uses. Every command prints one JSON document on stdout.
 
 Usage: peer.py <command> <database> [args...]
+  (`surface` takes `-` as its database: it prints the SDK's public surface
+  for the PARITY.md test.)
   database is a SQLite path, or a Postgres DSN (postgresql://...) optionally
   followed by ?schema=NAME handled here as the store's schema option.
 """
@@ -232,9 +234,35 @@ async def complete_key(database, key, result_json):
     return await with_store(database, act)
 
 
+def public_surface():
+    """The SDK's public surface, by PARITY.md section: its exported names;
+    the public methods and properties of CairnQ, Worker, TaskContext and
+    Task (with Task's dataclass fields); each error's constructor
+    parameters as Error.param."""
+    import inspect
+
+    exported = getattr(cairnq, "__all__", None) or [n for n in dir(cairnq) if not n.startswith("_")]
+    surface = {"Exports": sorted(exported)}
+    for cls in ("CairnQ", "Worker", "TaskContext", "Task"):
+        members = {m for m in dir(getattr(cairnq, cls)) if not m.startswith("_")}
+        if dataclasses.is_dataclass(getattr(cairnq, cls)):
+            members |= {f.name for f in dataclasses.fields(getattr(cairnq, cls))}
+        surface[cls] = sorted(members)
+    errors = []
+    for name in exported:
+        value = getattr(cairnq, name)
+        if isinstance(value, type) and issubclass(value, BaseException):
+            params = inspect.signature(value.__init__).parameters.values()
+            errors += [f"{name}.{p.name}" for p in params if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    surface["Errors"] = sorted(errors)
+    return surface
+
+
 async def main(argv):
     command, database, *args = argv
-    if command == "create":
+    if command == "surface":
+        result = public_surface()
+    elif command == "create":
         result = await with_store(database, lambda s: asyncio.sleep(0, result={"ok": True}))
     elif command == "schema":
         result = schema(database)

@@ -6,6 +6,7 @@
 
 mod json_exact;
 mod odd_rows;
+mod parity;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod random_json;
