@@ -142,3 +142,9 @@ pub use issue::{OnError, WorkerIssue};
 pub use options::{OnUnusable, TaskOptions, WorkerOptions};
 pub use task_error::TaskError;
 pub use worker::{StopHandle, Worker, WorkerHandle};
+
+/// The README's Rust examples, compiled as doctests so they cannot drift
+/// from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeExamples;
