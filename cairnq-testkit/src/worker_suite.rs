@@ -21,6 +21,7 @@
 
 mod chaos;
 mod clients;
+mod handler_api;
 mod lifecycle;
 mod limits;
 mod outcomes;
@@ -35,6 +36,10 @@ pub use clients::{
     a_closed_store_refuses_every_call, a_killed_submitter_loses_no_acknowledged_submit,
     concurrent_claimers_never_take_the_same_row, keyed_submits_from_concurrent_producers_keep_one_live_task_per_key,
     submit_many_is_all_or_nothing,
+};
+pub use handler_api::{
+    a_batch_item_that_does_not_decode_fails_alone, canceled_reads_the_store_when_the_heartbeat_is_stale,
+    handler_failures_follow_the_sdk_defaults,
 };
 pub use lifecycle::{
     a_killed_worker_is_recovered_after_its_lease, a_stopped_worker_claims_nothing_more,

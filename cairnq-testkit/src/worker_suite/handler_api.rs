@@ -1,0 +1,105 @@
+//! What a handler says decides what happens to its task, the way the other
+//! cairnq SDKs decide it: a `TaskError` the handler builds is permanent
+//! unless it says retryable, `ctx.fail(reason)` retries like Python's
+//! default, a batch item whose payload does not decode fails alone, and a
+//! cancel is seen through `ctx.canceled()` long before the next heartbeat.
+
+use std::time::Duration;
+
+use cairnq_core::{TaskDef, TaskStatus, WaitOptions};
+use cairnq_worker::{BatchItem, TaskContext, TaskError};
+use serde_json::{Value, json};
+
+use super::support::{eventually, finished, fresh, quick_options, some, start};
+use crate::BackendFactory;
+
+/// How a handler fails, by name.
+const FAILS: TaskDef<String, ()> = TaskDef::new("fails");
+
+/// Each way of failing, on a task allowed three attempts: the attempts it
+/// took and whether its last envelope says retryable.
+pub async fn handler_failures_follow_the_sdk_defaults(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    let _worker = start(&client, quick_options().concurrency(4), |w| {
+        w.task(FAILS, |ctx: TaskContext, how: String| async move {
+            match how.as_str() {
+                "new" => Err(TaskError::new("card declined")),
+                "retryable" => Err(TaskError::retryable("rate limited")),
+                "question_mark" => Err(std::io::Error::other("disk on fire").into()),
+                "fail" => ctx.fail("upstream down").await.map(drop).map_err(TaskError::from),
+                "fail_with_new" => {
+                    ctx.fail_with(TaskError::new("no source records")).await.map(drop).map_err(Into::into)
+                }
+                other => panic!("unknown way to fail: {other}"),
+            }
+        })
+        .expect("register");
+    });
+    let expected = [
+        ("new", 1, false),
+        ("retryable", 3, true),
+        ("question_mark", 3, true),
+        ("fail", 3, true),
+        ("fail_with_new", 1, false),
+    ];
+    for (how, attempts, retryable) in expected {
+        let task = FAILS.submit(&client, &how.to_string()).max_attempts(3).await.expect("submit");
+        let done = finished(&client, &task.id).await;
+        let envelope = done.error_envelope().expect("an envelope");
+        assert_eq!((done.status, done.attempt, envelope.retryable), (TaskStatus::Failed, attempts, retryable), "{how}");
+    }
+}
+
+/// Numbers in, doubled out, in batches.
+const DOUBLE: TaskDef<i64, i64> = TaskDef::new("double");
+
+/// A batch task whose payload does not decode into the handler's type
+/// fails on its own, permanently, without reaching the handler; the others
+/// get their typed results.
+pub async fn a_batch_item_that_does_not_decode_fails_alone(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    let good = [DOUBLE.submit(&client, &1).await.expect("submit"), DOUBLE.submit(&client, &2).await.expect("submit")];
+    let bad = client.submit("double", &json!("not a number")).await.expect("submit");
+    let _worker = start(&client, quick_options(), |w| {
+        w.batch_task(DOUBLE, 8, |batch: Vec<BatchItem<i64>>| async move {
+            assert!(batch.len() <= 2, "the undecodable task never reaches the handler");
+            Ok::<_, TaskError>(
+                batch.into_iter().map(|item| (item.ctx.task_id().to_string(), item.payload * 2)).collect::<Vec<_>>(),
+            )
+        })
+        .expect("register");
+    });
+    for (task, want) in good.iter().zip([2, 4]) {
+        assert_eq!(finished(&client, &task.id).await.result, some(json!(want)));
+    }
+    let failed = finished(&client, &bad.id).await;
+    let envelope = failed.error_envelope().expect("an envelope");
+    assert_eq!((failed.status, failed.attempt, envelope.retryable), (TaskStatus::Failed, 1, false));
+}
+
+/// With a two-minute lease the heartbeat answers every 40 s, yet a handler
+/// polling `ctx.canceled()` sees a cancel within about a second (it reads
+/// the row once the heartbeat's answer is a second old), so the task ends
+/// canceled within the suite's patience, long before a heartbeat.
+pub async fn canceled_reads_the_store_when_the_heartbeat_is_stale(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    let options = quick_options().lease(Duration::from_secs(120));
+    let _worker = start(&client, options, |w| {
+        w.task("patient", |ctx: TaskContext, _: Value| async move {
+            while !ctx.canceled().await {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Ok::<_, TaskError>("stopped")
+        })
+        .expect("register");
+    });
+    let task = client.submit("patient", &json!({})).await.expect("submit");
+    eventually("the task is running", || async {
+        client.get(&task.id).await.ok().flatten().is_some_and(|t| t.status == TaskStatus::Running)
+    })
+    .await;
+    client.cancel(&task.id).await.expect("cancel");
+    let wait = WaitOptions::new().timeout(Duration::from_secs(15));
+    let done = client.wait(&task.id, &wait).await.expect("canceled long before the next heartbeat");
+    assert_eq!(done.status, TaskStatus::Canceled);
+}

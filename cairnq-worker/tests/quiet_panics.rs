@@ -1,0 +1,52 @@
+//! A caught handler panic is not reported again by the panic hook (the
+//! task's envelope records it), while every other panic of the process
+//! still reaches the hook the application installed. One test in a binary
+//! of its own: the panic hook is global to the process.
+
+use std::sync::{Arc, Mutex};
+
+use cairnq_core::{CairnQ, TaskStatus};
+use cairnq_testkit::support::finished;
+use cairnq_worker::{TaskContext, TaskError, Worker, WorkerOptions};
+use serde_json::Value;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn handler_panics_reach_the_envelope_not_the_panic_hook() {
+    let reported: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen = reported.clone();
+    std::panic::set_hook(Box::new(move |info| {
+        seen.lock().expect("lock").push(info.to_string());
+    }));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let client = CairnQ::new(cairnq_sqlite::SqliteStore::open(dir.path().join("q.db")).await.expect("open"));
+    let mut worker = Worker::new(client.clone(), WorkerOptions::new()).expect("worker");
+    worker
+        .task("async_boom", |_ctx: TaskContext, _: Value| async move {
+            if true {
+                panic!("async kaboom");
+            }
+            Ok::<(), TaskError>(())
+        })
+        .expect("register");
+    worker
+        .blocking_task("blocking_boom", |_ctx: TaskContext, _: Value| -> Result<(), TaskError> {
+            panic!("blocking kaboom")
+        })
+        .expect("register");
+    let running = worker.spawn();
+    for name in ["async_boom", "blocking_boom"] {
+        let task = client.submit(name, &Value::Null).max_attempts(1).await.expect("submit");
+        let done = finished(&client, &task.id).await;
+        assert_eq!(done.status, TaskStatus::Failed);
+        assert!(done.error_envelope().is_some_and(|e| e.message.contains("kaboom")), "the envelope records the panic");
+    }
+    running.stop_and_join().await.expect("stop");
+    // Snapshots, so no assertion holds the lock the hook takes.
+    let during_handlers = reported.lock().expect("lock").clone();
+    assert!(during_handlers.is_empty(), "handler panics reached the hook: {during_handlers:?}");
+
+    let outside = std::panic::catch_unwind(|| panic!("not a handler"));
+    assert!(outside.is_err());
+    let after = reported.lock().expect("lock").clone();
+    assert!(after.iter().any(|r| r.contains("not a handler")), "other panics still reach the hook: {after:?}");
+}
