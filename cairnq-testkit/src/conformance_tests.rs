@@ -38,6 +38,7 @@ macro_rules! worker_suite_tests {
             "multi_thread": a_suspended_worker_reports_its_lost_leases,
             "multi_thread": random_sigkills_lose_no_task,
             "multi_thread": sigterm_drains_then_abandons,
+            "multi_thread": a_second_sigterm_stops_at_once,
             "multi_thread": a_stopped_worker_claims_nothing_more,
             "multi_thread": cancel_wins_on_every_path,
             "multi_thread": retries_follow_the_backoff_windows,

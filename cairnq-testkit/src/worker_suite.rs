@@ -37,7 +37,7 @@ pub use clients::{
     submit_many_is_all_or_nothing,
 };
 pub use lifecycle::{
-    a_killed_worker_is_recovered_after_its_lease, a_stopped_worker_claims_nothing_more,
+    a_killed_worker_is_recovered_after_its_lease, a_second_sigterm_stops_at_once, a_stopped_worker_claims_nothing_more,
     a_suspended_worker_reports_its_lost_leases, cancel_wins_on_every_path, sigterm_drains_then_abandons,
 };
 pub use limits::{

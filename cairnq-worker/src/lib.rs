@@ -133,12 +133,13 @@ mod retries;
 mod settle;
 mod shared;
 mod state;
+mod stop;
 mod task_error;
 mod worker;
 
 pub use context::{Progress, TaskContext};
 pub use handler::{AsyncHandler, BatchHandler, BatchItem, BatchResults, BlockingHandler, ErasedHandler, TaskName};
-pub use issue::{OnError, WorkerIssue};
+pub use issue::{AbandonReason, OnError, Phase, WorkerIssue};
 pub use options::{OnUnusable, TaskOptions, WorkerOptions};
 pub use task_error::TaskError;
 pub use worker::{StopHandle, Worker, WorkerHandle};
