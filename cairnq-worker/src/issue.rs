@@ -76,6 +76,18 @@ pub enum WorkerIssue {
         /// What was repaired.
         repaired: cairnq_core::Repaired,
     },
+    /// The store's push wakeups stopped for good (see
+    /// [`Store::wakeups_lost`](cairnq_core::Store::wakeups_lost)): the
+    /// server refused LISTEN, or the connection for it, in a way no retry
+    /// cures (a connection pooler in transaction mode, a role that may no
+    /// longer log in, a standby). The worker keeps working and finds new
+    /// tasks by polling every `poll_interval`. Reported once.
+    WakeupsLost {
+        /// Why, the server's words first.
+        error: Error,
+        /// How often the worker now looks for work.
+        poll_interval: Duration,
+    },
     /// A signal (SIGINT or SIGTERM, under [`Worker::serve`](crate::Worker::serve)
     /// or [`Worker::run_until_signal`](crate::Worker::run_until_signal))
     /// asked the worker to stop: it claims nothing more and gives running
@@ -142,6 +154,11 @@ impl fmt::Display for WorkerIssue {
                  made queued rows without a due time due now ({})",
                 repaired.expired.join(", "),
                 repaired.scheduled.join(", ")
+            ),
+            Self::WakeupsLost { error, poll_interval } => write!(
+                f,
+                "push wakeups stopped for good, so new tasks are found by polling every {} ms: {error}",
+                poll_interval.as_millis()
             ),
             Self::Draining { drain_timeout } => write!(
                 f,

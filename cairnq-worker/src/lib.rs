@@ -135,6 +135,7 @@ mod shared;
 mod state;
 mod stop;
 mod task_error;
+mod wakeups;
 mod worker;
 
 pub use context::{Progress, TaskContext};

@@ -75,6 +75,7 @@ use crate::options::TaskOptions;
 use crate::repair::repair_loop;
 use crate::shared::Shared;
 use crate::stop::StopLevel;
+use crate::wakeups::report_lost_wakeups;
 
 /// The most rows a worker buffers beyond its free call slots.
 pub(crate) const MAX_PREFETCH: usize = 1024;
@@ -187,11 +188,12 @@ impl ClaimLoop {
     pub(crate) async fn run(mut self) {
         let (heartbeat_stop, heartbeat_stopped) = watch::channel(false);
         let repair = tokio::spawn(repair_loop(self.core.clone(), heartbeat_stopped.clone()));
+        let wakeups = tokio::spawn(report_lost_wakeups(self.core.clone(), heartbeat_stopped.clone()));
         let heartbeat = tokio::spawn(heartbeat_loop(self.core.clone(), heartbeat_stopped));
         self.claim_until_stopped().await;
         self.drain().await;
         heartbeat_stop.send_replace(true);
-        let _ = tokio::join!(heartbeat, repair);
+        let _ = tokio::join!(heartbeat, repair, wakeups);
     }
 
     fn stopped(&self) -> bool {
