@@ -6,9 +6,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use cairnq_core::backend::Coalescer;
 use cairnq_core::store::{
-    CancelParams, ClaimParams, CompleteBatchParams, CountQueuedParams, FailParams, GetParams, HeartbeatBatchParams,
-    HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RepairParams, Repaired,
-    RetryParams, SettleParams, StatsParams, SubmitManyParams, TaskRow, ChangeFeed, FeedParams, WakeupsLost,
+    CancelParams, ChangeFeed, ClaimParams, CompleteBatchParams, CountQueuedParams, FailParams, FeedParams, GetParams,
+    HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RepairParams,
+    Repaired, RetryParams, SettleParams, StatsParams, SubmitManyParams, TaskRow, WakeupsLost,
 };
 use cairnq_core::{Capabilities, ChangeWatch, HeldLease, Result, Store, Task, TaskCount, TaskRef, Wake};
 use deadpool_postgres::{Client, Pool};

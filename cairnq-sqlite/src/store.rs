@@ -7,9 +7,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use cairnq_core::backend::flows;
 use cairnq_core::store::{
-    CancelParams, ChangeFeed, ClaimParams, CompleteBatchParams, CountQueuedParams, FailParams, GetParams, HeartbeatBatchParams,
-    HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RepairParams, Repaired,
-    RetryParams, SettleParams, StatsParams, SubmitManyParams, TaskRow, FeedParams,
+    CancelParams, ChangeFeed, ClaimParams, CompleteBatchParams, CountQueuedParams, FailParams, FeedParams, GetParams,
+    HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RepairParams,
+    Repaired, RetryParams, SettleParams, StatsParams, SubmitManyParams, TaskRow,
 };
 use cairnq_core::{Capabilities, ChangeWatch, Error, HeldLease, Result, Store, Task, TaskCount, TaskRef, Wake};
 use parking_lot::Mutex;

@@ -63,6 +63,7 @@ macro_rules! worker_suite_tests {
             "multi_thread": a_submit_returns_the_row_it_wrote,
             "multi_thread": push_wakeups_complete_watches_taken_before_a_change,
             "multi_thread": waits_are_woken_by_the_finish_not_the_poll,
+            "multi_thread": watch_signals_claimable_finished_and_ticks,
             "multi_thread": a_refused_result_fails_only_its_own_task,
             "multi_thread": a_wait_by_key_waits_for_the_key_and_follows_a_replace,
             "multi_thread": a_wait_by_id_waits_for_a_task_not_visible_yet,

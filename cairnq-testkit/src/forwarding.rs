@@ -27,9 +27,9 @@
 
 use async_trait::async_trait;
 use cairnq_core::store::{
-    CancelParams, ChangeFeed, ClaimParams, CompleteBatchParams, CountQueuedParams, FailParams, GetParams, HeartbeatBatchParams,
-    HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RepairParams, RetryParams,
-    SettleParams, StatsParams, SubmitManyParams, TaskRow, FeedParams, WakeupsLost,
+    CancelParams, ChangeFeed, ClaimParams, CompleteBatchParams, CountQueuedParams, FailParams, FeedParams, GetParams,
+    HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RepairParams,
+    RetryParams, SettleParams, StatsParams, SubmitManyParams, TaskRow, WakeupsLost,
 };
 use cairnq_core::{Capabilities, ChangeWatch, HeldLease, Repaired, Result, Store, Task, TaskCount, TaskRef, Wake};
 

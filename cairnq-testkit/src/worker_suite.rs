@@ -60,4 +60,7 @@ pub use waits::{
     a_timed_out_wait_says_what_the_task_is_doing, a_wait_by_id_waits_for_a_task_not_visible_yet,
     a_wait_by_key_waits_for_the_key_and_follows_a_replace,
 };
-pub use wakeups::{push_wakeups_complete_watches_taken_before_a_change, waits_are_woken_by_the_finish_not_the_poll};
+pub use wakeups::{
+    push_wakeups_complete_watches_taken_before_a_change, waits_are_woken_by_the_finish_not_the_poll,
+    watch_signals_claimable_finished_and_ticks,
+};

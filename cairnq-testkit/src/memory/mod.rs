@@ -26,9 +26,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use async_trait::async_trait;
 use cairnq_core::store::{
     CancelParams, ChangeFeed, ClaimParams, CompleteBatchParams, CountQueuedParams, FailParams, FeedParams, GetParams,
-    HeartbeatBatchParams,
-    HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RepairParams, RetryParams,
-    SettleParams, StatsParams, SubmitManyParams, TaskRow,
+    HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RepairParams,
+    RetryParams, SettleParams, StatsParams, SubmitManyParams, TaskRow,
 };
 use cairnq_core::{
     Capabilities, ChangeWatch, Clock, Error, HeldLease, Repaired, Result, Store, SystemClock, Task, TaskCount, TaskRef,
