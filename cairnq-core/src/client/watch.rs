@@ -122,8 +122,8 @@ impl CairnQ {
     ///         Signal::Finished { task_id } => println!("{task_id} finished"),
     ///         _ => {} // a tick, or a change the store could not name
     ///     }
-    ///     let depth = client.queue_depth("images", 10_000).await?; // look at the store
-    ///     println!("images: {depth} queued");
+    ///     let stats = client.stats(Some("images")).await?; // look at the store
+    ///     println!("images: {:?}", stats.get("images"));
     /// }
     /// # Ok(()) }
     /// ```
