@@ -88,6 +88,11 @@
 //!   use up the attempt the claim counted, and fail outright a task on its
 //!   last attempt, while the buffer holds only a few claim round-trips of
 //!   work of handlers that proved fast.
+//!   A second SIGINT/SIGTERM during the drain (or
+//!   [`Worker::stop_now`]) abandons what still runs at once.
+//! - **Lost push wakeups.** When the store's push channel stops for good
+//!   (a LISTEN the server refuses), the worker reports it once
+//!   ([`WorkerIssue::WakeupsLost`]) and finds work by polling.
 //!
 //! # Outcomes
 //!
