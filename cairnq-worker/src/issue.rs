@@ -240,3 +240,25 @@ pub(crate) fn deliver(hook: Option<&OnError>, worker_id: &str, issue: WorkerIssu
         None => eprintln!("cairnq worker {worker_id}: {issue}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! What a report says.
+
+    use super::*;
+
+    #[test]
+    fn a_report_names_the_phase_and_the_task_when_there_is_one() {
+        let settle = WorkerIssue::Store {
+            phase: Phase::Settle,
+            task_id: Some("task_1".into()),
+            error: Error::validation("result", "too big"),
+        };
+        assert!(settle.to_string().starts_with("the settle of task task_1 failed: "), "{settle}");
+        let claim =
+            WorkerIssue::Unusable { phase: Phase::Claim, task_id: None, error: Error::StoreClosed, stopping: true };
+        assert!(claim.to_string().starts_with("the claim failed and waiting will not help"), "{claim}");
+        let abandoned = WorkerIssue::Abandoned { calls: 2, reason: AbandonReason::StoppedAtOnce };
+        assert!(abandoned.to_string().contains("abandoned 2 handler call(s) to stop at once"), "{abandoned}");
+    }
+}
