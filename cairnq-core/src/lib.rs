@@ -39,7 +39,7 @@ mod typed;
 
 pub use backoff::Backoff;
 pub use backpressure::{Backpressure, BackpressureGate};
-pub use client::{CairnQ, Call, Retry, Submit, SubmitOptions, TaskSpec, WaitOptions, task_outcome};
+pub use client::{CairnQ, Call, Retry, Signal, Submit, SubmitOptions, TaskSpec, WaitOptions, Watch, task_outcome};
 pub use clock::{Clock, SystemClock};
 pub use envelope::{ErrorEnvelope, codes};
 pub use error::{BoxError, Error, ErrorKind, Result};
@@ -50,5 +50,5 @@ pub use model::{
     Undecodable, UnknownStatus,
 };
 pub use retention::{Retention, Sweeper, SweeperHandle};
-pub use store::{Capabilities, ChangeWatch, ListFilter, PurgeFilter, Repaired, Store, TaskSelector, Wake};
+pub use store::{Capabilities, Change, ChangeWatch, ListFilter, PurgeFilter, Repaired, Store, TaskSelector, Wake};
 pub use typed::TaskDef;

@@ -6,6 +6,17 @@
 //! its own `older_than_ms` cutoff) executed through [`Store::purge`], which
 //! deletes at most `limit` rows per call, so a sweep never holds the write
 //! lock for long.
+//!
+//! Defaults and behaviour match the Python SDK 0.15.1's `Retention`: a
+//! sweep every hour, 1000 rows per purge statement, the first sweep one
+//! interval after the sweeper starts (a process that restarts often must
+//! not purge on every boot, when the store is busiest), each sweep draining
+//! its rules' backlog in bounded statements with a yield between them, and
+//! no rule at all refused. Differences, on purpose: a rule is a
+//! [`PurgeFilter`] (the same filters as Python's `RetentionRule`), a
+//! stopped sweeper abandons a purge in flight instead of waiting for it
+//! (each purge is one atomic statement), and the hook of
+//! [`Sweeper::spawn`] takes the place of Python's `on_error`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,11 +26,14 @@ use crate::model::TaskStatus;
 use crate::store::PurgeFilter;
 use crate::store::Store;
 
-/// Rows one purge call deletes at most, unless a rule says otherwise.
-const DEFAULT_BATCH: u32 = 500;
-/// Purge calls one rule may make per sweep, so one sweep stays bounded even
-/// when a large backlog has aged out at once; the rest waits a sweep.
-const BATCHES_PER_SWEEP: usize = 20;
+/// Rows one purge call deletes at most, unless a rule says otherwise (the
+/// Python SDK's `DEFAULT_LIMIT`, and `PurgeFilter`'s default).
+const DEFAULT_BATCH: u32 = 1_000;
+/// How often the background sweeper runs unless told otherwise (the Python
+/// SDK's `DEFAULT_INTERVAL_MS`): a day of retention then never carries more
+/// than an hour of extra rows, and the sweep is invisible next to the task
+/// traffic.
+const DEFAULT_INTERVAL: Duration = Duration::from_secs(3_600);
 
 /// What to keep and for how long.
 ///
@@ -40,21 +54,21 @@ pub struct Retention {
 }
 
 impl Default for Retention {
-    /// No rules, swept every 60 s.
+    /// No rules yet, swept every hour.
     fn default() -> Self {
-        Self { rules: Vec::new(), interval: Duration::from_secs(60) }
+        Self { rules: Vec::new(), interval: DEFAULT_INTERVAL }
     }
 }
 
 impl Retention {
-    /// No rules yet; sweeps every 60 s.
+    /// No rules yet; sweeps every hour (add at least one rule).
     pub fn new() -> Self {
         Self::default()
     }
 
     /// Adds a rule: purge what `filter` matches (its `older_than_ms` is the
-    /// cutoff, its `limit` the batch size; the default filter's 1000 is used
-    /// as given).
+    /// cutoff, its `limit` the rows per purge statement; the default
+    /// filter's 1000 is used as given).
     pub fn rule(mut self, filter: PurgeFilter) -> Self {
         self.rules.push(filter);
         self
@@ -79,7 +93,7 @@ impl Retention {
         self.rule(PurgeFilter::new().status(status).older_than(keep).limit(DEFAULT_BATCH))
     }
 
-    /// How often the background sweeper runs.
+    /// How often the background sweeper runs (default: every hour).
     pub fn interval(mut self, interval: Duration) -> Self {
         self.interval = interval;
         self
@@ -90,9 +104,14 @@ impl Retention {
         &self.rules
     }
 
-    /// Validates every rule (a non-terminal status, a negative age or a zero
-    /// limit is refused) and returns a sweeper for `store`.
+    /// Validates every rule (no rule at all, a non-terminal status, a
+    /// negative age or a zero limit is refused: a retention that purges
+    /// nothing is almost certainly a mistake) and returns a sweeper for
+    /// `store`.
     pub fn sweeper(&self, store: Arc<dyn Store>) -> Result<Sweeper> {
+        if self.rules.is_empty() {
+            return Err(Error::validation("rules", "name at least one rule (what may be purged, and when)"));
+        }
         if self.interval.is_zero() {
             return Err(Error::validation("interval", "must be above zero"));
         }
@@ -118,33 +137,37 @@ impl std::fmt::Debug for Sweeper {
 }
 
 impl Sweeper {
-    /// One sweep: each rule in turn, in batches, until a batch comes back
-    /// short or the rule used its batches for this sweep. Returns how many
-    /// rows were deleted.
+    /// One sweep: each rule in turn, one purge statement after another
+    /// (yielding to the runtime between them) until one comes back short,
+    /// so a backlog drains as a run of short writes rather than one long
+    /// one. Returns how many rows were deleted. Call it to drain on demand
+    /// (after a backfill, from a maintenance command).
     pub async fn sweep_once(&self) -> Result<usize> {
         let mut deleted = 0;
         for rule in &self.rules {
-            for _ in 0..BATCHES_PER_SWEEP {
+            loop {
                 let ids = self.store.purge(rule).await?;
                 deleted += ids.len();
                 if i64::try_from(ids.len()).unwrap_or(i64::MAX) < rule.limit {
                     break;
                 }
+                tokio::task::yield_now().await;
             }
         }
         Ok(deleted)
     }
 
-    /// Sweeps now and then every interval, until the returned handle is
-    /// dropped or stopped. A failed sweep is passed to `on_error` and the
-    /// sweeper carries on. Must be called inside a tokio runtime.
+    /// Sweeps every interval, the first one interval from now, until the
+    /// returned handle is dropped or stopped. A failed sweep is passed to
+    /// `on_error` and the next runs on schedule. Must be called inside a
+    /// tokio runtime.
     pub fn spawn(self, on_error: impl Fn(Error) + Send + Sync + 'static) -> SweeperHandle {
         let task = tokio::spawn(async move {
             loop {
+                tokio::time::sleep(self.interval).await;
                 if let Err(e) = self.sweep_once().await {
                     on_error(e);
                 }
-                tokio::time::sleep(self.interval).await;
             }
         });
         SweeperHandle { task }
@@ -167,5 +190,20 @@ impl SweeperHandle {
 impl Drop for SweeperHandle {
     fn drop(&mut self) {
         self.task.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The defaults the other SDKs share.
+
+    use super::*;
+
+    #[test]
+    fn defaults_match_the_python_sdk() {
+        let retention = Retention::new().succeeded(Duration::from_secs(60));
+        assert_eq!(retention.interval, Duration::from_secs(3_600), "DEFAULT_INTERVAL_MS");
+        assert_eq!(retention.rules()[0].limit, 1_000, "DEFAULT_LIMIT");
+        assert_eq!(PurgeFilter::new().limit, 1_000);
     }
 }

@@ -36,9 +36,13 @@
 //!   second, split queue.
 //! - **Push wakeups.** One LISTEN connection per store turns the
 //!   `cairnq_queued` / `cairnq_done` notifications into early returns of
-//!   [`Store::watch_for_change`](cairnq_core::Store::watch_for_change). It
+//!   [`Store::watch_for_change`](cairnq_core::Store::watch_for_change) and
+//!   into [`Store::change_feed`](cairnq_core::Store::change_feed). It
 //!   reconnects with backoff; polling stays the source of truth, so a lost
-//!   notification (or `listen(false)`) only costs a poll interval.
+//!   notification (or `listen(false)`) only costs a poll interval. A server
+//!   that refuses LISTEN (or the connection for it) for good ends it:
+//!   [`Store::wakeups_lost`](cairnq_core::Store::wakeups_lost) resolves
+//!   once and the store polls alone.
 //! - **Application transactions.** [`PostgresStore::complete_in`] and
 //!   [`PostgresStore::succeed_in`] settle a task inside the caller's own
 //!   tokio-postgres client or transaction, atomically with its writes.

@@ -3,27 +3,45 @@
 //! Migration 0003 installs a trigger that notifies `cairnq_queued` (payload:
 //! the queue) when a row becomes queued and `cairnq_done` (payload: the
 //! task id) when a row becomes terminal. The listener forwards those to
-//! every sleeper in [`Listener::wait`], so an idle worker or a waiting
-//! caller wakes as soon as something relevant commits.
+//! every sleeper in [`Listener::watch`] and every [`Listener::feed`], so an
+//! idle worker, a waiting caller or a watching dashboard hears as soon as
+//! something relevant commits.
 //!
 //! Notifications only cut sleeps short; polling stays the source of truth.
-//! While the connection is down (server restart, network), sleepers just
-//! sleep their poll interval, and the listener reconnects with backoff. A
-//! reconnect wakes everyone once, since anything may have happened in the
-//! gap. Channels are per database, not per schema, so two installations in
-//! one database wake each other spuriously — harmless, as a wakeup only
+//! A watch subscribes when taken, whether or not the connection is up: the
+//! listener says [`Notice::Resync`] (anything may have changed) when LISTEN
+//! succeeds and when a live connection drops, so a watch taken before the
+//! connection came up ends then instead of sleeping out its poll. While
+//! the connection is down (server restart, network) the listener reconnects
+//! with backoff. A server that refuses for good — an error no wait cures,
+//! on connecting or on LISTEN itself: a connection pooler that does not
+//! support LISTEN (`feature_not_supported`), a role that may no longer log
+//! in, a standby — ends the listener: the store falls back to polling alone
+//! and [`Listener::lost`] resolves with the reason, once, for a worker to
+//! report. Channels are per database, not per schema, so two installations
+//! in one database wake each other spuriously — harmless, as a wakeup only
 //! triggers a poll.
+//!
+//! A transaction pooler that accepts LISTEN but hands the session to
+//! someone else after it (PgBouncer in transaction mode) cannot be told
+//! from a quiet database: notifications just never come, and everything
+//! still works at the poll interval. Point the store at Postgres directly
+//! or turn wakeups off there ([`PostgresOptions::listen`](crate::PostgresOptions::listen)).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use cairnq_core::{ChangeWatch, Wake};
+use cairnq_core::backend::broadcast_feed;
+use cairnq_core::store::{Change, ChangeFeed, WakeupsLost};
+use cairnq_core::{ChangeWatch, Error, Wake};
 use futures::StreamExt;
 use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_postgres::{AsyncMessage, Notification};
 
+use crate::error::classify;
 use crate::tls::Connector;
 
 const QUEUED_CHANNEL: &str = "cairnq_queued";
@@ -38,7 +56,8 @@ enum Notice {
     Queued(String),
     /// This task became terminal.
     Done(String),
-    /// The listener (re)connected: notifications may have been missed.
+    /// The listener (re)connected or dropped: notifications may have been
+    /// missed.
     Resync,
 }
 
@@ -59,7 +78,19 @@ impl Notice {
             _ => false,
         }
     }
+
+    fn change(self) -> Change {
+        match self {
+            Self::Queued(queue) => Change::Queued { queue },
+            // The payload is the id alone (the shared trigger's format).
+            Self::Done(task_id) => Change::Finished { task_id, queue: None },
+            Self::Resync => Change::Unknown,
+        }
+    }
 }
+
+/// Why the listener gave up, once it has.
+type Refusal = watch::Sender<Option<Arc<Error>>>;
 
 /// The LISTEN connection's task and the fan-out to sleepers. Dropping it
 /// stops the task and closes the connection.
@@ -67,16 +98,19 @@ impl Notice {
 pub(crate) struct Listener {
     notices: broadcast::Sender<Notice>,
     live: Arc<AtomicBool>,
+    refused: Arc<Refusal>,
     task: JoinHandle<()>,
 }
 
 impl Listener {
-    /// Starts listening (and keeps reconnecting) with `config`.
+    /// Starts listening (and keeps reconnecting, unless refused for good)
+    /// with `config`.
     pub(crate) fn start(config: tokio_postgres::Config, connector: Connector) -> Self {
         let (notices, _) = broadcast::channel(1024);
         let live = Arc::new(AtomicBool::new(false));
-        let task = tokio::spawn(run(config, connector, notices.clone(), Arc::clone(&live)));
-        Self { notices, live, task }
+        let refused = Arc::new(watch::Sender::new(None));
+        let task = tokio::spawn(run(config, connector, notices.clone(), Arc::clone(&live), Arc::clone(&refused)));
+        Self { notices, live, refused, task }
     }
 
     /// Whether the LISTEN connection is up right now.
@@ -84,11 +118,17 @@ impl Listener {
         self.live.load(Ordering::Acquire)
     }
 
+    /// Whether the server refused LISTEN for good (the store only polls).
+    pub(crate) fn is_refused(&self) -> bool {
+        self.refused.borrow().is_some()
+    }
+
     /// Subscribes now; the watch completes on the next notice relevant to
-    /// `wake` (never while the connection is down: sleepers then poll).
+    /// `wake`, or when the connection comes up or drops. Never once the
+    /// server refused LISTEN for good (sleepers then poll).
     pub(crate) fn watch(&self, wake: &Wake) -> ChangeWatch {
         let mut notices = self.notices.subscribe();
-        if !self.is_live() {
+        if self.is_refused() {
             return Box::pin(std::future::pending());
         }
         let wake = wake.clone();
@@ -100,6 +140,27 @@ impl Listener {
                     Err(RecvError::Lagged(_)) => return,
                     Err(RecvError::Closed) => std::future::pending::<()>().await,
                 }
+            }
+        })
+    }
+
+    /// Every notice from now on, as changes.
+    pub(crate) fn feed(&self) -> ChangeFeed {
+        broadcast_feed(self.notices.subscribe(), |notice: Notice| Some(notice.change()))
+    }
+
+    /// Resolves with the reason once the server refused LISTEN for good.
+    pub(crate) fn lost(&self) -> WakeupsLost {
+        let mut refused = self.refused.subscribe();
+        Box::pin(async move {
+            let reason = match refused.wait_for(Option::is_some).await {
+                Ok(reason) => reason.as_ref().map(|e| e.replicate()),
+                Err(_) => None,
+            };
+            match reason {
+                Some(reason) => reason,
+                // The store closed first: nothing was lost.
+                None => std::future::pending().await,
             }
         })
     }
@@ -117,11 +178,22 @@ impl Drop for Listener {
     }
 }
 
+/// How one connection's life ended.
+enum Ended {
+    /// LISTEN worked until the connection dropped.
+    Dropped,
+    /// Connecting or LISTEN failed in a way a retry may cure.
+    Failed,
+    /// The server refused in a way no retry cures.
+    Refused(Error),
+}
+
 async fn run(
     config: tokio_postgres::Config,
     connector: Connector,
     notices: broadcast::Sender<Notice>,
     live: Arc<AtomicBool>,
+    refused: Arc<Refusal>,
 ) {
     let mut retry = FIRST_RETRY;
     loop {
@@ -129,25 +201,40 @@ async fn run(
         // the `tls` feature.
         #[allow(clippy::clone_on_copy)]
         let connector = connector.clone();
-        let listened = listen_until_dropped(&config, connector, &notices, &live).await;
-        live.store(false, Ordering::Release);
-        let _ = notices.send(Notice::Resync);
-        if listened {
-            retry = FIRST_RETRY;
+        match listen_until_dropped(&config, connector, &notices, &live).await {
+            Ended::Dropped => {
+                live.store(false, Ordering::Release);
+                let _ = notices.send(Notice::Resync);
+                retry = FIRST_RETRY;
+            }
+            Ended::Failed => {}
+            Ended::Refused(reason) => {
+                refused.send_replace(Some(Arc::new(reason)));
+                return;
+            }
         }
         tokio::time::sleep(retry).await;
         retry = (retry * 2).min(LAST_RETRY);
     }
 }
 
-/// One connection's life. Returns whether LISTEN succeeded on it.
+/// A failed connect or LISTEN: for good unless a retry may cure it.
+fn failed(context: &str, error: tokio_postgres::Error) -> Ended {
+    let error = classify(context, error);
+    if error.is_transient() { Ended::Failed } else { Ended::Refused(error) }
+}
+
+/// One connection's life.
 async fn listen_until_dropped(
     config: &tokio_postgres::Config,
     connector: Connector,
     notices: &broadcast::Sender<Notice>,
     live: &AtomicBool,
-) -> bool {
-    let Ok((client, mut connection)) = config.connect(connector).await else { return false };
+) -> Ended {
+    let (client, mut connection) = match config.connect(connector).await {
+        Ok(connected) => connected,
+        Err(error) => return failed("connecting for LISTEN (push wakeups)", error),
+    };
     let forward = notices.clone();
     let driver = tokio::spawn(async move {
         let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
@@ -159,15 +246,15 @@ async fn listen_until_dropped(
             }
         }
     });
-    let listening = client.batch_execute(&format!("listen {QUEUED_CHANNEL}; listen {DONE_CHANNEL}")).await.is_ok();
-    if listening {
-        live.store(true, Ordering::Release);
-        let _ = notices.send(Notice::Resync);
-        let _ = driver.await;
-    } else {
+    if let Err(error) = client.batch_execute(&format!("listen {QUEUED_CHANNEL}; listen {DONE_CHANNEL}")).await {
         driver.abort();
+        return failed("LISTEN (push wakeups)", error);
     }
-    listening
+    live.store(true, Ordering::Release);
+    // Watches taken while the connection was down end now.
+    let _ = notices.send(Notice::Resync);
+    let _ = driver.await;
+    Ended::Dropped
 }
 
 #[cfg(test)]

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use cairnq_core::backend::Coalescer;
 use cairnq_core::store::{
-    CancelParams, ClaimParams, CompleteBatchParams, CountQueuedParams, FailParams, GetParams, HeartbeatBatchParams,
-    HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RepairParams, Repaired,
-    RetryParams, SettleParams, StatsParams, SubmitManyParams, TaskRow,
+    CancelParams, ChangeFeed, ClaimParams, CompleteBatchParams, CountQueuedParams, FailParams, FeedParams, GetParams,
+    HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RepairParams,
+    Repaired, RetryParams, SettleParams, StatsParams, SubmitManyParams, TaskRow, WakeupsLost,
 };
 use cairnq_core::{Capabilities, ChangeWatch, HeldLease, Result, Store, Task, TaskCount, TaskRef, Wake};
 use deadpool_postgres::{Client, Pool};
@@ -156,7 +156,7 @@ impl Store for PostgresStore {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::none().with_push_wakeups(self.inner.listener.is_some())
+        Capabilities::none().with_push_wakeups(self.inner.listener.as_ref().is_some_and(|l| !l.is_refused()))
     }
 
     async fn submit(&self, task: &NewTask) -> Result<Task> {
@@ -251,6 +251,20 @@ impl Store for PostgresStore {
     fn watch_for_change(&self, wake: &Wake) -> ChangeWatch {
         match &self.inner.listener {
             Some(listener) => listener.watch(wake),
+            None => Box::pin(std::future::pending()),
+        }
+    }
+
+    fn change_feed(&self, _params: &FeedParams) -> ChangeFeed {
+        match &self.inner.listener {
+            Some(listener) => listener.feed(),
+            None => Box::pin(futures::stream::pending()),
+        }
+    }
+
+    fn wakeups_lost(&self) -> WakeupsLost {
+        match &self.inner.listener {
+            Some(listener) => listener.lost(),
             None => Box::pin(std::future::pending()),
         }
     }

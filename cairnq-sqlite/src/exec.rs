@@ -88,7 +88,7 @@ impl Executor for SqliteExec<'_> {
                 for (id, queue) in &moved {
                     match sql {
                         Sql::RecoverRequeuedLeases => self.note(|c| c.queued_on(queue)),
-                        _ => self.note(|c| c.finished(id.clone())),
+                        _ => self.note(|c| c.finished(id.clone(), Some(queue.clone()))),
                     }
                 }
                 Ok(moved.into_iter().map(|(id, _)| id).collect())
@@ -97,7 +97,7 @@ impl Executor for SqliteExec<'_> {
                 let id = Self::text_arg(&q, "id").map(str::to_string);
                 self.rows(q, |_| Ok(()))?;
                 if let Some(id) = id {
-                    self.note(|c| c.finished(id));
+                    self.note(|c| c.finished(id, None));
                 }
                 Ok(Vec::new())
             }
@@ -168,7 +168,7 @@ pub(crate) fn complete_batch(ctx: &mut WriteCtx<'_>, params: &CompleteBatchParam
         .arg("now_ms", ctx.now_ms);
     let settled = query(ctx.conn, &q, row::task_ref)?;
     for task in &settled {
-        ctx.changes.finished(task.id.clone());
+        ctx.changes.finished(task.id.clone(), None);
     }
     Ok(in_asked_order(params.completions.iter().map(|(id, _)| id.as_str()), settled, |t| &t.id))
 }

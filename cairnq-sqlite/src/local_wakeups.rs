@@ -9,7 +9,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 
+use cairnq_core::backend::FeedHub;
+use cairnq_core::store::{Change, ChangeFeed};
 use cairnq_core::{ChangeWatch, Task, TaskStatus, Wake};
+use futures::StreamExt;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
@@ -19,7 +22,8 @@ use crate::commit_watcher::CommitWatch;
 #[derive(Debug, Default)]
 pub(crate) struct Changes {
     queued: Vec<String>,
-    done: Vec<String>,
+    /// Tasks that became terminal, with their queue when the write knew it.
+    done: Vec<(String, Option<String>)>,
 }
 
 impl Changes {
@@ -28,7 +32,7 @@ impl Changes {
         match task.status {
             TaskStatus::Queued => self.queued_on(&task.queue),
             TaskStatus::Running => {}
-            _ => self.done.push(task.id.clone()),
+            _ => self.done.push((task.id.clone(), Some(task.queue.clone()))),
         }
     }
 
@@ -38,8 +42,8 @@ impl Changes {
         }
     }
 
-    pub(crate) fn finished(&mut self, task_id: String) {
-        self.done.push(task_id);
+    pub(crate) fn finished(&mut self, task_id: String, queue: Option<String>) {
+        self.done.push((task_id, queue));
     }
 
     pub(crate) fn merge(&mut self, other: Changes) {
@@ -86,11 +90,13 @@ impl Channel {
     }
 }
 
-/// Every sleeper of one database: of every store of this process on it.
+/// Every sleeper and change feed of one database: of every store of this
+/// process on it.
 #[derive(Debug, Default)]
 pub(crate) struct WakeBoard {
     queues: Channel,
     tasks: Channel,
+    feeds: FeedHub,
     /// Wakes every sleeper on another connection's commit (when enabled).
     foreign: Option<Arc<CommitWatch>>,
 }
@@ -103,7 +109,36 @@ impl WakeBoard {
     /// Wakes the sleepers `changes` concern (called after the commit).
     pub(crate) fn publish(&self, changes: &Changes) {
         self.queues.publish(&changes.queued);
-        self.tasks.publish(&changes.done);
+        let done: Vec<String> = changes.done.iter().map(|(id, _)| id.clone()).collect();
+        self.tasks.publish(&done);
+        if self.feeds.is_watched() {
+            for queue in &changes.queued {
+                self.feeds.publish(Change::Queued { queue: queue.clone() });
+            }
+            for (task_id, queue) in &changes.done {
+                self.feeds.publish(Change::Finished { task_id: task_id.clone(), queue: queue.clone() });
+            }
+        }
+    }
+
+    /// A feed of this process's changes from now on, and of
+    /// [`Change::Unknown`] for each commit the cross-process watcher saw
+    /// (it cannot say what another connection changed).
+    pub(crate) fn feed(self: &Arc<Self>) -> ChangeFeed {
+        let local = self.feeds.feed();
+        if self.foreign.is_none() {
+            return local;
+        }
+        // Each foreign watch is taken before the previous one is reported,
+        // so a commit in between still ends the next.
+        let board = Arc::clone(self);
+        let first = board.watch(&Wake::Queued(Vec::new()));
+        let foreign = futures::stream::unfold((board, first), |(board, watch)| async move {
+            watch.await;
+            let next = board.watch(&Wake::Queued(Vec::new()));
+            Some((Change::Unknown, (board, next)))
+        });
+        futures::stream::select(local, foreign).boxed()
     }
 
     /// Subscribes now; the watch completes on the next relevant publish

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use cairnq_core::backend::flows;
 use cairnq_core::store::{
-    CancelParams, ClaimParams, CompleteBatchParams, CountQueuedParams, FailParams, GetParams, HeartbeatBatchParams,
-    HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RepairParams, Repaired,
-    RetryParams, SettleParams, StatsParams, SubmitManyParams, TaskRow,
+    CancelParams, ChangeFeed, ClaimParams, CompleteBatchParams, CountQueuedParams, FailParams, FeedParams, GetParams,
+    HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RepairParams,
+    Repaired, RetryParams, SettleParams, StatsParams, SubmitManyParams, TaskRow,
 };
 use cairnq_core::{Capabilities, ChangeWatch, Error, HeldLease, Result, Store, Task, TaskCount, TaskRef, Wake};
 use parking_lot::Mutex;
@@ -332,6 +332,10 @@ impl Store for SqliteStore {
 
     fn watch_for_change(&self, wake: &Wake) -> ChangeWatch {
         self.wakes.watch(wake)
+    }
+
+    fn change_feed(&self, _params: &FeedParams) -> ChangeFeed {
+        self.wakes.feed()
     }
 
     /// Closes this store: it takes no new work (calls fail with

@@ -27,9 +27,9 @@
 
 use async_trait::async_trait;
 use cairnq_core::store::{
-    CancelParams, ClaimParams, CompleteBatchParams, CountQueuedParams, FailParams, GetParams, HeartbeatBatchParams,
-    HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RepairParams, RetryParams,
-    SettleParams, StatsParams, SubmitManyParams, TaskRow,
+    CancelParams, ChangeFeed, ClaimParams, CompleteBatchParams, CountQueuedParams, FailParams, FeedParams, GetParams,
+    HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RepairParams,
+    RetryParams, SettleParams, StatsParams, SubmitManyParams, TaskRow, WakeupsLost,
 };
 use cairnq_core::{Capabilities, ChangeWatch, HeldLease, Repaired, Result, Store, Task, TaskCount, TaskRef, Wake};
 
@@ -54,6 +54,16 @@ macro_rules! forwarded_operations {
             /// [`Store::watch_for_change`], forwarded unless overridden.
             fn watch_for_change(&self, wake: &Wake) -> ChangeWatch {
                 self.inner().watch_for_change(wake)
+            }
+
+            /// [`Store::change_feed`], forwarded unless overridden.
+            fn change_feed(&self, params: &FeedParams) -> ChangeFeed {
+                self.inner().change_feed(params)
+            }
+
+            /// [`Store::wakeups_lost`], forwarded unless overridden.
+            fn wakeups_lost(&self) -> WakeupsLost {
+                self.inner().wakeups_lost()
             }
 
             /// [`Store::close`], forwarded unless overridden.
@@ -81,6 +91,14 @@ macro_rules! forwarded_operations {
 
             fn watch_for_change(&self, wake: &Wake) -> ChangeWatch {
                 self.0.watch_for_change(wake)
+            }
+
+            fn change_feed(&self, params: &FeedParams) -> ChangeFeed {
+                self.0.change_feed(params)
+            }
+
+            fn wakeups_lost(&self) -> WakeupsLost {
+                self.0.wakeups_lost()
             }
 
             async fn close(&self) -> Result<()> {

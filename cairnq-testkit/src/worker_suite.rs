@@ -42,7 +42,7 @@ pub use handler_api::{
     handler_failures_follow_the_sdk_defaults,
 };
 pub use lifecycle::{
-    a_killed_worker_is_recovered_after_its_lease, a_stopped_worker_claims_nothing_more,
+    a_killed_worker_is_recovered_after_its_lease, a_second_sigterm_stops_at_once, a_stopped_worker_claims_nothing_more,
     a_suspended_worker_reports_its_lost_leases, cancel_wins_on_every_path, sigterm_drains_then_abandons,
 };
 pub use limits::{
@@ -65,4 +65,7 @@ pub use waits::{
     a_timed_out_wait_says_what_the_task_is_doing, a_wait_by_id_waits_for_a_task_not_visible_yet,
     a_wait_by_key_waits_for_the_key_and_follows_a_replace,
 };
-pub use wakeups::{push_wakeups_complete_watches_taken_before_a_change, waits_are_woken_by_the_finish_not_the_poll};
+pub use wakeups::{
+    push_wakeups_complete_watches_taken_before_a_change, waits_are_woken_by_the_finish_not_the_poll,
+    watch_signals_claimable_finished_and_ticks,
+};

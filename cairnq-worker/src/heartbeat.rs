@@ -21,7 +21,7 @@ use cairnq_core::store::HeartbeatBatchParams;
 use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
 
-use crate::issue::WorkerIssue;
+use crate::issue::{Phase, WorkerIssue};
 use crate::shared::Shared;
 
 /// Renews leases every heartbeat interval until `stop` turns true.
@@ -45,7 +45,7 @@ pub(crate) async fn heartbeat_loop(core: Arc<Shared>, mut stop: watch::Receiver<
         renew(&core).await;
         let took = renewing.elapsed();
         if took > tolerance {
-            core.report(WorkerIssue::SlowStore { during: "heartbeat", took });
+            core.report(WorkerIssue::SlowStore { phase: Phase::Heartbeat, took });
         }
     }
 }
@@ -65,7 +65,7 @@ async fn renew(core: &Shared) {
             core.store_ok();
             kept
         }
-        Err(error) => return core.store_failed("heartbeat", error),
+        Err(error) => return core.store_failed(Phase::Heartbeat, None, error),
     };
     let kept: HashMap<String, bool> = kept.into_iter().map(|l| (l.id.clone(), l.cancel_requested())).collect();
     let mut lost = Vec::new();

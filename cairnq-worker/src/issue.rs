@@ -23,7 +23,10 @@ pub enum WorkerIssue {
     /// capped exponential backoff.
     Store {
         /// What the loop was doing.
-        during: &'static str,
+        phase: Phase,
+        /// The task the call was about, when it was about one (a settle);
+        /// `None` for calls about many or none (a claim, a heartbeat).
+        task_id: Option<String>,
         /// The error.
         error: Error,
     },
@@ -34,7 +37,9 @@ pub enum WorkerIssue {
     /// backoff, as [`WorkerOptions::on_unusable`](crate::WorkerOptions::on_unusable) says.
     Unusable {
         /// What the loop was doing.
-        during: &'static str,
+        phase: Phase,
+        /// The task the call was about, when it was about one.
+        task_id: Option<String>,
         /// The error, its message starting with the cause.
         error: Error,
         /// Whether the worker stops because of it.
@@ -59,7 +64,7 @@ pub enum WorkerIssue {
     /// are at risk even though the runtime itself is not blocked.
     SlowStore {
         /// What the loop was doing.
-        during: &'static str,
+        phase: Phase,
         /// How long the call took.
         took: Duration,
     },
@@ -71,25 +76,59 @@ pub enum WorkerIssue {
         /// What was repaired.
         repaired: cairnq_core::Repaired,
     },
-    /// Handlers still running when the drain timeout passed were abandoned;
-    /// their leases will expire and another worker will retry them.
+    /// The store's push wakeups stopped for good (see
+    /// [`Store::wakeups_lost`](cairnq_core::Store::wakeups_lost)): the
+    /// server refused LISTEN, or the connection for it, in a way no retry
+    /// cures (a connection pooler in transaction mode, a role that may no
+    /// longer log in, a standby). The worker keeps working and finds new
+    /// tasks by polling every `poll_interval`. Reported once.
+    WakeupsLost {
+        /// Why, the server's words first.
+        error: Error,
+        /// How often the worker now looks for work.
+        poll_interval: Duration,
+    },
+    /// A signal (SIGINT or SIGTERM, under [`Worker::serve`](crate::Worker::serve)
+    /// or [`Worker::run_until_signal`](crate::Worker::run_until_signal))
+    /// asked the worker to stop: it claims nothing more and gives running
+    /// handlers up to `drain_timeout`. A second signal stops it at once.
+    Draining {
+        /// How long running handlers get.
+        drain_timeout: Duration,
+    },
+    /// Handlers still running were abandoned (and claimed tasks not yet
+    /// started dropped): their tasks stay `running` until their leases
+    /// expire, then another worker retries them.
     Abandoned {
         /// How many handler calls were abandoned.
         calls: usize,
+        /// Why the worker did not wait for them.
+        reason: AbandonReason,
     },
+}
+
+/// Why a stopping worker abandoned running handlers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AbandonReason {
+    /// The drain timeout passed.
+    DrainTimeout,
+    /// A second SIGINT/SIGTERM, or [`Worker::stop_now`](crate::Worker::stop_now).
+    StoppedAtOnce,
 }
 
 impl fmt::Display for WorkerIssue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Store { during, error } => write!(f, "{during} failed: {error}"),
-            Self::Unusable { during, error, stopping: true } => {
-                write!(f, "{during} failed and waiting will not help, so the worker stops: {error}")
+            Self::Store { phase, task_id, error } => write!(f, "{} failed: {error}", Call(*phase, task_id)),
+            Self::Unusable { phase, task_id, error, stopping: true } => {
+                write!(f, "{} failed and waiting will not help, so the worker stops: {error}", Call(*phase, task_id))
             }
-            Self::Unusable { during, error, stopping: false } => write!(
+            Self::Unusable { phase, task_id, error, stopping: false } => write!(
                 f,
-                "{during} failed and waiting will not help; retrying with backoff as configured \
-                 (reported once until a store call succeeds): {error}"
+                "{} failed and waiting will not help; retrying with backoff as configured \
+                 (reported once until a store call succeeds): {error}",
+                Call(*phase, task_id)
             ),
             Self::BlockedRuntime { late_by } => write!(
                 f,
@@ -102,8 +141,12 @@ impl fmt::Display for WorkerIssue {
                 task_ids.len(),
                 task_ids.join(", ")
             ),
-            Self::SlowStore { during, took } => {
-                write!(f, "{during} took {} ms, more than a third of the lease: leases are at risk", took.as_millis())
+            Self::SlowStore { phase, took } => {
+                write!(
+                    f,
+                    "the {phase} took {} ms, more than a third of the lease: leases are at risk",
+                    took.as_millis()
+                )
             }
             Self::Repaired { repaired } => write!(
                 f,
@@ -112,10 +155,110 @@ impl fmt::Display for WorkerIssue {
                 repaired.expired.join(", "),
                 repaired.scheduled.join(", ")
             ),
-            Self::Abandoned { calls } => write!(f, "abandoned {calls} handler call(s) at the drain timeout"),
+            Self::WakeupsLost { error, poll_interval } => write!(
+                f,
+                "push wakeups stopped for good, so new tasks are found by polling every {} ms: {error}",
+                poll_interval.as_millis()
+            ),
+            Self::Draining { drain_timeout } => write!(
+                f,
+                "stopping: claiming nothing more, giving running handlers up to {} ms; \
+                 signal again to stop at once",
+                drain_timeout.as_millis()
+            ),
+            Self::Abandoned { calls, reason } => {
+                let why = match reason {
+                    AbandonReason::DrainTimeout => "at the drain timeout",
+                    AbandonReason::StoppedAtOnce => "to stop at once",
+                };
+                write!(
+                    f,
+                    "abandoned {calls} handler call(s) {why}: their tasks stay running until their leases \
+                     expire, then another worker retries them"
+                )
+            }
+        }
+    }
+}
+
+/// What the worker was doing when a store call failed (or was slow).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Phase {
+    /// The read-only probe an idle worker asks before it claims.
+    Probe,
+    /// The claim transaction.
+    Claim,
+    /// Renewing the leases of running tasks.
+    Heartbeat,
+    /// Writing a task's outcome (complete or fail).
+    Settle,
+    /// The periodic repair of rows no operation would move.
+    Repair,
+}
+
+impl Phase {
+    /// The phase's name in reports: `probe`, `claim`, `heartbeat`, `settle`,
+    /// `repair`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Probe => "probe",
+            Self::Claim => "claim",
+            Self::Heartbeat => "heartbeat",
+            Self::Settle => "settle",
+            Self::Repair => "repair",
+        }
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A phase and the task it was about, as a report names them: `the settle
+/// of task X`, `the claim`.
+struct Call<'a>(Phase, &'a Option<String>);
+
+impl fmt::Display for Call<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.1 {
+            Some(task_id) => write!(f, "the {} of task {task_id}", self.0),
+            None => write!(f, "the {}", self.0),
         }
     }
 }
 
 /// The hook that receives [`WorkerIssue`]s.
 pub type OnError = Arc<dyn Fn(WorkerIssue) + Send + Sync>;
+
+/// Hands `issue` to `hook`, or writes it to stderr naming the worker.
+pub(crate) fn deliver(hook: Option<&OnError>, worker_id: &str, issue: WorkerIssue) {
+    match hook {
+        Some(hook) => hook(issue),
+        None => eprintln!("cairnq worker {worker_id}: {issue}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! What a report says.
+
+    use super::*;
+
+    #[test]
+    fn a_report_names_the_phase_and_the_task_when_there_is_one() {
+        let settle = WorkerIssue::Store {
+            phase: Phase::Settle,
+            task_id: Some("task_1".into()),
+            error: Error::validation("result", "too big"),
+        };
+        assert!(settle.to_string().starts_with("the settle of task task_1 failed: "), "{settle}");
+        let claim =
+            WorkerIssue::Unusable { phase: Phase::Claim, task_id: None, error: Error::StoreClosed, stopping: true };
+        assert!(claim.to_string().starts_with("the claim failed and waiting will not help"), "{claim}");
+        let abandoned = WorkerIssue::Abandoned { calls: 2, reason: AbandonReason::StoppedAtOnce };
+        assert!(abandoned.to_string().contains("abandoned 2 handler call(s) to stop at once"), "{abandoned}");
+    }
+}

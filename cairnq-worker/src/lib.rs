@@ -88,6 +88,11 @@
 //!   use up the attempt the claim counted, and fail outright a task on its
 //!   last attempt, while the buffer holds only a few claim round-trips of
 //!   work of handlers that proved fast.
+//!   A second SIGINT/SIGTERM during the drain (or
+//!   [`Worker::stop_now`]) abandons what still runs at once.
+//! - **Lost push wakeups.** When the store's push channel stops for good
+//!   (a LISTEN the server refuses), the worker reports it once
+//!   ([`WorkerIssue::WakeupsLost`]) and finds work by polling.
 //!
 //! # Outcomes
 //!
@@ -133,12 +138,14 @@ mod retries;
 mod settle;
 mod shared;
 mod state;
+mod stop;
 mod task_error;
+mod wakeups;
 mod worker;
 
 pub use context::{Progress, TaskContext};
 pub use handler::{AsyncHandler, BatchHandler, BatchItem, BatchResults, BlockingHandler, ErasedHandler, TaskName};
-pub use issue::{OnError, WorkerIssue};
+pub use issue::{AbandonReason, OnError, Phase, WorkerIssue};
 pub use options::{OnUnusable, TaskOptions, WorkerOptions};
 pub use task_error::TaskError;
 pub use worker::{StopHandle, Worker, WorkerHandle};

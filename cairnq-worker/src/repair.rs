@@ -10,7 +10,7 @@ use std::sync::Arc;
 use cairnq_core::store::RepairParams;
 use tokio::sync::watch;
 
-use crate::issue::WorkerIssue;
+use crate::issue::{Phase, WorkerIssue};
 use crate::shared::Shared;
 
 /// Repairs now and every interval until `stop` turns true; does nothing
@@ -25,7 +25,7 @@ pub(crate) async fn repair_loop(core: Arc<Shared>, mut stop: watch::Receiver<boo
                 core.store_ok();
                 core.report(WorkerIssue::Repaired { repaired });
             }
-            Err(error) => core.store_failed("repair", error),
+            Err(error) => core.store_failed(Phase::Repair, None, error),
         }
         tokio::select! {
             _ = tokio::time::sleep(every) => {},

@@ -8,6 +8,7 @@ use cairnq_core::backend::lost_lease;
 use cairnq_core::store::{FailParams, SettleParams};
 use cairnq_core::{Error, Json, Result, Task};
 
+use crate::issue::Phase;
 use crate::retries::with_transient_retries;
 use crate::shared::Shared;
 use crate::state::TaskState;
@@ -54,7 +55,7 @@ impl Shared {
             Settlement::Complete(result) => self.completions.call((task.id.clone(), result)).await,
             Settlement::Fail(_) => self.write_settlement(task, &how).await.map(drop),
         };
-        self.reported(self.finish_write(task, state, written));
+        self.reported(&task.id, self.finish_write(task, state, written));
     }
 
     /// Gives up an attempt that outran `max_run`: the context reads as
@@ -64,15 +65,15 @@ impl Shared {
         let settling = state.begin_settle();
         state.mark_lost();
         if settling {
-            self.reported(self.write_once(task, state, Settlement::Fail(error)).await);
+            self.reported(&task.id, self.write_once(task, state, Settlement::Fail(error)).await);
         }
     }
 
-    fn reported<T>(&self, written: Result<T>) {
+    fn reported<T>(&self, task_id: &str, written: Result<T>) {
         match written {
             // A lost lease is an answer from a working store.
             Ok(_) | Err(Error::LostLease { .. }) => self.store_ok(),
-            Err(error) => self.store_failed("settle", error),
+            Err(error) => self.store_failed(Phase::Settle, Some(task_id), error),
         }
     }
 

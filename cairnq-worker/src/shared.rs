@@ -13,12 +13,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use cairnq_core::{CairnQ, Error};
 use parking_lot::Mutex;
-use tokio::sync::watch;
 
 use crate::completions::{CompletionQueue, completion_queue};
-use crate::issue::{OnError, WorkerIssue};
+use crate::issue::{OnError, Phase, WorkerIssue};
 use crate::options::{OnUnusable, WorkerOptions};
 use crate::state::{Leases, Load, TaskState};
+use crate::stop::{StopLevel, StopSwitch, raise};
 
 pub(crate) struct Shared {
     pub(crate) client: CairnQ,
@@ -29,7 +29,7 @@ pub(crate) struct Shared {
     pub(crate) completions: Arc<CompletionQueue>,
     on_error: Option<OnError>,
     /// The worker's stop switch: an unusable database flips it.
-    stop: Arc<watch::Sender<bool>>,
+    stop: StopSwitch,
     /// The error that stopped the worker, for `Worker::run` to return.
     halted: Mutex<Option<Error>>,
     /// An unusable error was reported since the last successful store call.
@@ -37,7 +37,7 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(client: CairnQ, options: WorkerOptions, stop: Arc<watch::Sender<bool>>) -> Self {
+    pub(crate) fn new(client: CairnQ, options: WorkerOptions, stop: StopSwitch) -> Self {
         let worker_id = options.worker_id.clone().unwrap_or_else(cairnq_core::backend::new_worker_id);
         let client = match &options.backpressure {
             Some(settings) => client.with_backpressure(settings.clone()),
@@ -61,10 +61,7 @@ impl Shared {
 
     /// Hands an issue to the hook (stderr by default).
     pub(crate) fn report(&self, issue: WorkerIssue) {
-        match &self.on_error {
-            Some(hook) => hook(issue),
-            None => eprintln!("cairnq worker {}: {issue}", self.worker_id),
-        }
+        crate::issue::deliver(self.on_error.as_ref(), &self.worker_id, issue);
     }
 
     /// A store call of the loop succeeded: any outage is over, and the next
@@ -73,14 +70,16 @@ impl Shared {
         self.unusable_reported.store(false, Ordering::Relaxed);
     }
 
-    /// A store call of the loop failed during `during`. A healable error is
-    /// reported as it comes (the callers pace their retries). An unusable
-    /// one is reported once until a store call succeeds again and, under
-    /// [`OnUnusable::Stop`], stops the worker: claims end, running calls
-    /// drain, and `Worker::run` returns the error.
-    pub(crate) fn store_failed(&self, during: &'static str, error: Error) {
+    /// A store call of the loop failed in `phase`, about `task_id` when it
+    /// was about one task. A healable error is reported as it comes (the
+    /// callers pace their retries). An unusable one is reported once until
+    /// a store call succeeds again and, under [`OnUnusable::Stop`], stops
+    /// the worker: claims end, running calls drain, and `Worker::run`
+    /// returns the error.
+    pub(crate) fn store_failed(&self, phase: Phase, task_id: Option<&str>, error: Error) {
+        let task_id = task_id.map(str::to_string);
         if !error.is_unusable() {
-            return self.report(WorkerIssue::Store { during, error });
+            return self.report(WorkerIssue::Store { phase, task_id, error });
         }
         if self.halted.lock().is_some() || self.unusable_reported.swap(true, Ordering::Relaxed) {
             return;
@@ -95,9 +94,9 @@ impl Shared {
         } else {
             error
         };
-        self.report(WorkerIssue::Unusable { during, error: reported, stopping });
+        self.report(WorkerIssue::Unusable { phase, task_id, error: reported, stopping });
         if stopping {
-            self.stop.send_replace(true);
+            raise(&self.stop, StopLevel::Draining);
         }
     }
 

@@ -7,12 +7,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use cairnq_core::{CairnQ, Error, Result, Store};
-use tokio::sync::watch;
 
 use crate::claim_loop::{ClaimLoop, Registered};
 use crate::claim_plan::NameTable;
+use crate::issue::{WorkerIssue, deliver};
 use crate::options::WorkerOptions;
 use crate::shared::Shared;
+use crate::stop::{ShutdownSignals, StopLevel, StopSwitch, raise, stop_switch};
 
 /// Runs handlers for the tasks it claims from a store.
 ///
@@ -32,7 +33,7 @@ pub struct Worker {
     client: CairnQ,
     pub(crate) options: WorkerOptions,
     pub(crate) handlers: HashMap<String, Registered>,
-    stop: Arc<watch::Sender<bool>>,
+    stop: StopSwitch,
     running: AtomicBool,
 }
 
@@ -50,7 +51,7 @@ impl Worker {
     pub fn new(client: CairnQ, mut options: WorkerOptions) -> Result<Self> {
         options.validate()?;
         options.worker_id.get_or_insert_with(cairnq_core::backend::new_worker_id);
-        let stop = Arc::new(watch::Sender::new(false));
+        let stop = stop_switch();
         Ok(Self { client, options, handlers: HashMap::new(), stop, running: AtomicBool::new(false) })
     }
 
@@ -168,7 +169,16 @@ impl Worker {
 
     /// Asks the running worker to stop claiming and drain.
     pub fn stop(&self) {
-        self.stop.send_replace(true);
+        raise(&self.stop, StopLevel::Draining);
+    }
+
+    /// Stops the worker at once: claims nothing more and abandons running
+    /// handlers without waiting for the drain timeout (reported as
+    /// [`WorkerIssue::Abandoned`]). Their tasks stay `running` until their
+    /// leases expire; then another worker retries them. What a second
+    /// SIGINT/SIGTERM does under [`serve`](Self::serve).
+    pub fn stop_now(&self) {
+        raise(&self.stop, StopLevel::AtOnce);
     }
 
     /// A handle that stops this worker from elsewhere.
@@ -176,19 +186,31 @@ impl Worker {
         StopHandle { stop: self.stop.clone() }
     }
 
-    /// Runs until SIGINT or SIGTERM (Ctrl-C elsewhere), then drains.
+    /// Runs until SIGINT or SIGTERM (Ctrl-C elsewhere), then drains
+    /// (reporting [`WorkerIssue::Draining`]); a second signal during the
+    /// drain stops at once, as [`stop_now`](Self::stop_now) does.
     pub async fn run_until_signal(&self) -> Result<()> {
+        // Listening from the start and across both signals: a listener made
+        // after the first would miss a second that came meanwhile.
+        let mut signals = ShutdownSignals::listen();
         let run = self.run();
         tokio::pin!(run);
         tokio::select! {
             done = &mut run => return done,
-            _ = shutdown_signal() => self.stop(),
+            _ = signals.next() => self.stop(),
+        }
+        let draining = WorkerIssue::Draining { drain_timeout: self.options.drain_timeout };
+        deliver(self.options.on_error.as_ref(), self.worker_id(), draining);
+        tokio::select! {
+            done = &mut run => return done,
+            _ = signals.next() => self.stop_now(),
         }
         run.await
     }
 
     /// The blocking entry point of a worker process: builds a tokio runtime
-    /// and runs until SIGINT or SIGTERM, then drains. Do not call it from
+    /// and runs until SIGINT or SIGTERM, then drains; a second signal stops
+    /// at once (see [`run_until_signal`](Self::run_until_signal)). Do not call it from
     /// inside a runtime (use [`run_until_signal`](Self::run_until_signal)).
     ///
     /// ```no_run
@@ -217,31 +239,21 @@ impl Worker {
     }
 }
 
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
-            tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
-            return;
-        }
-    }
-    if tokio::signal::ctrl_c().await.is_err() {
-        // No way to hear a signal: never report one.
-        std::future::pending::<()>().await;
-    }
-}
-
 /// Stops a worker from anywhere (cloneable).
 #[derive(Debug, Clone)]
 pub struct StopHandle {
-    stop: Arc<watch::Sender<bool>>,
+    stop: StopSwitch,
 }
 
 impl StopHandle {
     /// Asks the worker to stop claiming and drain.
     pub fn stop(&self) {
-        self.stop.send_replace(true);
+        raise(&self.stop, StopLevel::Draining);
+    }
+
+    /// Stops the worker at once (see [`Worker::stop_now`]).
+    pub fn stop_now(&self) {
+        raise(&self.stop, StopLevel::AtOnce);
     }
 }
 

@@ -10,6 +10,7 @@
 //! `cairnq_testkit::memory::MemoryStore`) uses only the helpers.
 
 mod claim_plan;
+mod feeds;
 pub mod flows;
 mod helpers;
 mod query;
@@ -19,6 +20,7 @@ pub use flows::{Executor, Installed, check_protocol_version};
 pub use query::{Arg, Query};
 
 pub use claim_plan::DrawPlan;
+pub use feeds::{FeedHub, broadcast_feed};
 pub use helpers::{SubmitRun, fail_undecodable, in_asked_order, lost_lease, narrow, submit_runs};
 
 pub use crate::coalesce::{BatchWrite, Coalescer};

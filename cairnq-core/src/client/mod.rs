@@ -12,6 +12,7 @@ mod diagnosis;
 mod retry;
 mod submit;
 mod wait;
+mod watch;
 
 use std::sync::Arc;
 
@@ -30,6 +31,7 @@ use crate::store::{
 pub use retry::Retry;
 pub use submit::{Call, Submit, SubmitOptions, TaskSpec};
 pub use wait::{WaitOptions, task_outcome};
+pub use watch::{Signal, Watch};
 
 /// The cairnq client: submit tasks, read them, wait for them, and the
 /// store-level worker operations, over any backend.

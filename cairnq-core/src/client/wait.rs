@@ -146,7 +146,7 @@ impl CairnQ {
     }
 
     /// Submits and waits for the result: set options and the timeout on
-    /// the returned [`Call`], then `.await` it (see [`Submit::call`]).
+    /// the returned [`Call`], then `.await` it (see [`Submit::call`](crate::Submit::call)).
     pub fn call<P: Serialize + ?Sized>(&self, name: &str, payload: &P) -> Call<'_> {
         Call::new(self.submit(name, payload))
     }

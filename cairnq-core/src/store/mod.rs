@@ -23,6 +23,7 @@
 //! `lease_ms`, `older_than_ms`); the backend resolves them against its clock
 //! (SQLite: a [`Clock`](crate::Clock); Postgres: the database clock).
 
+mod feed;
 mod task_params;
 mod worker_params;
 
@@ -33,6 +34,7 @@ use async_trait::async_trait;
 use crate::error::{Error, Result};
 use crate::model::{HeldLease, Task, TaskCount, TaskRef, Undecodable};
 
+pub use feed::{Change, ChangeFeed, FeedParams, WakeupsLost};
 pub use task_params::{
     CancelParams, CountQueuedParams, GetParams, ListFilter, NewTask, PurgeFilter, RepairParams, Repaired, RetryParams,
     StatsParams, SubmitManyParams, TaskSelector,
@@ -211,6 +213,27 @@ pub trait Store: Send + Sync + 'static {
     /// sleeps short. The default never completes (no push wakeups).
     fn watch_for_change(&self, wake: &Wake) -> ChangeWatch {
         let _ = wake;
+        Box::pin(std::future::pending())
+    }
+
+    /// Starts a feed of the changes on `params.queues` NOW (like
+    /// [`watch_for_change`](Self::watch_for_change), it subscribes when
+    /// called): queued rows by queue, finished tasks by id, and
+    /// [`Change::Unknown`] when the store knows only that something changed.
+    /// It ends only when dropped. A store reporting
+    /// [`push_wakeups`](Capabilities::push_wakeups) should implement it; the
+    /// default yields nothing, ever (watchers then rely on their poll).
+    fn change_feed(&self, params: &FeedParams) -> ChangeFeed {
+        let _ = params;
+        Box::pin(futures::stream::pending())
+    }
+
+    /// Resolves, with the reason, once the store's push wakeups stopped for
+    /// good (a LISTEN a connection pooler refuses, a role that may no longer
+    /// connect): from then on watches never complete and sleepers wake by
+    /// their poll alone. Workers report it once. The default never resolves
+    /// (no push wakeups to lose, or none that can be lost).
+    fn wakeups_lost(&self) -> WakeupsLost {
         Box::pin(std::future::pending())
     }
 

@@ -79,3 +79,24 @@ async fn without_a_listener_waits_poll_and_results_still_arrive() {
     settle.await.expect("settler");
     assert_eq!((done.status, done.result), (TaskStatus::Succeeded, Some(json!({"n": 1}).into())));
 }
+
+/// A watch taken right after connecting, before the LISTEN connection is
+/// up, still ends once it is (the listener says anything may have changed
+/// when LISTEN succeeds), so the first idle sleep after a start is not a
+/// whole poll. Stores are opened until one is caught before its listener
+/// came up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_taken_before_the_listener_is_up_ends_once_it_is() {
+    let (_, schema) = crate::support::fresh().await;
+    for _ in 0..20 {
+        let store = PostgresStore::connect_with(&dsn(), PostgresOptions::new().schema(&schema)).await.expect("connect");
+        let watch = store.watch_for_change(&Wake::Queued(vec!["early".into()]));
+        if store.listening() {
+            continue;
+        }
+        until_listening(&store).await;
+        tokio::time::timeout(LONG, watch).await.expect("the watch ends once the listener is up");
+        return;
+    }
+    panic!("the listener was up before every watch: nothing tested");
+}

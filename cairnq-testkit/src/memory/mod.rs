@@ -25,9 +25,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use cairnq_core::store::{
-    CancelParams, ClaimParams, CompleteBatchParams, CountQueuedParams, FailParams, GetParams, HeartbeatBatchParams,
-    HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RepairParams, RetryParams,
-    SettleParams, StatsParams, SubmitManyParams, TaskRow,
+    CancelParams, ChangeFeed, ClaimParams, CompleteBatchParams, CountQueuedParams, FailParams, FeedParams, GetParams,
+    HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RepairParams,
+    RetryParams, SettleParams, StatsParams, SubmitManyParams, TaskRow,
 };
 use cairnq_core::{
     Capabilities, ChangeWatch, Clock, Error, HeldLease, Repaired, Result, Store, SystemClock, Task, TaskCount, TaskRef,
@@ -215,6 +215,10 @@ impl Store for MemoryStore {
 
     fn watch_for_change(&self, wake: &Wake) -> ChangeWatch {
         self.sleepers.watch(wake)
+    }
+
+    fn change_feed(&self, _params: &FeedParams) -> ChangeFeed {
+        self.sleepers.feed()
     }
 
     /// Drops every row; calls after this fail with [`Error::StoreClosed`].

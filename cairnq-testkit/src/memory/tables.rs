@@ -179,8 +179,8 @@ impl Tables {
 pub(super) struct Changes {
     /// Queues that gained a queued row.
     pub(super) queued: Vec<String>,
-    /// Tasks that became terminal.
-    pub(super) done: Vec<String>,
+    /// Tasks that became terminal: id and queue.
+    pub(super) done: Vec<(String, String)>,
 }
 
 impl Changes {
@@ -190,7 +190,7 @@ impl Changes {
                 self.queued.push(after.queue.clone());
             }
         } else if after.status.is_terminal() && !before.is_some_and(TaskStatus::is_terminal) {
-            self.done.push(after.id.clone());
+            self.done.push((after.id.clone(), after.queue.clone()));
         }
     }
 }

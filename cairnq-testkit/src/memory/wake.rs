@@ -6,6 +6,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
+use cairnq_core::backend::FeedHub;
+use cairnq_core::store::{Change, ChangeFeed};
 use cairnq_core::{ChangeWatch, Wake};
 use tokio::sync::Notify;
 
@@ -55,11 +57,12 @@ impl Channel {
     }
 }
 
-/// Every sleeper of one store.
+/// Every sleeper and change feed of one store.
 #[derive(Debug, Default)]
 pub(super) struct Sleepers {
     queues: Channel,
     tasks: Channel,
+    feeds: FeedHub,
 }
 
 impl Sleepers {
@@ -67,7 +70,19 @@ impl Sleepers {
     /// writes are visible to readers).
     pub(super) fn publish(&self, changes: &Changes) {
         self.queues.publish(&changes.queued);
-        self.tasks.publish(&changes.done);
+        let done: Vec<String> = changes.done.iter().map(|(id, _)| id.clone()).collect();
+        self.tasks.publish(&done);
+        for queue in &changes.queued {
+            self.feeds.publish(Change::Queued { queue: queue.clone() });
+        }
+        for (task_id, queue) in &changes.done {
+            self.feeds.publish(Change::Finished { task_id: task_id.clone(), queue: Some(queue.clone()) });
+        }
+    }
+
+    /// A feed of every change from now on (the caller filters by queue).
+    pub(super) fn feed(&self) -> ChangeFeed {
+        self.feeds.feed()
     }
 
     /// Subscribes now; the watch completes on the next relevant publish

@@ -75,6 +75,46 @@ pub async fn sigterm_drains_then_abandons(factory: &dyn BackendFactory) {
     assert!(running.tasks.iter().all(|t| t.lease_until_ms.is_some_and(|l| l <= now)), "a lease outlived its worker");
 }
 
+/// A second SIGTERM during a drain stops the worker at once. The first
+/// makes a child worker whose handler hangs report that it drains, and the
+/// handler keeps running through the drain (its lease is still renewed
+/// three lease lengths later, the child still alive). The second makes the
+/// child exit, reporting the abandoned call, long before its ten-minute
+/// drain timeout, with the task left `running` in the database; once the
+/// lease expires, another worker recovers it as attempt 2.
+pub async fn a_second_sigterm_stops_at_once(factory: &dyn BackendFactory) {
+    let (client, fresh) = fresh(factory).await;
+    let Some(locator) = fresh.locator.clone() else {
+        return eprintln!("skipped: {} stores cannot be opened by another process", factory.name());
+    };
+    let task = client.submit("crash", &json!({})).await.expect("submit");
+    let mut args = ChildArgs::new(locator, ChildMode::Hang);
+    (args.lease_ms, args.drain_ms, args.report_issues) = (500, 600_000, true);
+    let mut child = ChildProcess::spawn(&args).expect("start the child worker");
+    let started = child.line_starting("started ", CHILD_PATIENCE).await.expect("the child starts the task");
+    assert_eq!(started, format!("started {}", task.id));
+    child.signal("TERM").expect("the first SIGTERM");
+    child.line_starting("issue stopping", CHILD_PATIENCE).await.expect("the child reports that it drains");
+    tokio::time::sleep(Duration::from_millis(3 * args.lease_ms)).await;
+    assert!(child.try_wait().expect("try_wait").is_none(), "the child left before its drain timeout");
+    let draining = client.get(&task.id).await.expect("get").expect("row");
+    assert_eq!(draining.status, TaskStatus::Running);
+    assert!(draining.lease_until_ms.is_some_and(|l| l > now_ms()), "the drain keeps the running call's lease");
+    child.signal("TERM").expect("the second SIGTERM");
+    let status = child.wait(CHILD_PATIENCE).await.expect("the second SIGTERM ends the child at once");
+    let lines = child.rest().await;
+    assert!(status.success(), "the child exited with {status}: {lines:?}");
+    assert!(lines.iter().any(|l| l.contains("abandoned 1 handler call(s) to stop at once")), "{lines:?}");
+    let left = client.get(&task.id).await.expect("get").expect("row");
+    assert_eq!((left.status, left.attempt), (TaskStatus::Running, 1), "left running, to its lease");
+    let _worker = start(&client, quick_options(), |w| {
+        w.task("crash", |ctx: TaskContext, _: Value| async move { Ok::<_, TaskError>(ctx.attempt()) })
+            .expect("register");
+    });
+    let done = finished(&client, &task.id).await;
+    assert_eq!((done.status, done.attempt, done.result), (TaskStatus::Succeeded, 2, some(json!(2))));
+}
+
 /// A cancel wins on every path: queued (never runs), running then returned,
 /// running then failed retryably, running then lease expired.
 pub async fn cancel_wins_on_every_path(factory: &dyn BackendFactory) {

@@ -43,8 +43,9 @@ pub async fn backpressure_refuses_submits_to_a_full_queue(factory: &dyn BackendF
 }
 
 /// Retention purges what its rules match once they are old enough, in
-/// batches, and leaves everything else; the background sweeper does the
-/// same on its interval.
+/// batches until the backlog is gone, and leaves everything else; the
+/// background sweeper does the same on its interval; a retention without
+/// rules is refused.
 pub async fn retention_sweeps_by_rule(factory: &dyn BackendFactory) {
     let (client, _fresh) = fresh(factory).await;
     settle_some(&client).await;
@@ -66,6 +67,8 @@ pub async fn retention_sweeps_by_rule(factory: &dyn BackendFactory) {
     .await;
     let bad = Retention::new().rule(cairnq_core::PurgeFilter::new().status(TaskStatus::Queued));
     assert!(matches!(bad.sweeper(client.store().clone()), Err(Error::Validation { field: "status", .. })));
+    let nothing = Retention::new().sweeper(client.store().clone());
+    assert!(matches!(nothing, Err(Error::Validation { field: "rules", .. })), "a retention without rules");
 }
 
 /// 6 succeeded, 2 failed, 3 canceled on `scratch`, 1 queued.

@@ -3,12 +3,11 @@
 //! would have ended it alone.
 
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use cairnq_core::store::{ClaimDraw, ClaimParams, CompleteBatchParams};
 use cairnq_core::{Error, TaskDef, TaskRef, TaskSpec, TaskStatus};
-use cairnq_worker::{BatchItem, TaskError};
+use cairnq_worker::{BatchItem, Phase, TaskError, WorkerIssue};
 use serde_json::{Value, json};
 
 use super::support::{count, eventually, fresh, quick_options, some, start};
@@ -63,16 +62,21 @@ const EMIT: TaskDef<i64, Value> = TaskDef::new("emit");
 
 /// A result the store refuses (Postgres jsonb cannot hold `\u0000`) never
 /// takes the results written with it down too: a refused batch write is
-/// made again one task at a time. On a store that accepts the value, every
-/// task simply succeeds.
+/// made again one task at a time, and the refusal is reported as a store
+/// failure of the settle of that task, by id. On a store that accepts the
+/// value, every task simply succeeds.
 pub async fn a_refused_result_fails_only_its_own_task(factory: &dyn BackendFactory) {
     let (client, _fresh) = fresh(factory).await;
     let specs: Vec<_> = (0..8).map(|i| TaskSpec::new("emit", &i)).collect();
     let tasks = client.submit_many(&specs).await.expect("submit_many");
-    let reported = Arc::new(AtomicUsize::new(0));
+    let reported = Arc::new(Mutex::new(Vec::new()));
     let seen = reported.clone();
-    let options = quick_options().on_error(move |_| {
-        seen.fetch_add(1, Ordering::SeqCst);
+    let options = quick_options().on_error(move |issue| {
+        let named = match &issue {
+            WorkerIssue::Store { phase, task_id, .. } => Some((*phase, task_id.clone())),
+            _ => None,
+        };
+        seen.lock().expect("issues").push((named, issue.to_string()));
     });
     let _worker = start(&client, options, |w| {
         w.batch_task(EMIT, 8, |batch: Vec<BatchItem<i64>>| async move {
@@ -92,7 +96,13 @@ pub async fn a_refused_result_fails_only_its_own_task(factory: &dyn BackendFacto
         let row = client.get(&task.id).await.expect("get").expect("row");
         match (i, row.status) {
             (3, TaskStatus::Succeeded) => assert_eq!(row.result, some(json!("nul\u{0}")), "stored as given"),
-            (3, _) => assert!(reported.load(Ordering::SeqCst) > 0, "a refused settle is reported"),
+            (3, _) => {
+                let reported = reported.lock().expect("issues").clone();
+                let settle = Some((Phase::Settle, Some(task.id.clone())));
+                assert!(reported.iter().any(|(named, _)| *named == settle), "{reported:?}");
+                let text = format!("the settle of task {} failed", task.id);
+                assert!(reported.iter().any(|(_, shown)| shown.contains(&text)), "{reported:?}");
+            }
             (_, status) => assert_eq!((status, row.result), (TaskStatus::Succeeded, some(json!(i)))),
         }
     }

@@ -2,13 +2,17 @@
 //! before a change once the change is visible, so idle workers and `wait`
 //! react without sleeping out a poll.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use cairnq_core::store::{ClaimDraw, ClaimParams, SettleParams};
-use cairnq_core::{CairnQ, ChangeWatch, TaskStatus, WaitOptions, Wake};
+use async_trait::async_trait;
+use cairnq_core::store::{ChangeFeed, ClaimDraw, ClaimParams, FeedParams, SettleParams};
+use cairnq_core::{CairnQ, Capabilities, ChangeWatch, Signal, Store, TaskStatus, WaitOptions, Wake, Watch};
+use futures::StreamExt;
 
 use super::support::fresh;
 use crate::BackendFactory;
+use crate::forwarding::{Forward, Forwarding};
 
 /// On a store whose capabilities report push wakeups, a watch completes
 /// after a relevant change even when the change commits before the watch
@@ -70,6 +74,72 @@ pub async fn waits_are_woken_by_the_finish_not_the_poll(factory: &dyn BackendFac
     }
 }
 
+/// `client.watch(queues)`: a submit on a watched queue yields
+/// `Claimable` for it, and the task's completion `Finished` naming it; a
+/// task submitted and finished on another queue yields neither (signals
+/// the store cannot name, `Changed`, may come between). The same store
+/// without push wakeups still yields ticks, and only ticks. The push part
+/// is skipped (with a message) when the store reports no push wakeups.
+pub async fn watch_signals_claimable_finished_and_ticks(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    let polling = CairnQ::new(Forwarding(NoPush(client.store().clone())));
+    let mut ticks = polling.watch(["ticking"]).expect("watch").tick_every(Duration::from_millis(20)).expect("tick");
+    polling.submit("job", &0).queue("ticking").await.expect("submit");
+    for _ in 0..3 {
+        assert_eq!(next(&mut ticks).await, Signal::Tick, "a store without push wakeups still ticks");
+    }
+    assert!(polling.watch(Vec::<String>::new()).is_err() && polling.watch([""]).is_err(), "no queue to watch");
+    if !client.store().capabilities().push_wakeups {
+        return eprintln!("skipped: {} stores report no push wakeups", factory.name());
+    }
+    wakeups_flowing(&client, tokio::time::Instant::now() + Duration::from_secs(15)).await;
+    let mut signals = client.watch(["watched"]).expect("watch").tick_every(Duration::from_secs(3600)).expect("tick");
+    let other = client.submit("job", &1).queue("elsewhere").await.expect("submit");
+    let task = client.submit("job", &2).queue("watched").await.expect("submit");
+    assert_eq!(named(&mut signals).await, Signal::Claimable { queue: "watched".into() });
+    settle_on(&client, "elsewhere", &other.id).await;
+    settle_on(&client, "watched", &task.id).await;
+    assert_eq!(named(&mut signals).await, Signal::Finished { task_id: task.id.clone() }, "not the other queue's");
+}
+
+/// Reports no push wakeups and pushes nothing; forwards the rest.
+struct NoPush(Arc<dyn Store>);
+
+#[async_trait]
+impl Forward for NoPush {
+    fn inner(&self) -> &dyn Store {
+        self.0.as_ref()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::none()
+    }
+
+    fn watch_for_change(&self, _wake: &Wake) -> ChangeWatch {
+        Box::pin(std::future::pending())
+    }
+
+    fn change_feed(&self, _params: &FeedParams) -> ChangeFeed {
+        Box::pin(futures::stream::pending())
+    }
+}
+
+/// The next signal, within a generous time.
+async fn next(watch: &mut Watch) -> Signal {
+    let next = tokio::time::timeout(Duration::from_secs(15), watch.next()).await;
+    next.expect("a signal in time").expect("a watch never ends")
+}
+
+/// The next signal that names something (not `Changed`, not a tick).
+async fn named(watch: &mut Watch) -> Signal {
+    loop {
+        match next(watch).await {
+            Signal::Changed | Signal::Tick => {}
+            named => return named,
+        }
+    }
+}
+
 /// Returns once a submit wakes a watch on its queue taken before it. Each
 /// round makes a new change: a store's wakeup channel may come up only
 /// after the store opened (Postgres's LISTEN connection), and a watch taken
@@ -92,7 +162,13 @@ async fn woke(watch: ChangeWatch) -> bool {
 }
 
 async fn settle(client: &CairnQ, task_id: &str) {
-    let claim = ClaimParams::new("w", 60_000).draw(ClaimDraw::new(vec!["elsewhere".into()]));
-    assert_eq!(client.claim(&claim).await.expect("claim").len(), 1);
+    settle_on(client, "elsewhere", task_id).await;
+}
+
+/// Claims the one task queued on `queue` (`task_id`) and completes it.
+async fn settle_on(client: &CairnQ, queue: &str, task_id: &str) {
+    let claim = ClaimParams::new("w", 60_000).draw(ClaimDraw::new(vec![queue.into()]));
+    let claimed = client.claim(&claim).await.expect("claim");
+    assert_eq!(claimed.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), [task_id]);
     client.complete(&SettleParams::new(task_id, "w")).await.expect("complete");
 }

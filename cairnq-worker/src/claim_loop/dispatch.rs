@@ -12,9 +12,10 @@ use super::{ClaimLoop, Registered};
 use crate::call::run_call;
 use crate::context::TaskContext;
 use crate::handler::Handler;
-use crate::issue::WorkerIssue;
+use crate::issue::{AbandonReason, WorkerIssue};
 use crate::settle::Settlement;
 use crate::state::{CallLoad, TaskState};
+use crate::stop::StopLevel;
 use crate::task_error::TaskError;
 
 impl ClaimLoop {
@@ -88,13 +89,19 @@ impl ClaimLoop {
     }
 
     /// Finishes the claim in flight, runs the buffered tasks and waits for
-    /// every call up to the drain timeout, then abandons the rest: their
-    /// contexts see a lost lease and their leases expire.
+    /// every call up to the drain timeout, or until asked to stop at once;
+    /// then abandons the rest: their contexts see a lost lease and their
+    /// leases expire.
     pub(super) async fn drain(&mut self) {
         let timeout = self.core.options.drain_timeout;
-        if tokio::time::timeout(timeout, self.run_out()).await.is_ok() {
-            return;
-        }
+        let mut stop = self.stop.clone();
+        let reason = tokio::select! {
+            ran_out = tokio::time::timeout(timeout, self.run_out()) => match ran_out {
+                Ok(()) => return,
+                Err(_) => AbandonReason::DrainTimeout,
+            },
+            _ = stop.wait_for(|s| *s == StopLevel::AtOnce) => AbandonReason::StoppedAtOnce,
+        };
         self.buffer.clear();
         let abandoned = self.calls.len();
         self.calls.shutdown().await;
@@ -102,7 +109,7 @@ impl ClaimLoop {
             state.mark_lost();
             self.core.leases.remove(&id);
         }
-        self.core.report(WorkerIssue::Abandoned { calls: abandoned });
+        self.core.report(WorkerIssue::Abandoned { calls: abandoned, reason });
     }
 
     /// Claims nothing more; lets the claim in flight land, starts every

@@ -70,9 +70,12 @@ use crate::claim_plan::{NameTable, plan_claim};
 use crate::context::TaskContext;
 use crate::handler::Handler;
 use crate::heartbeat::heartbeat_loop;
+use crate::issue::Phase;
 use crate::options::TaskOptions;
 use crate::repair::repair_loop;
 use crate::shared::Shared;
+use crate::stop::StopLevel;
+use crate::wakeups::report_lost_wakeups;
 
 /// The most rows a worker buffers beyond its free call slots.
 pub(crate) const MAX_PREFETCH: usize = 1024;
@@ -118,7 +121,7 @@ enum Claimed {
     /// The probe found nothing due.
     NothingDue,
     /// The store failed during this step (the probe or the claim).
-    Failed(&'static str, cairnq_core::Error),
+    Failed(Phase, cairnq_core::Error),
 }
 
 /// What to do after a step.
@@ -133,7 +136,7 @@ pub(crate) struct ClaimLoop {
     core: Arc<Shared>,
     handlers: Arc<HashMap<String, Registered>>,
     names: NameTable,
-    stop: watch::Receiver<bool>,
+    stop: watch::Receiver<StopLevel>,
     calls: JoinSet<()>,
     rotation: usize,
     empty_retries: usize,
@@ -160,7 +163,7 @@ impl ClaimLoop {
         core: Arc<Shared>,
         handlers: HashMap<String, Registered>,
         names: NameTable,
-        stop: watch::Receiver<bool>,
+        stop: watch::Receiver<StopLevel>,
     ) -> Self {
         let handlers = Arc::new(handlers);
         Self {
@@ -185,15 +188,16 @@ impl ClaimLoop {
     pub(crate) async fn run(mut self) {
         let (heartbeat_stop, heartbeat_stopped) = watch::channel(false);
         let repair = tokio::spawn(repair_loop(self.core.clone(), heartbeat_stopped.clone()));
+        let wakeups = tokio::spawn(report_lost_wakeups(self.core.clone(), heartbeat_stopped.clone()));
         let heartbeat = tokio::spawn(heartbeat_loop(self.core.clone(), heartbeat_stopped));
         self.claim_until_stopped().await;
         self.drain().await;
         heartbeat_stop.send_replace(true);
-        let _ = tokio::join!(heartbeat, repair);
+        let _ = tokio::join!(heartbeat, repair, wakeups);
     }
 
     fn stopped(&self) -> bool {
-        *self.stop.borrow()
+        *self.stop.borrow() > StopLevel::Running
     }
 
     async fn claim_until_stopped(&mut self) {
@@ -219,7 +223,7 @@ impl ClaimLoop {
         let claimed = tokio::select! {
             claimed = claim => claimed,
             _ = core.load.freed.notified() => return Next::Go,
-            _ = stop.wait_for(|s| *s) => return Next::Go,
+            _ = stop.wait_for(|s| *s > StopLevel::Running) => return Next::Go,
         };
         self.finish_claim(claimed)
     }
@@ -230,7 +234,7 @@ impl ClaimLoop {
         let core = self.core.clone();
         let watch = self.watch.take();
         let mut stop = self.stop.clone();
-        let stopped = stop.wait_for(|s| *s);
+        let stopped = stop.wait_for(|s| *s > StopLevel::Running);
         // Bounded by the poll interval too: a cap that no running call
         // holds (a resource of capacity 0) frees nothing. While claims back
         // off, until the next claim may start instead.
@@ -326,9 +330,9 @@ impl ClaimLoop {
                 self.probe_next = true;
                 Next::Idle
             }
-            Claimed::Failed(during, error) => {
+            Claimed::Failed(phase, error) => {
                 self.probe_next = true;
-                self.back_off(during, error);
+                self.back_off(phase, error);
                 Next::Go
             }
         }
@@ -338,11 +342,11 @@ impl ClaimLoop {
     /// ([`claim_backoff`]) has passed (`start_claim` checks, `pause` sleeps
     /// until then), and the core reports it (and stops the worker if the
     /// database is unusable).
-    fn back_off(&mut self, during: &'static str, error: cairnq_core::Error) {
+    fn back_off(&mut self, phase: Phase, error: cairnq_core::Error) {
         self.claim_failures = self.claim_failures.saturating_add(1);
         let pause = claim_backoff(self.core.options.poll_interval, self.claim_failures);
         self.claim_after = Some(tokio::time::Instant::now() + pause);
-        self.core.store_failed(during, error);
+        self.core.store_failed(phase, None, error);
     }
 
     /// A claim found nothing. If limits left draws out, the next rotation
@@ -370,7 +374,7 @@ async fn claim_rows(
         match core.client.store().claimable(&probe).await {
             Ok(true) => {}
             Ok(false) => return Claimed::NothingDue,
-            Err(error) => return Claimed::Failed("probe", error),
+            Err(error) => return Claimed::Failed(Phase::Probe, error),
         }
     }
     match core.client.claim(&params).await {
@@ -381,7 +385,7 @@ async fn claim_rows(
             let filled = tasks.len() >= max_rows && max_rows > 1;
             Claimed::Rows { tasks, filled }
         }
-        Err(error) => Claimed::Failed("claim", error),
+        Err(error) => Claimed::Failed(Phase::Claim, error),
     }
 }
 
