@@ -6,7 +6,8 @@
 #   scripts/pg-test-server.sh restart <dir>        # pg_ctl restart -m fast
 #
 # `start` is idempotent: a server already running in <dir> is reused and its DSN
-# printed again, so every test binary can call it. The server listens on
+# printed again, so every test binary can call it. When <port> is taken by
+# something else, the next free port above it is used (the DSN says which). The server listens on
 # 127.0.0.1 only, with fsync off (test data is disposable; PG_TEST_FSYNC=on for
 # benchmarks, which must not take that shortcut). The superuser `postgres`
 # connects by trust (the DSN printed); every other role must give its password,
@@ -80,10 +81,27 @@ SQL
 
 is_running() { [[ -f "$1/data/postmaster.pid" ]] && as_owner "$(pg_bin)/pg_ctl" -D "$1/data" status >/dev/null 2>&1; }
 
+# Something listens on 127.0.0.1:$1.
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# $1 if free, else the next free port above it (another developer's or
+# another checkout's cluster may hold the usual one).
+free_port() {
+    local port=$1
+    while port_in_use "$port"; do
+        port=$((port + 1))
+        [[ $port -lt $(($1 + 100)) ]] || { echo "no free port in $1..$port" >&2; exit 1; }
+    done
+    echo "$port"
+}
+
 start() {
     local dir=$1 port=$2 fresh=0
     [[ -d "$dir/data" ]] || { init_cluster "$dir"; fresh=1; }
-    if ! is_running "$dir"; then
+    if is_running "$dir"; then
+        port=$(sed -n 4p "$dir/data/postmaster.pid")
+    else
+        port=$(free_port "$port")
         as_owner "$(pg_bin)/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
             -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories='' -c fsync=${PG_TEST_FSYNC:-off} -c max_connections=400" \
             start >/dev/null 9>&-
