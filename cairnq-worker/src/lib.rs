@@ -127,6 +127,8 @@ mod claim_loop;
 mod claim_plan;
 mod completions;
 mod context;
+#[cfg(all(feature = "exec", unix))]
+pub mod exec;
 mod handler;
 mod heartbeat;
 mod issue;
