@@ -12,10 +12,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use cairnq_core::{CairnQ, Task, TaskSpec, TaskStatus};
-use cairnq_testkit::BackendFactory;
 use cairnq_testkit::postgres::PostgresFactory;
 use cairnq_testkit::sqlite::SqliteFactory;
 use cairnq_testkit::support::{eventually, finished, fresh};
+use cairnq_testkit::{BackendFactory, FreshStore};
 use cairnq_worker::exec::{ExecHandler, ExecOptions};
 use cairnq_worker::{TaskContext, TaskError, TaskOptions, Worker, WorkerHandle, WorkerOptions};
 use serde_json::{Value, json};
@@ -39,6 +39,21 @@ fn exec_worker(client: &CairnQ, options: WorkerOptions, command: &str, exec: Exe
 
 fn sqlite() -> SqliteFactory {
     SqliteFactory::new().expect("a SQLite factory")
+}
+
+/// A fresh SQLite store, and a temp dir for the files scripts write.
+struct Scene {
+    client: CairnQ,
+    dir: tempfile::TempDir,
+    _store: FreshStore,
+    _factory: SqliteFactory,
+}
+
+async fn scene() -> Scene {
+    let factory = sqlite();
+    let (client, store) = fresh(&factory).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    Scene { client, dir, _store: store, _factory: factory }
 }
 
 fn error_of(task: &Task) -> Value {
@@ -119,12 +134,11 @@ async fn a_script_drains_tasks_of_every_name_on_postgres() {
 /// with the stderr tail (progress lines left out) in its envelope.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exit_65_fails_for_good_with_the_stderr_tail() {
-    let factory = sqlite();
-    let (client, _fresh) = fresh(&factory).await;
+    let Scene { client, .. } = &scene().await;
     let task = client.submit("import", &json!({"row": 7})).max_attempts(5).await.expect("submit");
     let script = "echo 'reading row 7' >&2; echo 'progress 0.5' >&2; echo 'row 7: no such customer' >&2; exit 65";
-    let worker = exec_worker(&client, quick(), script, ExecOptions::new());
-    let done = finished(&client, &task.id).await;
+    let worker = exec_worker(client, quick(), script, ExecOptions::new());
+    let done = finished(client, &task.id).await;
     worker.stop_and_join().await.expect("stop");
 
     assert_eq!(done.status, TaskStatus::Failed);
@@ -144,17 +158,16 @@ async fn exit_65_fails_for_good_with_the_stderr_tail() {
 /// its attempts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exit_75_and_other_codes_are_retried() {
-    let factory = sqlite();
-    let (client, _fresh) = fresh(&factory).await;
+    let Scene { client, .. } = &scene().await;
     let flaky = client.submit("flaky", &json!({})).max_attempts(3).await.expect("submit");
     let broken = client.submit("broken", &json!({})).max_attempts(2).await.expect("submit");
     let script = r#"case "$CAIRNQ_TASK_NAME" in
         flaky) if [ "$CAIRNQ_ATTEMPT" -lt 2 ]; then echo 'busy, later' >&2; exit 75; fi; echo '"ok"' ;;
         *) echo "attempt $CAIRNQ_ATTEMPT failed" >&2; exit 3 ;;
     esac"#;
-    let worker = exec_worker(&client, quick(), script, ExecOptions::new());
-    let flaky = finished(&client, &flaky.id).await;
-    let broken = finished(&client, &broken.id).await;
+    let worker = exec_worker(client, quick(), script, ExecOptions::new());
+    let flaky = finished(client, &flaky.id).await;
+    let broken = finished(client, &broken.id).await;
     worker.stop_and_join().await.expect("stop");
 
     assert_eq!((flaky.status, flaky.attempt), (TaskStatus::Succeeded, 2));
@@ -170,14 +183,13 @@ async fn exit_75_and_other_codes_are_retried() {
 /// says why; empty stdout is a `null` result.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stdout_that_is_not_json_fails_for_good_and_empty_stdout_is_null() {
-    let factory = sqlite();
-    let (client, _fresh) = fresh(&factory).await;
+    let Scene { client, .. } = &scene().await;
     let chatty = client.submit("chatty", &json!({})).max_attempts(3).await.expect("submit");
     let quiet = client.submit("quiet", &json!({})).await.expect("submit");
     let script = r#"[ "$CAIRNQ_TASK_NAME" = chatty ] && echo 'processed 3 rows' || true"#;
-    let worker = exec_worker(&client, quick(), script, ExecOptions::new());
-    let chatty = finished(&client, &chatty.id).await;
-    let quiet = finished(&client, &quiet.id).await;
+    let worker = exec_worker(client, quick(), script, ExecOptions::new());
+    let chatty = finished(client, &chatty.id).await;
+    let quiet = finished(client, &quiet.id).await;
     worker.stop_and_join().await.expect("stop");
 
     assert_eq!((chatty.status, chatty.attempt), (TaskStatus::Failed, 1));
@@ -195,9 +207,7 @@ async fn stdout_that_is_not_json_fails_for_good_and_empty_stdout_is_null() {
 /// while the script runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_lines_update_progress() {
-    let factory = sqlite();
-    let (client, _fresh) = fresh(&factory).await;
-    let dir = tempfile::tempdir().expect("temp dir");
+    let Scene { client, dir, .. } = &scene().await;
     let go = dir.path().join("go");
     let task = client.submit("report", &json!({})).await.expect("submit");
     let script = format!(
@@ -205,14 +215,14 @@ async fn progress_lines_update_progress() {
          while [ ! -e '{go}' ]; do sleep 0.05; done; echo 'progress 1 done' >&2",
         go = go.display()
     );
-    let worker = exec_worker(&client, quick(), &script, ExecOptions::new());
+    let worker = exec_worker(client, quick(), &script, ExecOptions::new());
     eventually("the progress line is recorded", || async {
         let row = client.get(&task.id).await.expect("get").expect("the task");
         row.progress == Some(0.5) && row.message.as_deref() == Some("half way there")
     })
     .await;
     std::fs::write(&go, "").expect("let the script end");
-    let done = finished(&client, &task.id).await;
+    let done = finished(client, &task.id).await;
     worker.stop_and_join().await.expect("stop");
     assert_eq!(done.status, TaskStatus::Succeeded);
     assert_eq!((done.progress, done.message.as_deref()), (Some(1.0), Some("done")));
@@ -222,17 +232,15 @@ async fn progress_lines_update_progress() {
 /// the task ends canceled and the `sleep` the shell started is gone too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_terminates_the_sleeping_process_group() {
-    let factory = sqlite();
-    let (client, _fresh) = fresh(&factory).await;
-    let dir = tempfile::tempdir().expect("temp dir");
+    let Scene { client, dir, .. } = &scene().await;
     let pid_file = dir.path().join("pid");
     let task = client.submit("sleepy", &json!({})).await.expect("submit");
     let script = format!("sleep 600 & echo $! > '{}'; wait; echo survived", pid_file.display());
-    let worker = exec_worker(&client, quick(), &script, ExecOptions::new().kill_grace(Duration::from_secs(60)));
+    let worker = exec_worker(client, quick(), &script, ExecOptions::new().kill_grace(Duration::from_secs(60)));
     let sleep_pid = read_when_written(&pid_file).await;
     assert!(!process_gone(&sleep_pid));
     client.cancel(&task.id).await.expect("cancel");
-    let done = finished(&client, &task.id).await;
+    let done = finished(client, &task.id).await;
     assert_eq!(done.status, TaskStatus::Canceled);
     assert_eq!(error_of(&done)["code"], json!("canceled"));
     eventually("the sleep is gone", || async { process_gone(&sleep_pid) }).await;
@@ -243,9 +251,7 @@ async fn a_cancel_terminates_the_sleeping_process_group() {
 /// SIGKILL once the grace period is over.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_script_that_traps_term_is_killed_after_the_grace_period() {
-    let factory = sqlite();
-    let (client, _fresh) = fresh(&factory).await;
-    let dir = tempfile::tempdir().expect("temp dir");
+    let Scene { client, dir, .. } = &scene().await;
     let (pid_file, term_file) = (dir.path().join("pid"), dir.path().join("term"));
     let task = client.submit("stubborn", &json!({})).await.expect("submit");
     let script = format!(
@@ -253,14 +259,14 @@ async fn a_script_that_traps_term_is_killed_after_the_grace_period() {
         term = term_file.display(),
         pid = pid_file.display()
     );
-    let exec = ExecOptions::new().kill_grace(Duration::from_millis(700));
-    let worker = exec_worker(&client, quick(), &script, exec);
+    let exec = ExecOptions::new().kill_grace(Duration::from_secs(2));
+    let worker = exec_worker(client, quick(), &script, exec);
     let shell_pid = read_when_written(&pid_file).await;
     client.cancel(&task.id).await.expect("cancel");
     assert_eq!(read_when_written(&term_file).await, "got TERM");
     // The trap kept it alive past the TERM; only the KILL ends it.
     assert!(!process_gone(&shell_pid), "the shell ended at SIGTERM although it trapped it");
-    let done = finished(&client, &task.id).await;
+    let done = finished(client, &task.id).await;
     assert_eq!(done.status, TaskStatus::Canceled);
     eventually("the shell is killed", || async { process_gone(&shell_pid) }).await;
     worker.stop_and_join().await.expect("stop");
@@ -269,13 +275,11 @@ async fn a_script_that_traps_term_is_killed_after_the_grace_period() {
 /// A stop drains: the running command finishes and its result is kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stop_lets_running_commands_finish() {
-    let factory = sqlite();
-    let (client, _fresh) = fresh(&factory).await;
-    let dir = tempfile::tempdir().expect("temp dir");
+    let Scene { client, dir, .. } = &scene().await;
     let started = dir.path().join("started");
     let task = client.submit("slow", &json!({})).await.expect("submit");
     let script = format!("echo yes > '{}'; sleep 0.5; echo '\"finished\"'", started.display());
-    let worker = exec_worker(&client, quick(), &script, ExecOptions::new());
+    let worker = exec_worker(client, quick(), &script, ExecOptions::new());
     read_when_written(&started).await;
     worker.stop_and_join().await.expect("stop");
     let done = client.get(&task.id).await.expect("get").expect("the task");
@@ -288,8 +292,7 @@ async fn a_stop_lets_running_commands_finish() {
 /// for good.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn big_outputs_neither_deadlock_nor_exceed_the_stdout_limit() {
-    let factory = sqlite();
-    let (client, _fresh) = fresh(&factory).await;
+    let Scene { client, .. } = &scene().await;
     let big = client.submit("big", &json!({})).await.expect("submit");
     let noisy = client.submit("noisy", &json!({})).max_attempts(1).await.expect("submit");
     let endless = client.submit("endless", &json!({})).max_attempts(3).await.expect("submit");
@@ -300,10 +303,10 @@ async fn big_outputs_neither_deadlock_nor_exceed_the_stdout_limit() {
         *) yes ;;
     esac"#;
     let exec = ExecOptions::new().max_stdout_bytes(400_000).kill_grace(Duration::from_secs(5));
-    let worker = exec_worker(&client, quick(), script, exec);
-    let big = finished(&client, &big.id).await;
-    let noisy = finished(&client, &noisy.id).await;
-    let endless = finished(&client, &endless.id).await;
+    let worker = exec_worker(client, quick(), script, exec);
+    let big = finished(client, &big.id).await;
+    let noisy = finished(client, &noisy.id).await;
+    let endless = finished(client, &endless.id).await;
     worker.stop_and_join().await.expect("stop");
 
     assert_eq!(big.status, TaskStatus::Succeeded);
@@ -320,8 +323,7 @@ async fn big_outputs_neither_deadlock_nor_exceed_the_stdout_limit() {
 /// and a fallback cannot be combined with names of their own draw.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fallback_claims_every_name_but_not_beside_own_draws() {
-    let factory = sqlite();
-    let (client, _fresh) = fresh(&factory).await;
+    let Scene { client, .. } = &scene().await;
     let task = client.submit("anything", &json!(5)).await.expect("submit");
     let mut worker = Worker::new(client.clone(), quick()).expect("worker");
     worker
@@ -329,7 +331,7 @@ async fn a_fallback_claims_every_name_but_not_beside_own_draws() {
         .expect("fallback");
     assert!(worker.fallback_task(|_: TaskContext, _: Value| async { Ok::<_, TaskError>(()) }).is_err());
     let running = worker.spawn();
-    let done = finished(&client, &task.id).await;
+    let done = finished(client, &task.id).await;
     running.stop_and_join().await.expect("stop");
     assert_eq!(result_of(&done), json!(["anything", 5]));
 
@@ -340,9 +342,24 @@ async fn a_fallback_claims_every_name_but_not_beside_own_draws() {
     let refused = capped.run().await.expect_err("every name and an own draw cannot be claimed together");
     assert!(refused.to_string().contains("fallback"), "{refused}");
     assert!(
-        Worker::new(client, quick())
+        Worker::new(client.clone(), quick())
             .expect("worker")
             .exec(Vec::<String>::new(), &ExecHandler::new("true").expect("command"))
             .is_err()
     );
+}
+
+/// A command still running when the drain timeout ends is abandoned with
+/// its whole process group: nothing it started outlives the worker's run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_abandoned_at_the_drain_timeout_is_killed() {
+    let Scene { client, dir, .. } = &scene().await;
+    let pid_file = dir.path().join("pid");
+    client.submit("forever", &json!({})).await.expect("submit");
+    let script = format!("sleep 600 & echo $! > '{}'; wait", pid_file.display());
+    let options = quick().drain_timeout(Duration::from_millis(300));
+    let worker = exec_worker(client, options, &script, ExecOptions::new());
+    let sleep_pid = read_when_written(&pid_file).await;
+    worker.stop_and_join().await.expect("stop");
+    eventually("the abandoned sleep is gone", || async { process_gone(&sleep_pid) }).await;
 }
