@@ -11,6 +11,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use cairnq_core::store::FailParams;
 use cairnq_core::{CairnQ, Task, TaskSpec, TaskStatus};
 use cairnq_testkit::postgres::PostgresFactory;
 use cairnq_testkit::sqlite::SqliteFactory;
@@ -362,4 +363,26 @@ async fn a_command_abandoned_at_the_drain_timeout_is_killed() {
     let sleep_pid = read_when_written(&pid_file).await;
     worker.stop_and_join().await.expect("stop");
     eventually("the abandoned sleep is gone", || async { process_gone(&sleep_pid) }).await;
+}
+
+/// A lost lease stops the command with SIGTERM: here another party settles
+/// the attempt under the worker's id (as lease recovery does after an
+/// expiry) and requeues it for later; the worker's next heartbeat finds the
+/// lease gone and the sleeping script dies, though it got a long grace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_lease_terminates_the_command() {
+    let Scene { client, dir, .. } = &scene().await;
+    let pid_file = dir.path().join("pid");
+    let task = client.submit("stolen", &json!({})).max_attempts(3).await.expect("submit");
+    let script = format!("sleep 600 & echo $! > '{}'; wait", pid_file.display());
+    let options = quick().worker_id("exec-worker");
+    let worker = exec_worker(client, options, &script, ExecOptions::new().kill_grace(Duration::from_secs(60)));
+    let sleep_pid = read_when_written(&pid_file).await;
+    let requeue = FailParams::new(&task.id, "exec-worker").retryable(true).delay_ms(3_600_000);
+    client.fail(&requeue).await.expect("requeue the running attempt");
+    eventually("the sleep is gone", || async { process_gone(&sleep_pid) }).await;
+    worker.stop_and_join().await.expect("stop");
+    let row = client.get(&task.id).await.expect("get").expect("the task");
+    assert_eq!((row.status, row.attempt), (TaskStatus::Queued, 1));
+    assert_eq!(error_of(&row)["code"], json!("task_error"), "the discarded attempt wrote nothing");
 }
