@@ -58,6 +58,9 @@ pub(super) fn settle(ran: Ran) -> Result<Json, TaskError> {
             0 => return parse_result(stdout, &stderr),
             EXIT_PERMANENT => (false, " (EX_DATAERR: failed for good)"),
             EXIT_RETRY => (true, " (EX_TEMPFAIL: retried)"),
+            // What sh answers when it cannot run the command it was given.
+            126 => (true, " (the command is not executable)"),
+            127 => (true, " (command not found)"),
             _ => (true, ""),
         };
         let message = format!("the command exited with code {code}{meaning}");
@@ -170,6 +173,9 @@ mod tests {
         assert_eq!(envelope.as_ref().map(|e| e.details["stderr"].clone()), Some(json!("bad row 7\n")));
         assert_eq!(envelope.as_ref().map(|e| e.details["exit_code"].clone()), Some(json!(65)));
         assert!(envelope.is_some_and(|e| e.message.ends_with("failed for good): bad row 7")));
+        let not_found = settle(ran(exited(127), "", "sh: 1: resize.py: not found\n")).err();
+        let message = not_found.map(|e| e.envelope().message.clone()).unwrap_or_default();
+        assert_eq!(message, "the command exited with code 127 (command not found): sh: 1: resize.py: not found");
         for code in [EXIT_RETRY, 1, 2, 127] {
             assert!(settle(ran(exited(code), "", "")).is_err_and(|e| e.is_retryable()), "{code}");
         }
