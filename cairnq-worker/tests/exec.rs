@@ -386,3 +386,28 @@ async fn a_lost_lease_terminates_the_command() {
     assert_eq!((row.status, row.attempt), (TaskStatus::Queued, 1));
     assert_eq!(error_of(&row)["code"], json!("task_error"), "the discarded attempt wrote nothing");
 }
+
+/// A process that left the command's group (setsid) and holds its stdout
+/// cannot hang the attempt: after the shell exits, the pipes get the grace
+/// period, then the attempt fails (retryable) and says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipes_held_open_by_an_escaped_process_do_not_hang_the_attempt() {
+    let Scene { client, dir, .. } = &scene().await;
+    let pid_file = dir.path().join("pid");
+    let task = client.submit("escape", &json!({})).max_attempts(1).await.expect("submit");
+    // The escaped process writes its pid once it is in a session of its
+    // own; the script ends only then.
+    let script = format!(
+        "setsid sh -c 'echo $$ > \"{pid}\"; exec sleep 30' & while [ ! -s '{pid}' ]; do sleep 0.01; done; echo '\"done\"'",
+        pid = pid_file.display()
+    );
+    let exec = ExecOptions::new().kill_grace(Duration::from_millis(300));
+    let worker = exec_worker(client, quick(), &script, exec);
+    let escaped_pid = read_when_written(&pid_file).await;
+    let done = finished(client, &task.id).await;
+    worker.stop_and_join().await.expect("stop");
+    let _ = std::process::Command::new("kill").arg(&escaped_pid).status();
+    assert_eq!(done.status, TaskStatus::Failed);
+    let error = error_of(&done);
+    assert_eq!((error["code"].clone(), error["retryable"].clone()), (json!("exec_pipes_open"), json!(true)));
+}

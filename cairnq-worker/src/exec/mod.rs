@@ -82,7 +82,9 @@ use crate::worker::Worker;
 #[non_exhaustive]
 pub struct ExecOptions {
     /// How long a command stopped with SIGTERM (a cancel, a lost lease)
-    /// gets before SIGKILL. Default 10 s.
+    /// gets before SIGKILL; also how long its stdout and stderr may stay
+    /// open after the shell exited (held by a process that left its group)
+    /// before the attempt fails. Default 10 s.
     pub kill_grace: Duration,
     /// The most stdout a command may write (its result); past it the
     /// command is stopped and the task fails for good. Default 16 MiB.
@@ -223,6 +225,8 @@ impl Exec {
         // gets the grace period, then is given up on.
         let bounded_streams = async {
             tokio::select! {
+                // Output already complete wins over a grace just over.
+                biased;
                 ((), stdout, stderr) = streams => Some((stdout, stderr)),
                 () = async { exited.notified().await; tokio::time::sleep(self.options.kill_grace).await } => None,
             }
