@@ -231,13 +231,20 @@ async fn progress_lines_update_progress() {
 
 /// A cancel stops a sleeping script's whole process group with SIGTERM:
 /// the task ends canceled and the `sleep` the shell started is gone too.
+/// The lease is long (the heartbeat would see the cancel only after 20 s,
+/// past the test's patience): the runner asks every second.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_terminates_the_sleeping_process_group() {
     let Scene { client, dir, .. } = &scene().await;
     let pid_file = dir.path().join("pid");
     let task = client.submit("sleepy", &json!({})).await.expect("submit");
     let script = format!("sleep 600 & echo $! > '{}'; wait; echo survived", pid_file.display());
-    let worker = exec_worker(client, quick(), &script, ExecOptions::new().kill_grace(Duration::from_secs(60)));
+    let worker = exec_worker(
+        client,
+        quick().lease(Duration::from_secs(60)),
+        &script,
+        ExecOptions::new().kill_grace(Duration::from_secs(60)),
+    );
     let sleep_pid = read_when_written(&pid_file).await;
     assert!(!process_gone(&sleep_pid));
     client.cancel(&task.id).await.expect("cancel");

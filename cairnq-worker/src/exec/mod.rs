@@ -15,7 +15,8 @@
 //!   (a value in 0..1, then an optional message); every other line is kept,
 //!   and the last 4 KB of them go into the error envelope of a failure
 //!   (`details.stderr`; the last line also ends the message).
-//! - **cancel or lost lease**: the group gets SIGTERM, then SIGKILL after
+//! - **cancel or lost lease**: the group gets SIGTERM (within about a
+//!   second of the cancel, whatever the lease), then SIGKILL after
 //!   [`kill_grace`](ExecOptions::kill_grace). An attempt dropped unfinished
 //!   (`max_run`, a drain timeout, a stop at once) kills the group at once.
 //!   When the shell exits, whatever it left running in its group is killed.
@@ -204,6 +205,28 @@ impl Worker {
     }
 }
 
+/// How often a running command's task is asked whether it was canceled
+/// (free while the heartbeat answered within the last second).
+const CANCEL_POLL: Duration = Duration::from_secs(1);
+
+/// Resolves when a cancel is requested: flagged by the heartbeat, or found
+/// by asking every [`CANCEL_POLL`], so a long lease (a heartbeat every
+/// lease / 3) does not delay the SIGTERM.
+async fn cancel_seen(ctx: &TaskContext) {
+    let polled = async {
+        loop {
+            tokio::time::sleep(CANCEL_POLL).await;
+            if ctx.canceled().await {
+                return;
+            }
+        }
+    };
+    tokio::select! {
+        () = ctx.on_cancel() => {}
+        () = polled => {}
+    }
+}
+
 impl Exec {
     async fn run(self: Arc<Self>, ctx: TaskContext) -> SingleResult {
         if ctx.state().is_canceled() {
@@ -233,7 +256,7 @@ impl Exec {
         };
         let stop = async {
             tokio::select! {
-                () = ctx.on_cancel() => StopReason::Canceled,
+                () = cancel_seen(&ctx) => StopReason::Canceled,
                 () = ctx.on_lost_lease() => StopReason::LostLease,
                 () = overflow.notified() => StopReason::StdoutTooLarge,
             }
