@@ -418,3 +418,21 @@ async fn pipes_held_open_by_an_escaped_process_do_not_hang_the_attempt() {
     let error = error_of(&done);
     assert_eq!((error["code"].clone(), error["retryable"].clone()), (json!("exec_pipes_open"), json!(true)));
 }
+
+/// Near the worker's `max_run` the command gets SIGTERM, so its trap can
+/// clean up, and the task a retryable `handler_timeout`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_nearing_max_run_gets_sigterm_to_clean_up() {
+    let Scene { client, dir, .. } = &scene().await;
+    let term_file = dir.path().join("term");
+    let task = client.submit("long", &json!({})).max_attempts(1).await.expect("submit");
+    let script = format!("trap 'echo cleaned up > \"{}\"; exit 1' TERM; sleep 600 & wait", term_file.display());
+    let options = quick().max_run(Duration::from_secs(2));
+    let worker = exec_worker(client, options, &script, ExecOptions::new().kill_grace(Duration::from_millis(800)));
+    let done = finished(client, &task.id).await;
+    worker.stop_and_join().await.expect("stop");
+    assert_eq!(read_when_written(&term_file).await, "cleaned up");
+    assert_eq!(done.status, TaskStatus::Failed);
+    let error = error_of(&done);
+    assert_eq!((error["code"].clone(), error["retryable"].clone()), (json!("handler_timeout"), json!(true)));
+}

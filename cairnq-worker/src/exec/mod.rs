@@ -17,8 +17,11 @@
 //!   (`details.stderr`; the last line also ends the message).
 //! - **cancel or lost lease**: the group gets SIGTERM (within about a
 //!   second of the cancel, whatever the lease), then SIGKILL after
-//!   [`kill_grace`](ExecOptions::kill_grace). An attempt dropped unfinished
-//!   (`max_run`, a drain timeout, a stop at once) kills the group at once.
+//!   [`kill_grace`](ExecOptions::kill_grace). With the worker's `max_run`,
+//!   the group gets SIGTERM `kill_grace` before it (at most half of
+//!   `max_run` before), and the task a retryable `handler_timeout`. An
+//!   attempt dropped unfinished (at `max_run`, a drain timeout, a stop at
+//!   once) kills the group at once.
 //!   When the shell exits, whatever it left running in its group is killed.
 //! - **worker shutdown** drains: running commands finish (a Ctrl-C on the
 //!   worker's terminal does not reach them; they are in their own group).
@@ -32,6 +35,7 @@
 //! | exits 75 (`EX_TEMPFAIL`), or any other non-zero code | retried, `exit_status` |
 //! | killed by a signal | retried, `exit_signal` |
 //! | stopped by a cancel | canceled |
+//! | stopped near `max_run` | retried, `handler_timeout` |
 //!
 //! Every failure's envelope has type `ExecError`; `details` hold
 //! `stderr` and, as the case may be, `exit_code` or `signal`.
@@ -227,6 +231,17 @@ async fn cancel_seen(ctx: &TaskContext) {
     }
 }
 
+/// Resolves, with the worker's `max_run`, when the attempt is a grace
+/// period short of it (at most half of it): the command then gets SIGTERM
+/// and the rest of `max_run` to end, as after a cancel; at `max_run` the
+/// worker abandons the attempt and the group is killed. Never without
+/// `max_run`.
+async fn max_run_near(ctx: &TaskContext, grace: Duration) -> Duration {
+    let Some(limit) = ctx.max_run() else { return std::future::pending().await };
+    tokio::time::sleep(limit - grace.min(limit / 2)).await;
+    limit
+}
+
 impl Exec {
     async fn run(self: Arc<Self>, ctx: TaskContext) -> SingleResult {
         if ctx.state().is_canceled() {
@@ -258,6 +273,7 @@ impl Exec {
             tokio::select! {
                 () = cancel_seen(&ctx) => StopReason::Canceled,
                 () = ctx.on_lost_lease() => StopReason::LostLease,
+                limit = max_run_near(&ctx, self.options.kill_grace) => StopReason::MaxRun(limit),
                 () = overflow.notified() => StopReason::StdoutTooLarge,
             }
         };

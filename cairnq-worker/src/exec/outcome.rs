@@ -5,8 +5,9 @@
 use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
+use std::time::Duration;
 
-use cairnq_core::{ErrorEnvelope, Json};
+use cairnq_core::{ErrorEnvelope, Json, codes};
 use serde_json::{Map, Value, json};
 
 use super::streams::Stdout;
@@ -27,6 +28,8 @@ pub(super) enum StopReason {
     Canceled,
     LostLease,
     StdoutTooLarge,
+    /// Near the worker's `max_run` (this one).
+    MaxRun(Duration),
 }
 
 /// Everything the attempt left behind.
@@ -88,6 +91,10 @@ pub(super) fn stopped(reason: StopReason, stderr: &str, max_stdout_bytes: u64) -
                 "the command wrote more than {max_stdout_bytes} bytes to stdout (the result's limit) and was stopped"
             );
             failure("result_too_large", &message, false, Map::new(), stderr)
+        }
+        StopReason::MaxRun(limit) => {
+            let message = format!("the command was stopped as the attempt neared max_run ({} ms)", limit.as_millis());
+            failure(codes::HANDLER_TIMEOUT, &message, true, Map::new(), stderr)
         }
     }
 }
