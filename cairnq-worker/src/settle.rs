@@ -6,7 +6,7 @@
 
 use cairnq_core::backend::lost_lease;
 use cairnq_core::store::{FailParams, SettleParams};
-use cairnq_core::{Error, Json, Result, Task};
+use cairnq_core::{Error, Json, Result, Task, codes};
 
 use crate::issue::Phase;
 use crate::retries::with_transient_retries;
@@ -52,7 +52,10 @@ impl Shared {
             return;
         }
         let written = match how {
-            Settlement::Complete(result) => self.completions.call((task.id.clone(), result)).await,
+            Settlement::Complete(result) => {
+                let completed = self.completions.call((task.id.clone(), result)).await;
+                self.fail_if_refused(task, completed, drop).await
+            }
             Settlement::Fail(_) => self.write_settlement(task, &how).await.map(drop),
         };
         self.reported(&task.id, self.finish_write(task, state, written));
@@ -83,7 +86,20 @@ impl Shared {
         // a settle queued behind many others (a large batch) must not lose
         // its lease while it waits.
         let written = self.write_settlement(task, &how).await;
+        let written = self.fail_if_refused(task, written, std::convert::identity).await;
         self.finish_write(task, state, written)
+    }
+
+    /// A result the store refuses to hold (Postgres jsonb cannot store
+    /// `\u0000`) would leave the task running until its lease expired and
+    /// then rerun it into the same refusal. Running it again cannot help, so
+    /// the attempt fails for good instead, naming the store's reason.
+    async fn fail_if_refused<T>(&self, task: &Task, written: Result<T>, when_failed: fn(Task) -> T) -> Result<T> {
+        let Err(Error::Serialization(reason)) = written else { return written };
+        let error = TaskError::new(format!("the store refused the handler's result: {reason}"))
+            .code(codes::UNSERIALIZABLE_RESULT)
+            .error_type("SerializationError");
+        self.write_settlement(task, &Settlement::Fail(error)).await.map(when_failed)
     }
 
     /// After a settle write: stop renewing the lease; a lost lease marks
