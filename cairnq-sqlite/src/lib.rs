@@ -157,6 +157,7 @@ mod diagnose;
 mod error;
 mod exec;
 mod group_commit;
+mod inspect;
 mod local_wakeups;
 mod location;
 mod open;
@@ -169,5 +170,6 @@ mod sql;
 mod store;
 
 pub use group_commit::WriteStats;
+pub use inspect::FileHealth;
 pub use options::{SqliteOptions, Synchronous};
 pub use store::SqliteStore;

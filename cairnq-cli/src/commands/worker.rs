@@ -1,0 +1,57 @@
+//! `cairnq worker --exec 'CMD'`: runs a command line once per task, so any
+//! language can be a cairnq worker. This module owns the command line and
+//! the worker's lifecycle (options, the store, SIGTERM drains); running
+//! one task's command is `cairnq_worker::exec`.
+
+use std::time::Duration;
+
+use cairnq_worker::WorkerOptions;
+
+use crate::commands::Context;
+use crate::exit::{Exit, Failure};
+use crate::humanize;
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The command line to run per task (through `sh -c`): payload JSON on
+    /// stdin, result JSON on stdout; exit 65 fails for good, other non-zero
+    /// codes retry.
+    #[arg(long, value_name = "CMD")]
+    exec: String,
+    /// Handler names to claim (repeat for several); none: every name.
+    #[arg(long = "name", value_name = "NAME")]
+    names: Vec<String>,
+    /// Queues to claim from (repeat for several).
+    #[arg(long = "queue", value_name = "QUEUE", default_value = "default")]
+    queues: Vec<String>,
+    /// Commands running at once.
+    #[arg(long, default_value_t = 1)]
+    concurrency: usize,
+    /// Lease per claim, extended by heartbeats while the command runs.
+    #[arg(long, default_value = "30s", value_parser = humanize::duration)]
+    lease: Duration,
+    /// A command running longer is stopped and its attempt fails.
+    #[arg(long, value_parser = humanize::duration)]
+    max_run: Option<Duration>,
+}
+
+impl Args {
+    /// The worker options of the arguments, checked by the library.
+    fn options(&self) -> Result<WorkerOptions, Failure> {
+        if self.exec.trim().is_empty() {
+            return Err(Failure::usage("--exec needs a command line"));
+        }
+        let mut options =
+            WorkerOptions::new().queues(self.queues.iter().cloned()).concurrency(self.concurrency).lease(self.lease);
+        if let Some(limit) = self.max_run {
+            options = options.max_run(limit);
+        }
+        options.validate()?;
+        Ok(options)
+    }
+}
+
+pub(crate) async fn run(_context: &Context, args: Args) -> Result<Exit, Failure> {
+    let _options = args.options()?;
+    Err(Failure::new(Exit::Failed, "worker --exec: the command runner is not in this build yet"))
+}
