@@ -16,11 +16,15 @@ mod output;
 mod table;
 
 use clap::Parser;
+use clap::error::ErrorKind;
 
 use crate::exit::Exit;
 
 fn main() -> std::process::ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return usage(&error),
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => return exit::report(&exit::Failure::new(Exit::Failed, format!("cannot start the runtime: {e}"))),
@@ -29,4 +33,20 @@ fn main() -> std::process::ExitCode {
         Ok(code) => code.into(),
         Err(failure) => exit::report(&failure),
     }
+}
+
+/// Help and version print as clap writes them; a usage error becomes the
+/// one line every failure is (clap's first line, without its tips).
+fn usage(error: &clap::Error) -> std::process::ExitCode {
+    if matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = error.print();
+        return u8::try_from(error.exit_code()).unwrap_or(2).into();
+    }
+    let text = error.render().to_string();
+    let first = text.lines().next().unwrap_or("bad arguments");
+    let line = first.strip_prefix("error: ").unwrap_or(first);
+    exit::report(&exit::Failure::usage(format!("{line} (see --help)")))
 }
