@@ -107,6 +107,10 @@
 //! | ran past `max_run` | retryable `handler_timeout`, lease marked lost |
 //! | claimed name without handler | failed, `no_handler` (only with `claim_unknown_names`) |
 //!
+//! A fallback handler ([`Worker::fallback_task`], or a command line through
+//! `Worker::exec_all`) runs every name that has no handler of its own, and
+//! makes the worker claim every name on its queues.
+//!
 //! # Features
 //!
 //! The worker runs unchanged on any store. For convenience, `sqlite` adds
@@ -114,11 +118,19 @@
 //! `Worker::postgres(dsn, options)`; without them, build the store
 //! yourself and use [`Worker::from_store`] or [`Worker::new`].
 //!
+//! `exec` (Unix) adds the `exec` module: a shell command line as a handler,
+//! run once per task with the payload on stdin and the result on stdout
+//! (`Worker::exec(names, &handler)`, `Worker::exec_all(&handler)`), which
+//! makes any language a cairnq worker; `cairnq worker --exec` is built on it.
+//!
 //! # Known limits
 //!
 //! - A blocking handler abandoned at `max_run` or at the drain timeout keeps
 //!   its thread until it returns (threads cannot be killed); its outcome is
 //!   discarded.
+//! - A command of the `exec` feature runs in a process group the worker
+//!   kills when it abandons the attempt; a worker killed outright (SIGKILL,
+//!   a crash) cannot, so its commands run on while their leases expire.
 //! - A batch draw reserves one call slot for the transaction even when it
 //!   then finds nothing; the next round rotates and retries at once.
 
@@ -127,6 +139,8 @@ mod claim_loop;
 mod claim_plan;
 mod completions;
 mod context;
+#[cfg(all(feature = "exec", unix))]
+pub mod exec;
 mod handler;
 mod heartbeat;
 mod issue;

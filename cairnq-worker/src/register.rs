@@ -3,7 +3,8 @@
 //! takes per-name [`TaskOptions`]. Each takes the handler's name as a
 //! [`TaskDef`](cairnq_core::TaskDef), which fixes the payload and result
 //! types so the API side and the handler cannot disagree (a plain string
-//! works too, the types then come from the handler).
+//! works too, the types then come from the handler). A fallback handler
+//! (`fallback_task`) runs every name without a handler of its own.
 
 use cairnq_core::{Error, Result};
 
@@ -122,15 +123,50 @@ impl Worker {
         self.register(name.task_name(), options, handler.erase())
     }
 
-    fn register(&mut self, name: &str, options: TaskOptions, handler: ErasedHandler) -> Result<&mut Self> {
+    /// Registers an async handler for every name that has no handler of
+    /// its own: the worker then claims EVERY name on its queues (a name
+    /// registered with [`task`](Self::task) and friends still runs its own
+    /// handler). Its payload type must decode from any task it may get:
+    /// take `serde_json::Value`, or read the payload from the context
+    /// ([`TaskContext::payload_json`](crate::TaskContext::payload_json),
+    /// [`TaskContext::name`](crate::TaskContext::name)).
+    ///
+    /// Claims cannot say "every name but these", so a worker with a
+    /// fallback refuses, when it starts, names with a draw of their own
+    /// (`batch`, per-name `concurrency`, a `resource`).
+    ///
+    /// ```no_run
+    /// # fn demo(worker: &mut cairnq_worker::Worker) -> cairnq_core::Result<()> {
+    /// use cairnq_worker::{TaskContext, TaskError};
+    /// worker.fallback_task(|ctx: TaskContext, payload: serde_json::Value| async move {
+    ///     Ok::<_, TaskError>(serde_json::json!({"name": ctx.name(), "echo": payload}))
+    /// })?;
+    /// # Ok(()) }
+    /// ```
+    pub fn fallback_task<H, P, R, E>(&mut self, handler: H) -> Result<&mut Self>
+    where
+        H: AsyncHandler<P, R, E>,
+    {
+        self.register_fallback(handler.erase())
+    }
+
+    pub(crate) fn register_fallback(&mut self, handler: ErasedHandler) -> Result<&mut Self> {
+        if self.handlers.fallback.is_some() {
+            return Err(Error::validation("fallback", "a fallback handler is already registered"));
+        }
+        self.handlers.fallback = Some(Registered { handler: handler.0, options: TaskOptions::new() });
+        Ok(self)
+    }
+
+    pub(crate) fn register(&mut self, name: &str, options: TaskOptions, handler: ErasedHandler) -> Result<&mut Self> {
         if name.is_empty() || name.contains('\0') {
             return Err(Error::validation("name", "must not be empty or hold a NUL character"));
         }
-        if self.handlers.contains_key(name) {
+        if self.handlers.by_name.contains_key(name) {
             return Err(Error::validation("name", format!("a handler for {name:?} is already registered")));
         }
         options.validate(&self.options)?;
-        self.handlers.insert(name.to_string(), Registered { handler: handler.0, options });
+        self.handlers.by_name.insert(name.to_string(), Registered { handler: handler.0, options });
         Ok(self)
     }
 }

@@ -2,13 +2,12 @@
 //! future, `serve` as a blocking process entry point with SIGINT/SIGTERM
 //! handled, `stop`, and a background [`WorkerHandle`].
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use cairnq_core::{CairnQ, Error, Result, Store};
 
-use crate::claim_loop::{ClaimLoop, Registered};
+use crate::claim_loop::{ClaimLoop, Handlers};
 use crate::claim_plan::NameTable;
 use crate::issue::{WorkerIssue, deliver};
 use crate::options::WorkerOptions;
@@ -32,16 +31,20 @@ use crate::stop::{ShutdownSignals, StopLevel, StopSwitch, raise, stop_switch};
 pub struct Worker {
     client: CairnQ,
     pub(crate) options: WorkerOptions,
-    pub(crate) handlers: HashMap<String, Registered>,
+    pub(crate) handlers: Handlers,
     stop: StopSwitch,
     running: AtomicBool,
 }
 
 impl std::fmt::Debug for Worker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut names: Vec<_> = self.handlers.keys().collect();
+        let mut names: Vec<_> = self.handlers.by_name.keys().collect();
         names.sort();
-        f.debug_struct("Worker").field("options", &self.options).field("handlers", &names).finish()
+        f.debug_struct("Worker")
+            .field("options", &self.options)
+            .field("handlers", &names)
+            .field("fallback", &self.handlers.fallback.is_some())
+            .finish()
     }
 }
 
@@ -52,7 +55,7 @@ impl Worker {
         options.validate()?;
         options.worker_id.get_or_insert_with(cairnq_core::backend::new_worker_id);
         let stop = stop_switch();
-        Ok(Self { client, options, handlers: HashMap::new(), stop, running: AtomicBool::new(false) })
+        Ok(Self { client, options, handlers: Handlers::default(), stop, running: AtomicBool::new(false) })
     }
 
     /// A worker over `store`.
@@ -144,24 +147,27 @@ impl Worker {
     }
 
     fn name_table(&self) -> Result<NameTable> {
-        if self.handlers.is_empty() {
+        let handlers = &self.handlers.by_name;
+        if handlers.is_empty() && self.handlers.fallback.is_none() {
             return Err(Error::validation("handlers", "register at least one handler before running"));
         }
-        let mut own: Vec<_> = self
-            .handlers
+        let mut own: Vec<_> = handlers
             .iter()
             .filter(|(_, r)| r.options.has_own_draw())
             .map(|(n, r)| (n.clone(), r.options.clone()))
             .collect();
         own.sort_by(|a, b| a.0.cmp(&b.0));
         let mut shared: Vec<_> =
-            self.handlers.iter().filter(|(_, r)| !r.options.has_own_draw()).map(|(n, _)| n.clone()).collect();
+            handlers.iter().filter(|(_, r)| !r.options.has_own_draw()).map(|(n, _)| n.clone()).collect();
         shared.sort();
-        if !self.options.claim_unknown_names {
+        if !self.options.claim_unknown_names && self.handlers.fallback.is_none() {
             return Ok(NameTable { own, shared: Some(shared) });
         }
+        // A draw of any name would also take the own-draw names, past
+        // their limits: claims cannot say "every name but these".
         if !own.is_empty() {
-            let message = "claim_unknown_names cannot be combined with per-name batch, concurrency or resources";
+            let message = "claiming every name (claim_unknown_names or a fallback handler) cannot be combined \
+                           with per-name batch, concurrency or resources";
             return Err(Error::validation("claim_unknown_names", message));
         }
         Ok(NameTable { own, shared: None })

@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use cairnq_worker::WorkerOptions;
+use cairnq_worker::exec::ExecHandler;
+use cairnq_worker::{Worker, WorkerOptions};
 
 use crate::commands::Context;
 use crate::exit::{Exit, Failure};
@@ -38,9 +39,6 @@ pub(crate) struct Args {
 impl Args {
     /// The worker options of the arguments, checked by the library.
     fn options(&self) -> Result<WorkerOptions, Failure> {
-        if self.exec.trim().is_empty() {
-            return Err(Failure::usage("--exec needs a command line"));
-        }
         let mut options =
             WorkerOptions::new().queues(self.queues.iter().cloned()).concurrency(self.concurrency).lease(self.lease);
         if let Some(limit) = self.max_run {
@@ -51,7 +49,26 @@ impl Args {
     }
 }
 
-pub(crate) async fn run(_context: &Context, args: Args) -> Result<Exit, Failure> {
-    let _options = args.options()?;
-    Err(Failure::new(Exit::Failed, "worker --exec: the command runner is not in this build yet"))
+/// Runs until SIGTERM or SIGINT, then drains (running commands finish); a
+/// second signal stops at once.
+pub(crate) async fn run(context: &Context, args: Args) -> Result<Exit, Failure> {
+    // Bad arguments are refused before the database is opened.
+    let options = args.options()?;
+    let handler = ExecHandler::new(&args.exec)?;
+    let client = context.installing().await?;
+    let mut worker = Worker::new(client, options)?;
+    if args.names.is_empty() {
+        worker.exec_all(&handler)?;
+    } else {
+        worker.exec(&args.names, &handler)?;
+    }
+    eprintln!(
+        "cairnq worker {} runs {:?} for {} on queue(s) {}",
+        worker.worker_id(),
+        args.exec,
+        if args.names.is_empty() { "every name".to_string() } else { args.names.join(", ") },
+        args.queues.join(", ")
+    );
+    worker.run_until_signal().await?;
+    Ok(Exit::Ok)
 }

@@ -16,6 +16,9 @@ async fn read_only_commands_never_create_a_database() {
     cli.run(&["submit", "x", "--payload", "{nope"]).refused(2, "--payload is not valid JSON");
     cli.run(&["submit", "x", "--delay", "soon"]).refused(2, "is not a duration");
     cli.run(&["submit", "x", "--metadata", "[1]"]).refused(2, "--metadata must be a JSON object");
+    cli.run(&["worker", "--exec", "  "]).refused(2, "command");
+    cli.run(&["worker", "--exec", "cat", "--concurrency", "0"]).refused(2, "concurrency");
+    cli.run(&["worker", "--exec", "cat", "--lease", "forever"]).refused(2, "is not a duration");
     assert!(!path.exists(), "refused input created the file");
     // migrate status and sql only look.
     let status = cli.json(&["-o", "json", "migrate", "status"]);

@@ -8,3 +8,4 @@ mod python;
 mod scenarios;
 mod support;
 mod top;
+mod worker;

@@ -112,6 +112,21 @@ pub(crate) struct Registered {
     pub(crate) options: TaskOptions,
 }
 
+/// Every registered handler: one per name, and the fallback that runs
+/// every other name (its worker then claims every name on its queues).
+#[derive(Clone, Default)]
+pub(crate) struct Handlers {
+    pub(crate) by_name: HashMap<String, Registered>,
+    pub(crate) fallback: Option<Registered>,
+}
+
+impl Handlers {
+    /// The handler that runs `name`: its own, else the fallback.
+    pub(crate) fn get(&self, name: &str) -> Option<&Registered> {
+        self.by_name.get(name).or(self.fallback.as_ref())
+    }
+}
+
 /// How a claim in flight ended.
 enum Claimed {
     /// Rows were taken; `filled`: as many as the plan allowed.
@@ -134,7 +149,7 @@ enum Next {
 
 pub(crate) struct ClaimLoop {
     core: Arc<Shared>,
-    handlers: Arc<HashMap<String, Registered>>,
+    handlers: Arc<Handlers>,
     names: NameTable,
     stop: watch::Receiver<StopLevel>,
     calls: JoinSet<()>,
@@ -161,7 +176,7 @@ pub(crate) struct ClaimLoop {
 impl ClaimLoop {
     pub(crate) fn new(
         core: Arc<Shared>,
-        handlers: HashMap<String, Registered>,
+        handlers: Handlers,
         names: NameTable,
         stop: watch::Receiver<StopLevel>,
     ) -> Self {

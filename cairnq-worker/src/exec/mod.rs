@@ -1,0 +1,245 @@
+//! Runs a shell command line as a handler, once per task: this is what
+//! makes any language a cairnq worker (`cairnq worker --exec 'CMD ARGS'`).
+//! Needs the `exec` feature (Unix).
+//!
+//! Each task runs `sh -c COMMAND` (so pipes and quoting work) in a process
+//! group of its own:
+//!
+//! - **stdin** carries the payload JSON, exactly as stored, then closes.
+//! - **environment**: `CAIRNQ_TASK_ID`, `CAIRNQ_TASK_NAME`, `CAIRNQ_ATTEMPT`
+//!   (1 on the first claim) and `CAIRNQ_QUEUE`, on top of the worker's own.
+//! - **stdout** is the result: one JSON document (surrounding whitespace is
+//!   ignored; empty means `null`), at most
+//!   [`max_stdout_bytes`](ExecOptions::max_stdout_bytes).
+//! - **stderr**: a line `progress 0.5 optional message` reports progress
+//!   (a value in 0..1, then an optional message); every other line is kept,
+//!   and the last 4 KB of them go into the error envelope of a failure
+//!   (`details.stderr`; the last line also ends the message).
+//! - **cancel or lost lease**: the group gets SIGTERM, then SIGKILL after
+//!   [`kill_grace`](ExecOptions::kill_grace). An attempt dropped unfinished
+//!   (`max_run`, a drain timeout, a stop at once) kills the group at once.
+//!   When the shell exits, whatever it left running in its group is killed.
+//! - **worker shutdown** drains: running commands finish (a Ctrl-C on the
+//!   worker's terminal does not reach them; they are in their own group).
+//!
+//! | the command | the task |
+//! |---|---|
+//! | exits 0, stdout JSON (or empty) | succeeded with it (`null` when empty) |
+//! | exits 0, stdout not JSON | failed for good, `invalid_result` |
+//! | writes more than `max_stdout_bytes` | stopped, failed for good, `result_too_large` |
+//! | exits 65 (`EX_DATAERR`) | failed for good, `exit_status` |
+//! | exits 75 (`EX_TEMPFAIL`), or any other non-zero code | retried, `exit_status` |
+//! | killed by a signal | retried, `exit_signal` |
+//! | stopped by a cancel | canceled |
+//!
+//! Every failure's envelope has type `ExecError`; `details` hold
+//! `stderr` and, as the case may be, `exit_code` or `signal`.
+//!
+//! ```no_run
+//! # async fn demo(store: impl cairnq_core::Store) -> cairnq_core::Result<()> {
+//! use std::time::Duration;
+//! use cairnq_worker::exec::{ExecHandler, ExecOptions};
+//! use cairnq_worker::{Worker, WorkerOptions};
+//!
+//! let mut worker = Worker::from_store(store, WorkerOptions::new().concurrency(4))?;
+//! // One task name, a Python script:
+//! let resize = ExecHandler::new("python3 resize.py --quality 80")?;
+//! worker.exec(["resize"], &resize)?;
+//! // Every other name on the queues, with a shorter grace after SIGTERM:
+//! let options = ExecOptions::new().kill_grace(Duration::from_secs(2));
+//! worker.exec_all(&ExecHandler::with_options(r#"jq '{seen: .}'"#, options)?)?;
+//! worker.run_until_signal().await
+//! # }
+//! ```
+
+mod child;
+mod outcome;
+mod streams;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cairnq_core::{Error, Result};
+use tokio::sync::Notify;
+
+pub use self::outcome::{EXIT_PERMANENT, EXIT_RETRY};
+use self::outcome::{Ran, StopReason};
+use crate::context::TaskContext;
+use crate::handler::{ErasedHandler, Handler, SingleResult};
+use crate::options::TaskOptions;
+use crate::worker::Worker;
+
+/// How an [`ExecHandler`] runs its command.
+///
+/// ```
+/// use std::time::Duration;
+/// use cairnq_worker::exec::ExecOptions;
+/// let options = ExecOptions::new().kill_grace(Duration::from_secs(5)).max_stdout_bytes(1 << 20);
+/// assert_eq!(options.kill_grace, Duration::from_secs(5));
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ExecOptions {
+    /// How long a command stopped with SIGTERM (a cancel, a lost lease)
+    /// gets before SIGKILL. Default 10 s.
+    pub kill_grace: Duration,
+    /// The most stdout a command may write (its result); past it the
+    /// command is stopped and the task fails for good. Default 16 MiB.
+    pub max_stdout_bytes: u64,
+    /// The command's working directory; `None`: the worker's.
+    pub current_dir: Option<PathBuf>,
+}
+
+impl Default for ExecOptions {
+    fn default() -> Self {
+        Self { kill_grace: Duration::from_secs(10), max_stdout_bytes: 16 << 20, current_dir: None }
+    }
+}
+
+impl ExecOptions {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Waits this long after SIGTERM before SIGKILL.
+    pub fn kill_grace(mut self, grace: Duration) -> Self {
+        self.kill_grace = grace;
+        self
+    }
+
+    /// Lets a command's stdout be at most this long.
+    pub fn max_stdout_bytes(mut self, bytes: u64) -> Self {
+        self.max_stdout_bytes = bytes;
+        self
+    }
+
+    /// Runs the command in this directory.
+    pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.current_dir = Some(dir.into());
+        self
+    }
+}
+
+/// A shell command line that runs once per task (see the [module
+/// docs](self) for the contract). Cheap to clone; register it with
+/// [`Worker::exec`] for some names or [`Worker::exec_all`] for every name.
+#[derive(Debug, Clone)]
+pub struct ExecHandler {
+    exec: Arc<Exec>,
+}
+
+#[derive(Debug)]
+struct Exec {
+    command: String,
+    options: ExecOptions,
+}
+
+impl ExecHandler {
+    /// Runs `command` through `sh -c` with the default options. Fails with
+    /// a validation error when the command is blank or holds a NUL.
+    ///
+    /// ```
+    /// use cairnq_worker::exec::ExecHandler;
+    /// assert!(ExecHandler::new("./ingest.sh | tee -a ingest.log").is_ok());
+    /// assert!(ExecHandler::new("  ").is_err());
+    /// ```
+    pub fn new(command: impl Into<String>) -> Result<Self> {
+        Self::with_options(command, ExecOptions::default())
+    }
+
+    /// [`new`](Self::new) with options.
+    pub fn with_options(command: impl Into<String>, options: ExecOptions) -> Result<Self> {
+        let command = command.into();
+        if command.trim().is_empty() || command.contains('\0') {
+            return Err(Error::validation("command", "must not be blank or hold a NUL character"));
+        }
+        Ok(Self { exec: Arc::new(Exec { command, options }) })
+    }
+
+    /// The command line.
+    pub fn command(&self) -> &str {
+        &self.exec.command
+    }
+
+    /// The options.
+    pub fn options(&self) -> &ExecOptions {
+        &self.exec.options
+    }
+
+    fn erase(&self) -> ErasedHandler {
+        let exec = self.exec.clone();
+        ErasedHandler(Handler::Single(Arc::new(move |ctx| Box::pin(exec.clone().run(ctx)))))
+    }
+}
+
+impl Worker {
+    /// Runs `handler`'s command for the tasks of each of `names`. Fails
+    /// with a validation error when `names` is empty (use
+    /// [`exec_all`](Self::exec_all)) or a name is taken.
+    pub fn exec<I, S>(&mut self, names: I, handler: &ExecHandler) -> Result<&mut Self>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut any = false;
+        for name in names {
+            self.register(name.as_ref(), TaskOptions::new(), handler.erase())?;
+            any = true;
+        }
+        if !any {
+            return Err(Error::validation("names", "no task names given (Worker::exec_all runs every name)"));
+        }
+        Ok(self)
+    }
+
+    /// Runs `handler`'s command for every name without a handler of its
+    /// own: the worker claims EVERY name on its queues (see
+    /// [`fallback_task`](Self::fallback_task)).
+    pub fn exec_all(&mut self, handler: &ExecHandler) -> Result<&mut Self> {
+        self.register_fallback(handler.erase())
+    }
+}
+
+impl Exec {
+    async fn run(self: Arc<Self>, ctx: TaskContext) -> SingleResult {
+        if ctx.state().is_canceled() {
+            return Err(outcome::stopped(StopReason::Canceled, "", self.options.max_stdout_bytes));
+        }
+        let (mut child, mut group) = child::spawn(&self.command, &self.options, &ctx).map_err(outcome::not_started)?;
+        let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        let overflow = Notify::new();
+        let exited = Notify::new();
+        let streams = async {
+            tokio::join!(
+                streams::feed_stdin(stdin, ctx.payload_json().as_str()),
+                streams::read_stdout(stdout, self.options.max_stdout_bytes, &overflow),
+                streams::watch_stderr(stderr, &ctx),
+            )
+        };
+        // Whatever the shell left in its group is killed when it exits, so
+        // the pipes close at once; one held by a process that left the group
+        // gets the grace period, then is given up on.
+        let bounded_streams = async {
+            tokio::select! {
+                ((), stdout, stderr) = streams => Some((stdout, stderr)),
+                () = async { exited.notified().await; tokio::time::sleep(self.options.kill_grace).await } => None,
+            }
+        };
+        let stop = async {
+            tokio::select! {
+                () = ctx.on_cancel() => StopReason::Canceled,
+                () = ctx.on_lost_lease() => StopReason::LostLease,
+                () = overflow.notified() => StopReason::StdoutTooLarge,
+            }
+        };
+        let exit = async {
+            let ended = child::wait(&mut child, &mut group, self.options.kill_grace, stop).await;
+            exited.notify_one();
+            ended
+        };
+        let (streams, (status, stopped)) = tokio::join!(bounded_streams, exit);
+        outcome::settle(Ran { status, stopped, streams, max_stdout_bytes: self.options.max_stdout_bytes })
+    }
+}
