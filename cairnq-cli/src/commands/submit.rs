@@ -100,7 +100,11 @@ pub(crate) async fn run(context: &Context, args: Args) -> Result<Exit, Failure> 
     let spec = TaskSpec::new(args.name, &payload).options(options);
     let client = context.installing().await?;
     let task = client.submit_spec(&spec).await?;
-    context.out.task(&task)?;
+    // One row in a table (`cairnq get` shows every field); the row as JSON.
+    match context.out.format {
+        crate::output::Format::Table => context.out.tasks(std::slice::from_ref(&task))?,
+        _ => context.out.task(&task)?,
+    }
     Ok(Exit::Ok)
 }
 
