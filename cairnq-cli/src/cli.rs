@@ -34,11 +34,11 @@ enum Command {
     Get(commands::read::GetArgs),
     /// List tasks, newest first (keyset pages: --after CURSOR).
     List(commands::read::ListArgs),
-    /// Cancel a task by id or --key, or every task matching a filter.
+    /// Cancel a task by id or --key, or every task matching a filter (default: queued and running).
     Cancel(commands::bulk::CancelArgs),
-    /// Retry a failed or canceled task by id or --key, or every task matching a filter.
+    /// Retry a failed or canceled task by id or --key, or every task matching a filter (default: failed).
     Retry(commands::bulk::RetryArgs),
-    /// Delete finished tasks older than --older-than.
+    /// Delete finished tasks (succeeded, failed, canceled) older than --older-than.
     Purge(commands::purge::Args),
     /// Wait for a task to finish (exit 0 succeeded, 1 failed or canceled, 4 timeout).
     Wait(commands::wait::Args),

@@ -179,6 +179,7 @@ impl SqliteStore {
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> cairnq_core::Result<()> {
+    /// use cairnq_core::Store;
     /// use cairnq_sqlite::SqliteStore;
     /// let dir = tempfile::tempdir().expect("temp dir");
     /// let path = dir.path().join("q.db");

@@ -4,11 +4,12 @@
 //! library's own cancel and retry, one task at a time, so a task that
 //! changed state meanwhile is left alone.
 
-use cairnq_core::{CairnQ, ListFilter, Task, TaskStatus};
+use cairnq_core::{CairnQ, Task, TaskStatus};
 use serde::Serialize;
 
 use crate::commands::Context;
-use crate::commands::read::{StatusArg, find};
+use crate::commands::filter::FilterArgs;
+use crate::commands::read::find;
 use crate::exit::{Exit, Failure};
 use crate::output::{Format, hint};
 
@@ -21,15 +22,9 @@ pub(crate) struct Selection {
     /// The task this business key points at.
     #[arg(long, conflicts_with_all = ["status", "queue", "name"])]
     key: Option<String>,
-    /// Every task in this status (retry: failed by default; cancel: queued and running).
-    #[arg(long, value_enum)]
-    status: Option<StatusArg>,
-    /// Every matching task of this queue.
-    #[arg(long)]
-    queue: Option<String>,
-    /// Every matching task of this handler name.
-    #[arg(long)]
-    name: Option<String>,
+    // Without --status, retry takes failed tasks, cancel queued and running ones.
+    #[command(flatten)]
+    filter: FilterArgs,
     /// Count the tasks that would change; change nothing.
     #[arg(long)]
     dry_run: bool,
@@ -168,14 +163,13 @@ fn past(action: Action) -> &'static str {
 /// The statuses a filter selects, refused when the action cannot move
 /// them or when no filter is given at all.
 fn statuses(selection: &Selection, action: Action) -> Result<Vec<TaskStatus>, Failure> {
-    let filtered = selection.status.is_some() || selection.queue.is_some() || selection.name.is_some();
-    if selection.id.is_none() && selection.key.is_none() && !filtered {
+    if selection.id.is_none() && selection.key.is_none() && !selection.filter.any() {
         return Err(Failure::usage(format!(
             "say which tasks to {}: a task id, --key, or a filter (--status, --queue, --name)",
             action.verb()
         )));
     }
-    match selection.status.map(TaskStatus::from) {
+    match selection.filter.status() {
         Some(status) if !action.movable_statuses().contains(&status) => Err(Failure::usage(format!(
             "--status {status}: only {} tasks can be {}",
             action.movable_statuses().iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" or "),
@@ -190,13 +184,7 @@ fn statuses(selection: &Selection, action: Action) -> Result<Vec<TaskStatus>, Fa
 async fn matching(client: &CairnQ, selection: &Selection, statuses: &[TaskStatus]) -> Result<Vec<String>, Failure> {
     let mut ids = Vec::new();
     for status in statuses {
-        let mut filter = ListFilter::new().status(*status).limit(PAGE);
-        if let Some(queue) = &selection.queue {
-            filter = filter.queue(queue);
-        }
-        if let Some(name) = &selection.name {
-            filter = filter.name(name);
-        }
+        let mut filter = selection.filter.list(Some(*status)).limit(PAGE);
         loop {
             let page = client.list(&filter).await?;
             ids.extend(page.tasks.into_iter().map(|task| task.id));

@@ -9,7 +9,7 @@ use cairnq_core::{CairnQ, PurgeFilter, TaskStatus};
 use serde::Serialize;
 
 use crate::commands::Context;
-use crate::commands::read::StatusArg;
+use crate::commands::filter::FilterArgs;
 use crate::exit::{Exit, Failure};
 use crate::humanize;
 use crate::output::{Format, hint};
@@ -19,15 +19,9 @@ pub(crate) struct Args {
     /// Only tasks finished more than this long ago (e.g. 7d, 12h).
     #[arg(long, value_parser = humanize::duration)]
     older_than: Duration,
-    /// Only this (finished) status: succeeded, failed or canceled.
-    #[arg(long, value_enum)]
-    status: Option<StatusArg>,
-    /// Only this queue.
-    #[arg(long)]
-    queue: Option<String>,
-    /// Only this handler name.
-    #[arg(long)]
-    name: Option<String>,
+    // --status must be a finished one: succeeded, failed or canceled.
+    #[command(flatten)]
+    filter: FilterArgs,
     /// Delete at most this many tasks.
     #[arg(long)]
     limit: Option<u32>,
@@ -42,16 +36,7 @@ struct Purged {
 }
 
 pub(crate) async fn run(context: &Context, args: Args) -> Result<Exit, Failure> {
-    let mut filter = PurgeFilter::new().older_than(args.older_than);
-    if let Some(status) = args.status {
-        filter = filter.status(status.into());
-    }
-    if let Some(queue) = &args.queue {
-        filter = filter.queue(queue);
-    }
-    if let Some(name) = &args.name {
-        filter = filter.name(name);
-    }
+    let filter = args.filter.purge(PurgeFilter::new().older_than(args.older_than));
     if args.limit == Some(0) {
         return Err(Failure::usage("--limit must be at least 1"));
     }

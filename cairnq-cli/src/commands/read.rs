@@ -1,9 +1,10 @@
 //! `cairnq get` and `cairnq list`: reading tasks. Both open the database
 //! as it is (never creating or migrating it).
 
-use cairnq_core::{CairnQ, ListCursor, ListFilter, Task, TaskStatus};
+use cairnq_core::{CairnQ, ListCursor, ListFilter, Task};
 
 use crate::commands::Context;
+use crate::commands::filter::FilterArgs;
 use crate::exit::{Exit, Failure};
 use crate::output::{Format, hint};
 
@@ -18,39 +19,10 @@ pub(crate) struct GetArgs {
     key: Option<String>,
 }
 
-/// A status on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum StatusArg {
-    Queued,
-    Running,
-    Succeeded,
-    Failed,
-    Canceled,
-}
-
-impl From<StatusArg> for TaskStatus {
-    fn from(arg: StatusArg) -> Self {
-        match arg {
-            StatusArg::Queued => TaskStatus::Queued,
-            StatusArg::Running => TaskStatus::Running,
-            StatusArg::Succeeded => TaskStatus::Succeeded,
-            StatusArg::Failed => TaskStatus::Failed,
-            StatusArg::Canceled => TaskStatus::Canceled,
-        }
-    }
-}
-
 #[derive(Debug, clap::Args)]
 pub(crate) struct ListArgs {
-    /// Only this status.
-    #[arg(long, value_enum)]
-    status: Option<StatusArg>,
-    /// Only this queue.
-    #[arg(long)]
-    queue: Option<String>,
-    /// Only this handler name.
-    #[arg(long)]
-    name: Option<String>,
+    #[command(flatten)]
+    filter: FilterArgs,
     /// Only this chain (its root task id).
     #[arg(long, value_name = "ID")]
     root: Option<String>,
@@ -122,16 +94,7 @@ fn filter(args: &ListArgs) -> Result<ListFilter, Failure> {
     if args.limit == 0 {
         return Err(Failure::usage("--limit must be at least 1"));
     }
-    let mut filter = ListFilter::new().limit(args.limit);
-    if let Some(status) = args.status {
-        filter = filter.status(status.into());
-    }
-    if let Some(queue) = &args.queue {
-        filter = filter.queue(queue);
-    }
-    if let Some(name) = &args.name {
-        filter = filter.name(name);
-    }
+    let mut filter = args.filter.list(args.filter.status()).limit(args.limit);
     if let Some(root) = &args.root {
         filter = filter.root_id(root);
     }
