@@ -166,7 +166,7 @@ async fn backend_checks(
                 problems.push(format!(
                     "cairnq is installed in {} schemas ({}): processes on different ones never see each other's tasks",
                     schemas.len(),
-                    schemas.join(", ")
+                    few(&schemas)
                 ));
             }
             Ok((Some(schemas), None))
@@ -221,6 +221,15 @@ async fn unclaimed(
     Ok(found)
 }
 
+/// The first few names, and how many more.
+fn few(names: &[String]) -> String {
+    const SHOWN: usize = 5;
+    match names.len().checked_sub(SHOWN) {
+        Some(more) if more > 0 => format!("{} and {more} more", names[..SHOWN].join(", ")),
+        _ => names.join(", "),
+    }
+}
+
 fn render(report: &Report) -> String {
     let mut lines = vec![
         format!("backend           {}", report.backend),
@@ -229,7 +238,7 @@ fn render(report: &Report) -> String {
         format!("migrations        {} applied, {} pending", report.migrations_applied, report.migrations_pending.len()),
     ];
     if let Some(schemas) = &report.postgres_installations {
-        lines.push(format!("installations     {}", schemas.join(", ")));
+        lines.push(format!("installations     {}", few(schemas)));
     }
     if let Some(sqlite) = &report.sqlite {
         lines.push(format!("integrity         {}", sqlite.integrity));

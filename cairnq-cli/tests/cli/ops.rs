@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::support::Fixture;
 
-async fn doctor_reports_expired_leases(fixture: Fixture) {
+async fn doctor_reports_expired_leases(fixture: &Fixture) {
     let cli = &fixture.cli;
     let healthy = cli.json(&["-o", "json", "doctor"]);
     assert_eq!(healthy["problems"], serde_json::json!([]), "{healthy}");
@@ -35,16 +35,32 @@ async fn doctor_on_sqlite() {
     let report = fixture.cli.json(&["-o", "json", "doctor"]);
     assert_eq!(report["sqlite"]["integrity"], "ok");
     assert_eq!(report["sqlite"]["journal_mode"], "wal");
-    doctor_reports_expired_leases(fixture).await;
+    doctor_reports_expired_leases(&fixture).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn doctor_on_postgres() {
-    let fixture = Fixture::postgres().await;
+    // A database of its own: the test server's other schemas would be
+    // (rightly) reported as more than one installation.
+    let (fixture, database) = Fixture::postgres_database().await;
     let report = fixture.cli.json(&["-o", "json", "doctor"]);
-    let schema = fixture.cli.schema.clone().expect("a schema");
-    assert!(report["postgres_installations"].as_array().is_some_and(|s| s.contains(&Value::from(schema))), "{report}");
-    doctor_reports_expired_leases(fixture).await;
+    assert_eq!(report["postgres_installations"], serde_json::json!(["public"]), "{report}");
+    doctor_reports_expired_leases(&fixture).await;
+    fixture.drop_database(&database).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn doctor_reports_several_postgres_installations() {
+    let first = Fixture::postgres().await;
+    let second = Fixture::postgres().await;
+    let ran = first.cli.run(&["-o", "json", "doctor"]);
+    assert_eq!(ran.code, 1, "{}", ran.stderr);
+    let report: Value = serde_json::from_str(&ran.stdout).expect("JSON");
+    let schemas = report["postgres_installations"].as_array().expect("schemas");
+    for schema in [&first.cli.schema, &second.cli.schema] {
+        assert!(schemas.contains(&Value::from(schema.clone().expect("schema"))), "{report}");
+    }
+    assert!(report["problems"].to_string().contains("schemas"), "{report}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

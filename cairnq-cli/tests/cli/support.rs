@@ -117,6 +117,31 @@ impl Fixture {
         Self { cli: Cli { db: dsn, schema: Some(schema) }, client: CairnQ::new(store), _dir: None }
     }
 
+    /// A fresh database of its own on the test Postgres server (no schema
+    /// option): the only installation in it. Dropped with [`drop_database`](Self::drop_database).
+    pub(crate) async fn postgres_database() -> (Self, String) {
+        let dsn = cairnq_testkit::postgres::test_dsn().expect("the test Postgres server");
+        let database = cairnq_testkit::postgres::fresh_schema_name();
+        cairnq_testkit::postgres::raw(&dsn)
+            .await
+            .batch_execute(&format!("create database {database}"))
+            .await
+            .expect("create database");
+        let own = cairnq_testkit::postgres::dsn_with_database(&dsn, &database);
+        let store = cairnq_postgres::PostgresStore::connect_with(&own, PostgresOptions::new().pool_size(2))
+            .await
+            .expect("connect");
+        (Self { cli: Cli { db: own, schema: None }, client: CairnQ::new(store), _dir: None }, database)
+    }
+
+    /// Drops a database [`postgres_database`](Self::postgres_database) made.
+    pub(crate) async fn drop_database(self, database: &str) {
+        let _ = self.client.close().await;
+        let dsn = cairnq_testkit::postgres::test_dsn().expect("the test Postgres server");
+        let drop = format!("drop database {database} with (force)");
+        cairnq_testkit::postgres::raw(&dsn).await.batch_execute(&drop).await.expect("drop database");
+    }
+
     /// Claims `task` and fails it for good (as a worker would).
     pub(crate) async fn fail(&self, task: &Task) {
         let claimed = self
