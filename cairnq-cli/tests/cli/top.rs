@@ -1,5 +1,6 @@
-//! `cairnq top` in a real pseudo-terminal (a tmux session): it shows a
-//! submitted task, and `q` quits it.
+//! The binary in a real pseudo-terminal (a tmux session): `top` shows a
+//! submitted task and `q` quits it; tables are coloured on a terminal
+//! only, and never with NO_COLOR.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -55,4 +56,25 @@ async fn top_shows_a_submitted_task_and_q_quits() {
 
     tmux(&["send-keys", "-t", &session, "q"]);
     until("q quits top", || !running(&session));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn colour_only_on_a_terminal_and_never_with_no_color() {
+    let fixture = Fixture::sqlite().await;
+    let task = fixture.client.submit("paint", &serde_json::json!({})).await.expect("submit");
+    // A pipe: no escape codes, even without NO_COLOR.
+    let piped = Command::new(binary()).args(["--db", &fixture.cli.db, "list"]).env_remove("NO_COLOR").output();
+    let piped = String::from_utf8_lossy(&piped.expect("run").stdout).into_owned();
+    assert!(piped.contains(&task.id) && !piped.contains('\x1b'), "{piped:?}");
+
+    for (env, coloured) in [("", true), ("NO_COLOR=1 ", false)] {
+        let session = format!("cairnq-colour-{}-{coloured}", std::process::id());
+        let command = format!("env -u NO_COLOR {env}{} --db '{}' list; sleep 30", binary(), fixture.cli.db);
+        tmux(&["new-session", "-d", "-s", &session, "-x", "160", "-y", "10", &command]);
+        let _cleanup = Session(session.clone());
+        let screen = || tmux(&["capture-pane", "-p", "-e", "-t", &session]);
+        until("the table is shown", || screen().contains(&task.id));
+        let shown = screen();
+        assert_eq!(shown.contains("\x1b[36m"), coloured, "{env:?}: {shown:?}");
+    }
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use cairnq_core::{ErrorEnvelope, TaskStatus};
 use serde_json::{Value, json};
 
-use crate::support::{Fixture, binary, peer};
+use crate::support::{Fixture, peer};
 
 /// The worker script: doubles `n`; `bad` fails for good (exit 65) after
 /// writing to stderr; `flaky` asks for a retry (exit 75) on its first
@@ -34,23 +34,35 @@ impl Drop for Worker {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_shell_script_drains_what_python_submitted() {
+async fn a_shell_script_drains_what_python_submitted_on_sqlite() {
     let fixture = Fixture::sqlite().await;
+    let peer_db = fixture.cli.db.clone();
+    drains(fixture, &peer_db, 1000).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_shell_script_drains_what_python_submitted_on_postgres() {
+    let fixture = Fixture::postgres().await;
+    let peer_db = format!("{}#schema={}", fixture.cli.db, fixture.cli.schema.clone().unwrap_or_default());
+    drains(fixture, &peer_db, 200).await;
+}
+
+async fn drains(fixture: Fixture, peer_db: &str, count: usize) {
     let dir = tempfile::tempdir().expect("temp dir");
     let script = dir.path().join("double.sh");
     std::fs::write(&script, SCRIPT).expect("write the script");
     let ids: Vec<String> =
-        serde_json::from_value(peer(&["submit-many", &fixture.cli.db, "double", "1000"])).expect("ids");
-    assert_eq!(ids.len(), 1000);
+        serde_json::from_value(peer(&["submit-many", peer_db, "double", &count.to_string()])).expect("ids");
+    assert_eq!(ids.len(), count);
     let bad = fixture.client.submit("bad", &json!({"n": 1})).max_attempts(3).await.expect("submit");
     let flaky = fixture.client.submit("flaky", &json!({"n": 21})).max_attempts(3).await.expect("submit");
 
     let command = format!("sh {}", script.display());
-    let child = Command::new(binary())
-        .env("CAIRNQ_DB", &fixture.cli.db)
-        .args(["worker", "--exec", &command, "--concurrency", "8", "--lease", "30s"])
+    let child = fixture
+        .cli
+        .command(&["worker", "--exec", &command, "--concurrency", "8", "--lease", "30s"])
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::inherit())
         .spawn()
         .expect("start the worker");
     let mut worker = Worker(child);
@@ -58,7 +70,7 @@ async fn a_shell_script_drains_what_python_submitted() {
     let start = Instant::now();
     loop {
         let stats = fixture.client.stats(Some("default")).await.expect("stats")["default"];
-        if stats.succeeded == 1001 && stats.failed == 1 {
+        if stats.succeeded == count as u64 + 1 && stats.failed == 1 {
             break;
         }
         assert!(start.elapsed() < Duration::from_secs(240), "not drained: {stats:?}");
@@ -74,9 +86,9 @@ async fn a_shell_script_drains_what_python_submitted() {
     // Python reads back exactly what the script printed.
     let ids_file = dir.path().join("ids.txt");
     std::fs::write(&ids_file, ids.join("\n")).expect("write ids");
-    let rows = peer(&["read-docs", &fixture.cli.db, &ids_file.to_string_lossy()]);
+    let rows = peer(&["read-docs", peer_db, &ids_file.to_string_lossy()]);
     let rows = rows.as_array().expect("rows");
-    assert_eq!(rows.len(), 1000);
+    assert_eq!(rows.len(), count);
     for (i, row) in rows.iter().enumerate() {
         let result: Value = serde_json::from_str(row[2].as_str().expect("a result")).expect("result JSON");
         assert_eq!(result, json!({"doubled": 2 * i, "by": "double"}), "task {}", ids[i]);
