@@ -63,6 +63,12 @@ impl TaskContext {
         &self.state
     }
 
+    /// The worker's ceiling on one attempt.
+    #[cfg(all(feature = "exec", unix))]
+    pub(crate) fn max_run(&self) -> Option<Duration> {
+        self.core.options.max_run
+    }
+
     /// The task row as claimed.
     pub fn task(&self) -> &Task {
         &self.task

@@ -231,13 +231,20 @@ async fn progress_lines_update_progress() {
 
 /// A cancel stops a sleeping script's whole process group with SIGTERM:
 /// the task ends canceled and the `sleep` the shell started is gone too.
+/// The lease is long (the heartbeat would see the cancel only after 20 s,
+/// past the test's patience): the runner asks every second.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_terminates_the_sleeping_process_group() {
     let Scene { client, dir, .. } = &scene().await;
     let pid_file = dir.path().join("pid");
     let task = client.submit("sleepy", &json!({})).await.expect("submit");
     let script = format!("sleep 600 & echo $! > '{}'; wait; echo survived", pid_file.display());
-    let worker = exec_worker(client, quick(), &script, ExecOptions::new().kill_grace(Duration::from_secs(60)));
+    let worker = exec_worker(
+        client,
+        quick().lease(Duration::from_secs(60)),
+        &script,
+        ExecOptions::new().kill_grace(Duration::from_secs(60)),
+    );
     let sleep_pid = read_when_written(&pid_file).await;
     assert!(!process_gone(&sleep_pid));
     client.cancel(&task.id).await.expect("cancel");
@@ -385,4 +392,47 @@ async fn a_lost_lease_terminates_the_command() {
     let row = client.get(&task.id).await.expect("get").expect("the task");
     assert_eq!((row.status, row.attempt), (TaskStatus::Queued, 1));
     assert_eq!(error_of(&row)["code"], json!("task_error"), "the discarded attempt wrote nothing");
+}
+
+/// A process that left the command's group (setsid) and holds its stdout
+/// cannot hang the attempt: after the shell exits, the pipes get the grace
+/// period, then the attempt fails (retryable) and says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipes_held_open_by_an_escaped_process_do_not_hang_the_attempt() {
+    let Scene { client, dir, .. } = &scene().await;
+    let pid_file = dir.path().join("pid");
+    let task = client.submit("escape", &json!({})).max_attempts(1).await.expect("submit");
+    // The escaped process writes its pid once it is in a session of its
+    // own; the script ends only then.
+    let script = format!(
+        "setsid sh -c 'echo $$ > \"{pid}\"; exec sleep 30' & while [ ! -s '{pid}' ]; do sleep 0.01; done; echo '\"done\"'",
+        pid = pid_file.display()
+    );
+    let exec = ExecOptions::new().kill_grace(Duration::from_millis(300));
+    let worker = exec_worker(client, quick(), &script, exec);
+    let escaped_pid = read_when_written(&pid_file).await;
+    let done = finished(client, &task.id).await;
+    worker.stop_and_join().await.expect("stop");
+    let _ = std::process::Command::new("kill").arg(&escaped_pid).status();
+    assert_eq!(done.status, TaskStatus::Failed);
+    let error = error_of(&done);
+    assert_eq!((error["code"].clone(), error["retryable"].clone()), (json!("exec_pipes_open"), json!(true)));
+}
+
+/// Near the worker's `max_run` the command gets SIGTERM, so its trap can
+/// clean up, and the task a retryable `handler_timeout`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_nearing_max_run_gets_sigterm_to_clean_up() {
+    let Scene { client, dir, .. } = &scene().await;
+    let term_file = dir.path().join("term");
+    let task = client.submit("long", &json!({})).max_attempts(1).await.expect("submit");
+    let script = format!("trap 'echo cleaned up > \"{}\"; exit 1' TERM; sleep 600 & wait", term_file.display());
+    let options = quick().max_run(Duration::from_secs(2));
+    let worker = exec_worker(client, options, &script, ExecOptions::new().kill_grace(Duration::from_millis(800)));
+    let done = finished(client, &task.id).await;
+    worker.stop_and_join().await.expect("stop");
+    assert_eq!(read_when_written(&term_file).await, "cleaned up");
+    assert_eq!(done.status, TaskStatus::Failed);
+    let error = error_of(&done);
+    assert_eq!((error["code"].clone(), error["retryable"].clone()), (json!("handler_timeout"), json!(true)));
 }

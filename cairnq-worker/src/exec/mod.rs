@@ -15,9 +15,13 @@
 //!   (a value in 0..1, then an optional message); every other line is kept,
 //!   and the last 4 KB of them go into the error envelope of a failure
 //!   (`details.stderr`; the last line also ends the message).
-//! - **cancel or lost lease**: the group gets SIGTERM, then SIGKILL after
-//!   [`kill_grace`](ExecOptions::kill_grace). An attempt dropped unfinished
-//!   (`max_run`, a drain timeout, a stop at once) kills the group at once.
+//! - **cancel or lost lease**: the group gets SIGTERM (within about a
+//!   second of the cancel, whatever the lease), then SIGKILL after
+//!   [`kill_grace`](ExecOptions::kill_grace). With the worker's `max_run`,
+//!   the group gets SIGTERM `kill_grace` before it (at most half of
+//!   `max_run` before), and the task a retryable `handler_timeout`. An
+//!   attempt dropped unfinished (at `max_run`, a drain timeout, a stop at
+//!   once) kills the group at once.
 //!   When the shell exits, whatever it left running in its group is killed.
 //! - **worker shutdown** drains: running commands finish (a Ctrl-C on the
 //!   worker's terminal does not reach them; they are in their own group).
@@ -31,6 +35,7 @@
 //! | exits 75 (`EX_TEMPFAIL`), or any other non-zero code | retried, `exit_status` |
 //! | killed by a signal | retried, `exit_signal` |
 //! | stopped by a cancel | canceled |
+//! | stopped near `max_run` | retried, `handler_timeout` |
 //!
 //! Every failure's envelope has type `ExecError`; `details` hold
 //! `stderr` and, as the case may be, `exit_code` or `signal`.
@@ -82,7 +87,9 @@ use crate::worker::Worker;
 #[non_exhaustive]
 pub struct ExecOptions {
     /// How long a command stopped with SIGTERM (a cancel, a lost lease)
-    /// gets before SIGKILL. Default 10 s.
+    /// gets before SIGKILL; also how long its stdout and stderr may stay
+    /// open after the shell exited (held by a process that left its group)
+    /// before the attempt fails. Default 10 s.
     pub kill_grace: Duration,
     /// The most stdout a command may write (its result); past it the
     /// command is stopped and the task fails for good. Default 16 MiB.
@@ -202,6 +209,39 @@ impl Worker {
     }
 }
 
+/// How often a running command's task is asked whether it was canceled
+/// (free while the heartbeat answered within the last second).
+const CANCEL_POLL: Duration = Duration::from_secs(1);
+
+/// Resolves when a cancel is requested: flagged by the heartbeat, or found
+/// by asking every [`CANCEL_POLL`], so a long lease (a heartbeat every
+/// lease / 3) does not delay the SIGTERM.
+async fn cancel_seen(ctx: &TaskContext) {
+    let polled = async {
+        loop {
+            tokio::time::sleep(CANCEL_POLL).await;
+            if ctx.canceled().await {
+                return;
+            }
+        }
+    };
+    tokio::select! {
+        () = ctx.on_cancel() => {}
+        () = polled => {}
+    }
+}
+
+/// Resolves, with the worker's `max_run`, when the attempt is a grace
+/// period short of it (at most half of it): the command then gets SIGTERM
+/// and the rest of `max_run` to end, as after a cancel; at `max_run` the
+/// worker abandons the attempt and the group is killed. Never without
+/// `max_run`.
+async fn max_run_near(ctx: &TaskContext, grace: Duration) -> Duration {
+    let Some(limit) = ctx.max_run() else { return std::future::pending().await };
+    tokio::time::sleep(limit - grace.min(limit / 2)).await;
+    limit
+}
+
 impl Exec {
     async fn run(self: Arc<Self>, ctx: TaskContext) -> SingleResult {
         if ctx.state().is_canceled() {
@@ -223,14 +263,17 @@ impl Exec {
         // gets the grace period, then is given up on.
         let bounded_streams = async {
             tokio::select! {
+                // Output already complete wins over a grace just over.
+                biased;
                 ((), stdout, stderr) = streams => Some((stdout, stderr)),
                 () = async { exited.notified().await; tokio::time::sleep(self.options.kill_grace).await } => None,
             }
         };
         let stop = async {
             tokio::select! {
-                () = ctx.on_cancel() => StopReason::Canceled,
+                () = cancel_seen(&ctx) => StopReason::Canceled,
                 () = ctx.on_lost_lease() => StopReason::LostLease,
+                limit = max_run_near(&ctx, self.options.kill_grace) => StopReason::MaxRun(limit),
                 () = overflow.notified() => StopReason::StdoutTooLarge,
             }
         };

@@ -5,8 +5,9 @@
 use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
+use std::time::Duration;
 
-use cairnq_core::{ErrorEnvelope, Json};
+use cairnq_core::{ErrorEnvelope, Json, codes};
 use serde_json::{Map, Value, json};
 
 use super::streams::Stdout;
@@ -27,6 +28,8 @@ pub(super) enum StopReason {
     Canceled,
     LostLease,
     StdoutTooLarge,
+    /// Near the worker's `max_run` (this one).
+    MaxRun(Duration),
 }
 
 /// Everything the attempt left behind.
@@ -58,6 +61,9 @@ pub(super) fn settle(ran: Ran) -> Result<Json, TaskError> {
             0 => return parse_result(stdout, &stderr),
             EXIT_PERMANENT => (false, " (EX_DATAERR: failed for good)"),
             EXIT_RETRY => (true, " (EX_TEMPFAIL: retried)"),
+            // What sh answers when it cannot run the command it was given.
+            126 => (true, " (the command is not executable)"),
+            127 => (true, " (command not found)"),
             _ => (true, ""),
         };
         let message = format!("the command exited with code {code}{meaning}");
@@ -85,6 +91,10 @@ pub(super) fn stopped(reason: StopReason, stderr: &str, max_stdout_bytes: u64) -
                 "the command wrote more than {max_stdout_bytes} bytes to stdout (the result's limit) and was stopped"
             );
             failure("result_too_large", &message, false, Map::new(), stderr)
+        }
+        StopReason::MaxRun(limit) => {
+            let message = format!("the command was stopped as the attempt neared max_run ({} ms)", limit.as_millis());
+            failure(codes::HANDLER_TIMEOUT, &message, true, Map::new(), stderr)
         }
     }
 }
@@ -170,6 +180,9 @@ mod tests {
         assert_eq!(envelope.as_ref().map(|e| e.details["stderr"].clone()), Some(json!("bad row 7\n")));
         assert_eq!(envelope.as_ref().map(|e| e.details["exit_code"].clone()), Some(json!(65)));
         assert!(envelope.is_some_and(|e| e.message.ends_with("failed for good): bad row 7")));
+        let not_found = settle(ran(exited(127), "", "sh: 1: resize.py: not found\n")).err();
+        let message = not_found.map(|e| e.envelope().message.clone()).unwrap_or_default();
+        assert_eq!(message, "the command exited with code 127 (command not found): sh: 1: resize.py: not found");
         for code in [EXIT_RETRY, 1, 2, 127] {
             assert!(settle(ran(exited(code), "", "")).is_err_and(|e| e.is_retryable()), "{code}");
         }
