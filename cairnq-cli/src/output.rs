@@ -28,6 +28,8 @@ pub(crate) struct Output {
     pub(crate) format: Format,
     /// Colour on stdout: a terminal, and no NO_COLOR.
     pub(crate) colour: bool,
+    /// stdout is a terminal (a redraw may clear it).
+    pub(crate) terminal: bool,
 }
 
 /// Payload text in a list's table cell.
@@ -37,7 +39,8 @@ const DETAIL_JSON: usize = 400;
 
 impl Output {
     pub(crate) fn new(format: Format) -> Self {
-        Self { format, colour: std::io::stdout().is_terminal() && colour_allowed() }
+        let terminal = std::io::stdout().is_terminal();
+        Self { format, colour: terminal && colour_allowed(), terminal }
     }
 
     /// Writes `text` to stdout as is.

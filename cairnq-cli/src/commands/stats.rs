@@ -45,7 +45,7 @@ fn print(context: &Context, stats: &Stats, watching: bool) -> Result<(), Failure
     match context.out.format {
         Format::Table => {
             // Redraw in place on a terminal; a pipe gets one table after another.
-            let clear = if watching && context.out.colour { "\x1b[H\x1b[2J" } else { "" };
+            let clear = if watching && context.out.terminal { "\x1b[H\x1b[2J" } else { "" };
             context.out.text(&format!("{clear}{}", stats_table(stats).render(context.out.colour)))
         }
         _ => context.out.json(stats),
