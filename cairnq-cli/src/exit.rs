@@ -66,7 +66,7 @@ impl Failure {
 impl From<Error> for Failure {
     fn from(error: Error) -> Self {
         let exit = match error.kind() {
-            ErrorKind::ValidationError | ErrorKind::SerializationError | ErrorKind::AlreadyExists => Exit::Usage,
+            ErrorKind::ValidationError | ErrorKind::SerializationError => Exit::Usage,
             ErrorKind::NotFound => Exit::NotFound,
             ErrorKind::TaskTimeout => Exit::Timeout,
             _ => Exit::Failed,

@@ -151,7 +151,7 @@ async fn submit_and_keys(fixture: Fixture) {
     let from_stdin = cli.run_with_stdin(&["-o", "json", "submit", "report", "--payload", "-"], "[1, 2, 3]\n");
     assert_eq!(from_stdin.json()["payload"], json!([1, 2, 3]));
 
-    cli.run(&["submit", "report", "--key", "report-1", "--conflict", "reject"]).refused(2, "already exists");
+    cli.run(&["submit", "report", "--key", "report-1", "--conflict", "reject"]).refused(1, "already exists");
     assert_eq!(cli.json(&["-o", "json", "get", "--key", "report-1"])["id"], json!(task.id));
     let by_key = cli.json(&["-o", "json", "list", "--key", "report-1"]);
     assert_eq!(by_key["tasks"][0]["id"], json!(task.id));
