@@ -12,7 +12,21 @@ use crate::commands::Context;
 use crate::exit::{Exit, Failure};
 use crate::humanize;
 
+/// The contract between the worker and the command, in `--help`.
+const CONTRACT: &str = "\
+The command runs through `sh -c`, once per task:
+  stdin        the payload JSON
+  environment  CAIRNQ_TASK_ID, CAIRNQ_TASK_NAME, CAIRNQ_ATTEMPT (1 first), CAIRNQ_QUEUE
+  stdout       the result JSON (empty: null; not JSON: the task fails for good)
+  stderr       lines `progress 0.5 optional message` report progress; the last 4 KB
+               of the rest go into a failure's error envelope
+  exit code    0 succeeded; 65 (EX_DATAERR) failed for good; 75 (EX_TEMPFAIL) or
+               any other code failed, retried while attempts are left
+A cancel or a lost lease sends the command SIGTERM, then SIGKILL. SIGTERM or
+Ctrl-C to the worker drains (running commands finish); a second one stops at once.";
+
 #[derive(Debug, clap::Args)]
+#[command(after_help = CONTRACT)]
 pub(crate) struct Args {
     /// The command line to run per task (through `sh -c`): payload JSON on
     /// stdin, result JSON on stdout; exit 65 fails for good, other non-zero
