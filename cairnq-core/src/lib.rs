@@ -31,11 +31,16 @@ mod coalesce;
 mod envelope;
 mod error;
 mod id;
+mod install;
 mod json;
 mod keys;
 mod model;
 mod retention;
 mod typed;
+
+/// The protocol version this SDK speaks (`cairnq_meta.protocol_version`):
+/// a database holding another is refused before anything is written.
+pub use cairnq_protocol::PROTOCOL_VERSION;
 
 pub use backoff::Backoff;
 pub use backpressure::{Backpressure, BackpressureGate};
@@ -43,6 +48,7 @@ pub use client::{CairnQ, Call, Retry, Signal, Submit, SubmitOptions, TaskSpec, W
 pub use clock::{Clock, SystemClock};
 pub use envelope::{ErrorEnvelope, codes};
 pub use error::{BoxError, Error, ErrorKind, Result};
+pub use install::{Install, MigrationStatus};
 pub use json::{Json, JsonError};
 pub use keys::Conflict;
 pub use model::{

@@ -79,6 +79,7 @@
 mod error;
 mod exec;
 mod flows;
+mod inspect;
 mod json;
 mod listener;
 mod migrate;

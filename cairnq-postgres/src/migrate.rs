@@ -29,7 +29,7 @@ use crate::row::col;
 const LOCK_INSTALL: &str = "select pg_advisory_xact_lock(hashtextextended('cairnq:install', 0))";
 const SCHEMA_EXISTS: &str = "select exists (select 1 from pg_namespace where nspname = $1)";
 /// Every schema holding a cairnq installation, wherever the search_path is.
-const INSTALLATIONS: &str = "select n.nspname from pg_class c join pg_namespace n on n.oid = c.relnamespace \
+pub(crate) const INSTALLATIONS: &str = "select n.nspname from pg_class c join pg_namespace n on n.oid = c.relnamespace \
      where c.relname = 'cairnq_tasks' and c.relkind in ('r', 'p') order by 1";
 const SEARCH_PATH: &str = "select current_setting('search_path') as search_path";
 const LOCK_LEDGER: &str = "lock table cairnq_migrations in exclusive mode";
@@ -44,6 +44,33 @@ pub(crate) async fn install(client: &mut Client, schema: Option<&str>) -> Result
     }
     refresh_statistics(&*client).await?;
     check_protocol_version(protocol_version(&*client).await?.as_deref(), Installed::Done)
+}
+
+/// [`Install::Existing`](cairnq_core::Install::Existing): the installation
+/// this connection's search_path reaches must be there, in this SDK's
+/// protocol version. Reads only; creates no schema, table or ledger.
+pub(crate) async fn require_installation(client: &Client, schema: Option<&str>) -> Result<()> {
+    if !table_exists(client, "cairnq_tasks").await? {
+        let place =
+            schema.map_or_else(|| "on this connection's search_path".to_string(), |s| format!("in schema {s:?}"));
+        let found = installations(client).await?;
+        let elsewhere = if found.is_empty() {
+            "none in this database".to_string()
+        } else {
+            format!("there is one in schema(s) {}", found.join(", "))
+        };
+        return Err(Error::Unusable {
+            message: format!("no cairnq installation {place} ({elsewhere}); nothing was changed"),
+            source: None,
+        });
+    }
+    check_protocol_version(protocol_version(client).await?.as_deref(), Installed::Done)
+}
+
+/// Every schema of the database holding a cairnq installation.
+pub(crate) async fn installations(exec: &impl Exec) -> Result<Vec<String>> {
+    let found = run_sql(exec, "find installations", INSTALLATIONS, &[]).await?;
+    found.iter().map(|r| col::<String>(r, "nspname")).collect()
 }
 
 async fn prepare(client: &mut Client, schema: Option<&str>) -> Result<()> {
@@ -76,8 +103,7 @@ async fn refuse_second_installation(tx: &Transaction<'_>) -> Result<()> {
     if table_exists(tx, "cairnq_tasks").await? {
         return Ok(());
     }
-    let found = run_sql(tx, "find installations", INSTALLATIONS, &[]).await?;
-    let schemas = found.iter().map(|r| col::<String>(r, "nspname")).collect::<Result<Vec<_>>>()?;
+    let schemas = installations(tx).await?;
     let Some(first) = schemas.first() else { return Ok(()) };
     let path_row = run_sql(tx, "read search_path", SEARCH_PATH, &[]).await?;
     let path: String = path_row.first().map(|r| col(r, "search_path")).transpose()?.unwrap_or_default();
@@ -93,7 +119,7 @@ async fn one(tx: &Transaction<'_>, context: &str, sql: &str, arg: &str) -> Resul
     found.into_iter().next().ok_or_else(|| Error::corrupt_row(format!("{context} returned no row")))
 }
 
-async fn table_exists(exec: &impl Exec, table: &'static str) -> Result<bool> {
+pub(crate) async fn table_exists(exec: &impl Exec, table: &'static str) -> Result<bool> {
     answer(exec, &Query::new(Sql::TableExists).arg("table", table)).await
 }
 

@@ -3,10 +3,11 @@
 
 use std::time::Duration;
 
-use cairnq_core::{Error, Result};
+use cairnq_core::{Error, Install, Result};
 
 /// Connection options. `Default`: the search_path's own schema, a pool of
-/// 10 connections, a 10 s connect timeout, LISTEN/NOTIFY wakeups on.
+/// 10 connections, a 10 s connect timeout, LISTEN/NOTIFY wakeups on, the
+/// schema and tables created and migrated when needed ([`Install::Migrate`]).
 ///
 /// ```
 /// use std::time::Duration;
@@ -31,6 +32,11 @@ pub struct PostgresOptions {
     /// changes. Off: waits just sleep their poll interval (correctness never
     /// depends on a notification).
     pub listen: bool,
+    /// Whether connecting may create the schema and apply migrations
+    /// ([`Install::Migrate`], the default) or only uses an installation
+    /// that is there already ([`Install::Existing`]: none is refused with
+    /// [`Error::Unusable`], and nothing is written).
+    pub install: Install,
     /// PEM root certificates trusted besides the platform's own (`tls`
     /// feature), e.g. a private CA's.
     #[cfg(feature = "tls")]
@@ -44,6 +50,7 @@ impl Default for PostgresOptions {
             pool_size: 10,
             connect_timeout: Duration::from_secs(10),
             listen: true,
+            install: Install::Migrate,
             #[cfg(feature = "tls")]
             tls_root_certificates: Vec::new(),
         }
@@ -77,6 +84,18 @@ impl PostgresOptions {
     /// Turns push wakeups on or off.
     pub fn listen(mut self, on: bool) -> Self {
         self.listen = on;
+        self
+    }
+
+    /// With another installation policy (see [`install`](Self::install)).
+    ///
+    /// ```
+    /// use cairnq_core::Install;
+    /// use cairnq_postgres::PostgresOptions;
+    /// assert_eq!(PostgresOptions::new().install(Install::Existing).install, Install::Existing);
+    /// ```
+    pub fn install(mut self, install: Install) -> Self {
+        self.install = install;
         self
     }
 

@@ -10,7 +10,9 @@ use cairnq_core::store::{
     HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RepairParams,
     Repaired, RetryParams, SettleParams, StatsParams, SubmitManyParams, TaskRow, WakeupsLost,
 };
-use cairnq_core::{Capabilities, ChangeWatch, HeldLease, Result, Store, Task, TaskCount, TaskRef, Wake};
+use cairnq_core::{
+    Capabilities, ChangeWatch, HeldLease, Install, MigrationStatus, Result, Store, Task, TaskCount, TaskRef, Wake,
+};
 use deadpool_postgres::{Client, Pool};
 
 use cairnq_core::backend::flows;
@@ -18,7 +20,7 @@ use cairnq_core::backend::flows;
 use crate::exec::AppSession;
 use crate::flows::PgExec;
 use crate::listener::Listener;
-use crate::migrate::{begin, commit, install};
+use crate::migrate::{begin, commit, install, require_installation};
 use crate::options::PostgresOptions;
 use crate::write::{check_json, check_jsonb};
 use crate::{pool, read, tls, write};
@@ -74,11 +76,50 @@ impl PostgresStore {
         let config = pool::pg_config(dsn, &options)?;
         let pool = pool::build(config.clone(), tls::connector(&options)?, &options)?;
         let mut client = pool::checkout(&pool).await?;
-        install(&mut client, options.schema.as_deref()).await?;
+        match options.install {
+            Install::Existing => require_installation(&client, options.schema.as_deref()).await?,
+            _ => install(&mut client, options.schema.as_deref()).await?,
+        }
         drop(client);
         let listener = if options.listen { Some(Listener::start(config, tls::connector(&options)?)) } else { None };
         let submits = write::submit_queue(pool.clone());
         Ok(Self { inner: Arc::new(Inner { pool, listener, schema: options.schema, submits }) })
+    }
+
+    /// The migration ledger the connection reaches (the schema of
+    /// `options`, or the DSN's search_path) beside the migrations this SDK
+    /// ships: applied (with when) or pending, in file-name order, plus any
+    /// the ledger holds that this SDK does not know. Reads on one
+    /// connection without installing anything (no schema, ledger or table
+    /// is created).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> cairnq_core::Result<()> {
+    /// use cairnq_postgres::{PostgresOptions, PostgresStore};
+    /// let ledger = PostgresStore::migrations("postgres://app@127.0.0.1/app", PostgresOptions::new()).await?;
+    /// for pending in ledger.iter().filter(|m| !m.is_applied()) {
+    ///     println!("pending: {}", pending.name);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn migrations(dsn: &str, options: PostgresOptions) -> Result<Vec<MigrationStatus>> {
+        let client = crate::inspect::connect_once(dsn, &options).await?;
+        crate::inspect::ledger(&client).await
+    }
+
+    /// Every schema of the database at `dsn` holding a cairnq installation
+    /// (more than one splits queues between them). Reads only.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> cairnq_core::Result<()> {
+    /// use cairnq_postgres::{PostgresOptions, PostgresStore};
+    /// let schemas = PostgresStore::installations("postgres://app@127.0.0.1/app", PostgresOptions::new()).await?;
+    /// assert!(schemas.len() <= 1, "one installation per database keeps one queue");
+    /// # Ok(()) }
+    /// ```
+    pub async fn installations(dsn: &str, options: PostgresOptions) -> Result<Vec<String>> {
+        let client = crate::inspect::connect_once(dsn, &options).await?;
+        crate::migrate::installations(&client).await
     }
 
     /// The schema given at connect, if any.

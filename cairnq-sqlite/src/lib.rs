@@ -110,7 +110,9 @@
 //! (5 s by default); past that a write fails with a transient
 //! [`Error::Storage`](cairnq_core::Error::Storage). Opening applies missing
 //! migrations, one `BEGIN IMMEDIATE` transaction each, so processes cold
-//! starting together never apply one twice.
+//! starting together never apply one twice; a tool that must not create or
+//! migrate anything opens with [`Install::Existing`](cairnq_core::Install::Existing)
+//! and reads the ledger with [`SqliteStore::migrations`].
 //!
 //! Another process's commits cut sleeps in
 //! [`Store::watch_for_change`](cairnq_core::Store::watch_for_change) short too:
@@ -157,6 +159,7 @@ mod diagnose;
 mod error;
 mod exec;
 mod group_commit;
+mod inspect;
 mod local_wakeups;
 mod location;
 mod open;
@@ -169,5 +172,6 @@ mod sql;
 mod store;
 
 pub use group_commit::WriteStats;
+pub use inspect::FileHealth;
 pub use options::{SqliteOptions, Synchronous};
 pub use store::SqliteStore;

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use cairnq_core::backend::{Installed, Query, Sql, check_protocol_version};
-use cairnq_core::{Clock, Error, Result};
+use cairnq_core::{Clock, Error, Install, Result};
 use cairnq_protocol::{Migration, sqlite};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
@@ -39,6 +39,10 @@ pub(crate) fn open_writer(location: &Location, options: &SqliteOptions) -> Resul
             Location::File(path) => connect_file(path, options)?,
             Location::Memory { uri, .. } => connect(Path::new(uri), OpenFlags::SQLITE_OPEN_URI, options)?,
         };
+        if options.install == Install::Existing {
+            require_installation(&conn)?;
+            return Ok(conn);
+        }
         refuse_other_protocol(&conn)?;
         if location.file().is_some() {
             enable_wal(&conn)?;
@@ -70,14 +74,21 @@ fn connect_file(path: &Path, options: &SqliteOptions) -> Result<Connection> {
         // `opening` names the directory; SQLite would only say it cannot open it.
         return Err(Error::Unusable { message: "SQLite cannot open a directory".into(), source: None });
     }
+    if options.install == Install::Existing && !path.exists() {
+        return Err(Error::Unusable { message: "no such file (nothing was created)".into(), source: None });
+    }
     connect(path, OpenFlags::empty(), options)
 }
 
 /// A connection with cairnq's settings; `extra` adds `SQLITE_OPEN_URI`
-/// for a database in memory named by a URI.
+/// for a database in memory named by a URI. Only [`Install::Migrate`]
+/// may create the database.
 fn connect(path: &Path, extra: OpenFlags, options: &SqliteOptions) -> Result<Connection> {
-    let flags =
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX | extra;
+    let create = match options.install {
+        Install::Existing => OpenFlags::empty(),
+        _ => OpenFlags::SQLITE_OPEN_CREATE,
+    };
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | create | OpenFlags::SQLITE_OPEN_NO_MUTEX | extra;
     let conn = Connection::open_with_flags(path, flags).map_err(|e| sqlite_error("open", e))?;
     conn.busy_timeout(options.busy_timeout).map_err(|e| sqlite_error("busy_timeout", e))?;
     conn.pragma_update(None, "foreign_keys", true).map_err(|e| sqlite_error("foreign_keys", e))?;
@@ -118,6 +129,18 @@ fn protocol_version(conn: &Connection) -> Result<Option<String>> {
 
 fn refuse_other_protocol(conn: &Connection) -> Result<()> {
     check_protocol_version(protocol_version(conn)?.as_deref(), Installed::NotYet)
+}
+
+/// [`Install::Existing`]: the cairnq tables must be there already, in this
+/// SDK's protocol version; nothing is written to find out.
+fn require_installation(conn: &Connection) -> Result<()> {
+    if query_int(conn, &Query::new(Sql::TableExists).arg("table", "cairnq_tasks"))? == 0 {
+        return Err(Error::Unusable {
+            message: "not a cairnq database: it has no cairnq_tasks table (nothing was changed)".into(),
+            source: None,
+        });
+    }
+    require_protocol(conn)
 }
 
 fn require_protocol(conn: &Connection) -> Result<()> {

@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cairnq_core::{Clock, SystemClock};
+use cairnq_core::{Clock, Install, SystemClock};
 
 /// How hard SQLite works to make a commit survive a power loss.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -33,7 +33,8 @@ impl Synchronous {
 /// Options of [`SqliteStore::open_with`](crate::SqliteStore::open_with).
 /// `Default`: the system clock, a 5 s busy timeout, 2 reader threads,
 /// `synchronous = FULL`, group commits of at most 256 writes, other
-/// connections' commits watched every 1 ms while someone waits.
+/// connections' commits watched every 1 ms while someone waits, the file
+/// created and migrated when needed ([`Install::Migrate`]).
 ///
 /// They are the options of the database's threads, so the first store of
 /// this process to open a database sets them for every store that shares
@@ -70,6 +71,12 @@ pub struct SqliteOptions {
     /// `None` turns cross-process wakeups off (those commits are then seen
     /// at the caller's next poll). With nobody sleeping it does not poll.
     pub watch_interval: Option<Duration>,
+    /// Whether opening may create the file and apply migrations
+    /// ([`Install::Migrate`], the default) or only uses an existing
+    /// installation as it is ([`Install::Existing`]: a missing file, or one
+    /// without the cairnq tables, is refused with
+    /// [`Error::Unusable`](cairnq_core::Error::Unusable) and left as it was).
+    pub install: Install,
 }
 
 impl Default for SqliteOptions {
@@ -81,6 +88,7 @@ impl Default for SqliteOptions {
             synchronous: Synchronous::Full,
             max_batch: 256,
             watch_interval: Some(Duration::from_millis(1)),
+            install: Install::Migrate,
         }
     }
 }
@@ -93,6 +101,7 @@ impl fmt::Debug for SqliteOptions {
             .field("synchronous", &self.synchronous)
             .field("max_batch", &self.max_batch)
             .field("watch_interval", &self.watch_interval)
+            .field("install", &self.install)
             .finish_non_exhaustive()
     }
 }
@@ -131,6 +140,19 @@ impl SqliteOptions {
     /// for none (see [`watch_interval`](Self::watch_interval)).
     pub fn watch_interval(mut self, interval: Option<Duration>) -> Self {
         self.watch_interval = interval;
+        self
+    }
+
+    /// With another installation policy (see [`install`](Self::install)).
+    ///
+    /// ```
+    /// use cairnq_core::Install;
+    /// use cairnq_sqlite::SqliteOptions;
+    /// let look_only = SqliteOptions::new().install(Install::Existing);
+    /// assert_eq!(look_only.install, Install::Existing);
+    /// ```
+    pub fn install(mut self, install: Install) -> Self {
+        self.install = install;
         self
     }
 

@@ -169,6 +169,50 @@ impl SqliteStore {
         Self::open(MEMORY).await
     }
 
+    /// The migration ledger of the database file at `path` beside the
+    /// migrations this SDK ships: applied (with when) or pending, in
+    /// file-name order, plus any the ledger holds that this SDK does not
+    /// know. Reads on a read-only connection without opening a store: it
+    /// migrates nothing and creates no file (a missing file has every
+    /// migration pending).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> cairnq_core::Result<()> {
+    /// use cairnq_core::Store;
+    /// use cairnq_sqlite::SqliteStore;
+    /// let dir = tempfile::tempdir().expect("temp dir");
+    /// let path = dir.path().join("q.db");
+    /// assert!(SqliteStore::migrations(&path).await?.iter().all(|m| !m.is_applied()));
+    /// assert!(!path.exists(), "looking created nothing");
+    /// SqliteStore::open(&path).await?.close().await?;
+    /// assert!(SqliteStore::migrations(&path).await?.iter().all(|m| m.is_applied()));
+    /// # Ok(()) }
+    /// ```
+    pub async fn migrations(path: impl AsRef<Path>) -> Result<Vec<cairnq_core::MigrationStatus>> {
+        crate::inspect::migrations(path.as_ref().to_path_buf()).await
+    }
+
+    /// The health of the database file at `path`: `PRAGMA quick_check`,
+    /// the journal mode, the sizes of the file and its `-wal`. Read-only;
+    /// a missing file is [`Error::Unusable`].
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> cairnq_core::Result<()> {
+    /// use cairnq_sqlite::SqliteStore;
+    /// let dir = tempfile::tempdir().expect("temp dir");
+    /// let path = dir.path().join("q.db");
+    /// let store = SqliteStore::open(&path).await?;
+    /// let health = SqliteStore::file_health(&path).await?;
+    /// assert!(health.is_ok());
+    /// assert_eq!(health.journal_mode, "wal");
+    /// # Ok(()) }
+    /// ```
+    pub async fn file_health(path: impl AsRef<Path>) -> Result<crate::FileHealth> {
+        crate::inspect::file_health(path.as_ref().to_path_buf()).await
+    }
+
     /// The path (or in-memory URI) this store was opened with.
     pub fn path(&self) -> &Path {
         &self.path

@@ -47,6 +47,12 @@ const LAYERS: &[Layer] = &[
         dev: &["cairnq-testkit", "cairnq-sqlite", "cairnq-postgres"],
     },
     Layer {
+        name: "cairnq-cli",
+        normal: &["cairnq-core", "cairnq-sqlite", "cairnq-postgres", "cairnq-worker"],
+        optional: &[],
+        dev: &["cairnq-testkit"],
+    },
+    Layer {
         name: "cairnq-testkit",
         normal: &["cairnq-core", "cairnq-protocol", "cairnq-worker"],
         optional: &["cairnq-protocol", "cairnq-sqlite", "cairnq-postgres"],

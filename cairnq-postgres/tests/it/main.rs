@@ -4,6 +4,7 @@
 //! One binary, one module per area.
 
 mod connect;
+mod existing;
 mod ops;
 mod plans;
 mod repair;

@@ -8,6 +8,10 @@ create table if not exists cairnq_migrations (name text primary key, applied_at_
 -- name: migration_applied
 select exists (select 1 from cairnq_migrations where name = :name)
 
+-- Every ledger entry, for tools that show what is applied and what is pending.
+-- name: read_migration_ledger
+select name, applied_at_ms from cairnq_migrations order by name
+
 -- name: record_migration
 insert into cairnq_migrations (name, applied_at_ms) values (:name, :now_ms)
 

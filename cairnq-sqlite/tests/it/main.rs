@@ -8,6 +8,7 @@
 mod bad_input;
 mod common;
 mod concurrency;
+mod existing;
 mod memory;
 mod one_writer;
 mod open;

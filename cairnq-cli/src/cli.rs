@@ -1,0 +1,88 @@
+//! The command line: global options and one variant per subcommand.
+//!
+//! Adding a subcommand is one variant here and one module under
+//! `commands/` with its `Args` and `run`; nothing else changes.
+
+use clap::{Parser, Subcommand};
+
+use crate::commands::{self, Context};
+use crate::exit::{EXIT_CODES, Exit, Failure};
+use crate::output::{Format, Output};
+
+/// Operate a cairnq queue from the shell, and make any command a worker.
+#[derive(Debug, Parser)]
+#[command(name = "cairnq", version, after_help = EXIT_CODES, propagate_version = true)]
+pub(crate) struct Cli {
+    /// The database: a SQLite path (or sqlite:PATH) or a postgres:// URL.
+    #[arg(long, env = "CAIRNQ_DB", global = true, value_name = "PATH_OR_URL", hide_env_values = true)]
+    db: Option<String>,
+    /// The Postgres schema holding the cairnq tables.
+    #[arg(long, global = true, value_name = "SCHEMA")]
+    schema: Option<String>,
+    /// Output format: table (people), json (one document), jsonl (one per line).
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Table, global = true)]
+    output: Format,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Submit a task.
+    Submit(commands::submit::Args),
+    /// Show one task, by id or --key.
+    Get(commands::read::GetArgs),
+    /// List tasks, newest first (keyset pages: --after CURSOR).
+    List(commands::read::ListArgs),
+    /// Cancel a task by id or --key, or every task matching a filter (default: queued and running).
+    Cancel(commands::bulk::CancelArgs),
+    /// Retry a failed or canceled task by id or --key, or every task matching a filter (default: failed).
+    Retry(commands::bulk::RetryArgs),
+    /// Delete finished tasks (succeeded, failed, canceled) older than --older-than.
+    Purge(commands::purge::Args),
+    /// Wait for a task to finish (exit 0 succeeded, 1 failed or canceled, 4 timeout).
+    Wait(commands::wait::Args),
+    /// Task counts per queue and status.
+    Stats(commands::stats::Args),
+    /// A live view of the queues, running tasks and recent failures (q or Ctrl-C quits).
+    Top(commands::top::Args),
+    /// Apply migrations; `migrate status` shows the ledger, `migrate sql` what would run.
+    Migrate(commands::migrate::Args),
+    /// Check the database: versions, ledger, health, stuck and unclaimed tasks.
+    Doctor,
+    /// Run a command line once per task (payload on stdin, result on stdout).
+    Worker(commands::worker::Args),
+}
+
+impl Cli {
+    /// Runs the chosen command.
+    pub(crate) async fn run(self) -> Result<Exit, Failure> {
+        let context = Context { db: self.db, schema: self.schema, out: Output::new(self.output) };
+        match self.command {
+            Command::Submit(args) => commands::submit::run(&context, args).await,
+            Command::Get(args) => commands::read::get(&context, args).await,
+            Command::List(args) => commands::read::list(&context, args).await,
+            Command::Cancel(args) => commands::bulk::cancel(&context, args).await,
+            Command::Retry(args) => commands::bulk::retry(&context, args).await,
+            Command::Purge(args) => commands::purge::run(&context, args).await,
+            Command::Wait(args) => commands::wait::run(&context, args).await,
+            Command::Stats(args) => commands::stats::run(&context, args).await,
+            Command::Top(args) => commands::top::run(&context, args).await,
+            Command::Migrate(args) => commands::migrate::run(&context, args).await,
+            Command::Doctor => commands::doctor::run(&context).await,
+            Command::Worker(args) => commands::worker::run(&context, args).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,51 @@
+//! One module per subcommand, each with its clap `Args` and a `run` that
+//! returns the exit code; what they share (the database, the output) is
+//! the [`Context`].
+
+pub(crate) mod bulk;
+pub(crate) mod doctor;
+pub(crate) mod filter;
+pub(crate) mod migrate;
+pub(crate) mod purge;
+pub(crate) mod read;
+pub(crate) mod stats;
+pub(crate) mod submit;
+pub(crate) mod top;
+pub(crate) mod wait;
+pub(crate) mod worker;
+
+use cairnq_core::{CairnQ, Install, Json};
+
+use crate::db::Target;
+use crate::exit::Failure;
+use crate::output::Output;
+
+/// What every command gets: where the database is, how to write.
+pub(crate) struct Context {
+    pub(crate) db: Option<String>,
+    pub(crate) schema: Option<String>,
+    pub(crate) out: Output,
+}
+
+impl Context {
+    /// The database named by `--db` / `CAIRNQ_DB` and `--schema`.
+    pub(crate) fn target(&self) -> Result<Target, Failure> {
+        Target::parse(self.db.as_deref(), self.schema.as_deref())
+    }
+
+    /// A client on an existing installation: never creates or migrates.
+    pub(crate) async fn existing(&self) -> Result<CairnQ, Failure> {
+        self.target()?.open(Install::Existing).await
+    }
+
+    /// A client that may create and migrate the database (submit, worker).
+    pub(crate) async fn installing(&self) -> Result<CairnQ, Failure> {
+        self.target()?.open(Install::Migrate).await
+    }
+}
+
+/// A JSON argument (`--payload`, `--metadata`), checked before anything
+/// is opened.
+pub(crate) fn json_arg(flag: &str, text: String) -> Result<Json, Failure> {
+    Json::parse(text.trim().to_string()).map_err(|e| Failure::usage(format!("{flag} is not valid JSON: {e}")))
+}

@@ -1,0 +1,119 @@
+//! `cairnq get` and `cairnq list`: reading tasks. Both open the database
+//! as it is (never creating or migrating it).
+
+use cairnq_core::{CairnQ, ListCursor, ListFilter, Task};
+
+use crate::commands::Context;
+use crate::commands::filter::FilterArgs;
+use crate::exit::{Exit, Failure};
+use crate::output::{Format, hint};
+
+/// A task by id or by `--key`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct GetArgs {
+    /// The task id.
+    #[arg(required_unless_present = "key", conflicts_with = "key")]
+    id: Option<String>,
+    /// The business key instead of an id.
+    #[arg(long)]
+    key: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ListArgs {
+    #[command(flatten)]
+    filter: FilterArgs,
+    /// Only this chain (its root task id).
+    #[arg(long, value_name = "ID")]
+    root: Option<String>,
+    /// Only this correlation id.
+    #[arg(long)]
+    correlation: Option<String>,
+    /// Only the task this business key points at.
+    #[arg(long)]
+    key: Option<String>,
+    /// At most this many tasks.
+    #[arg(long, default_value_t = 50)]
+    limit: u32,
+    /// The page after this cursor (printed after a full page).
+    #[arg(long, value_name = "CURSOR")]
+    after: Option<String>,
+}
+
+pub(crate) async fn get(context: &Context, args: GetArgs) -> Result<Exit, Failure> {
+    let client = context.existing().await?;
+    let task = find(&client, args.id.as_deref(), args.key.as_deref()).await?;
+    context.out.task(&task)?;
+    Ok(Exit::Ok)
+}
+
+/// The task with this id or key; exit 3 when there is none.
+pub(crate) async fn find(client: &CairnQ, id: Option<&str>, key: Option<&str>) -> Result<Task, Failure> {
+    match (id, key) {
+        (Some(id), _) => client.get(id).await?.ok_or_else(|| Failure::not_found(format_args!("with id {id}"))),
+        (None, Some(key)) => {
+            client.get_by_key(key).await?.ok_or_else(|| Failure::not_found(format_args!("with key {key:?}")))
+        }
+        (None, None) => Err(Failure::usage("give a task id or --key")),
+    }
+}
+
+pub(crate) async fn list(context: &Context, args: ListArgs) -> Result<Exit, Failure> {
+    let filter = filter(&args)?;
+    let client = context.existing().await?;
+    if let Some(key) = &args.key {
+        // A key names at most one task: the page is that task, if it
+        // matches the other filters.
+        let task = client.get_by_key(key).await?.filter(|task| matches(task, &filter));
+        let page = cairnq_core::TaskPage::from_rows(task.map(Ok));
+        return print_page(context, &page);
+    }
+    let page = client.list(&filter).await?;
+    print_page(context, &page)
+}
+
+fn print_page(context: &Context, page: &cairnq_core::TaskPage) -> Result<Exit, Failure> {
+    match context.out.format {
+        Format::Json => context.out.json(page)?,
+        Format::Jsonl => context.out.tasks(&page.tasks)?,
+        Format::Table => {
+            context.out.tasks(&page.tasks)?;
+            for bad in &page.undecodable {
+                hint(&format!("undecodable row: {bad}"));
+            }
+        }
+    }
+    if let (Some(next), false) = (&page.next, context.out.format == Format::Json) {
+        hint(&format!("more: --after {next}"));
+    }
+    Ok(Exit::Ok)
+}
+
+/// The list filter of the arguments, refused (exit 2) when malformed.
+fn filter(args: &ListArgs) -> Result<ListFilter, Failure> {
+    if args.limit == 0 {
+        return Err(Failure::usage("--limit must be at least 1"));
+    }
+    let mut filter = args.filter.list(args.filter.status()).limit(args.limit);
+    if let Some(root) = &args.root {
+        filter = filter.root_id(root);
+    }
+    if let Some(correlation) = &args.correlation {
+        filter = filter.correlation_id(correlation);
+    }
+    if let Some(after) = &args.after {
+        let cursor: ListCursor = after.parse().map_err(|e| Failure::usage(format!("--after: {e}")))?;
+        filter = filter.after(cursor);
+    }
+    Ok(filter)
+}
+
+/// Whether `task` passes the filter's field conditions (for `--key`).
+fn matches(task: &Task, filter: &ListFilter) -> bool {
+    let same = |want: &Option<String>, have: Option<&str>| want.as_deref().is_none_or(|w| Some(w) == have);
+    filter.status.is_none_or(|s| s == task.status)
+        && same(&filter.queue, Some(&task.queue))
+        && same(&filter.name, Some(&task.name))
+        && same(&filter.root_id, task.root_id.as_deref())
+        && same(&filter.correlation_id, task.correlation_id.as_deref())
+}

@@ -1,0 +1,131 @@
+//! `cairnq submit NAME`: one task, with every option a library submit has.
+//! The payload and metadata are checked as JSON before the database is
+//! opened, so bad input writes nothing.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use cairnq_core::{Conflict, Json, SubmitOptions, TaskSpec};
+
+use crate::commands::{Context, json_arg};
+use crate::exit::{Exit, Failure};
+use crate::humanize;
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The handler name.
+    name: String,
+    /// The payload as JSON, or `-` to read it from stdin (default: null).
+    #[arg(long, conflicts_with = "payload_file")]
+    payload: Option<String>,
+    /// Read the payload JSON from this file.
+    #[arg(long, value_name = "FILE")]
+    payload_file: Option<PathBuf>,
+    /// Business key: at most one live task per key.
+    #[arg(long)]
+    key: Option<String>,
+    /// What to do when the key already has a task.
+    #[arg(long, value_enum, default_value_t = ConflictArg::Reuse, requires = "key")]
+    conflict: ConflictArg,
+    /// The queue.
+    #[arg(long, default_value = "default")]
+    queue: String,
+    /// Higher runs first.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    priority: i32,
+    /// Not claimable before this long from now (e.g. 30s, 10m).
+    #[arg(long, value_parser = humanize::duration)]
+    delay: Option<Duration>,
+    /// Claims allowed before a retryable failure becomes final.
+    #[arg(long, default_value_t = 3)]
+    max_attempts: u32,
+    /// Caller metadata, a JSON object.
+    #[arg(long)]
+    metadata: Option<String>,
+    /// The submitting task's id.
+    #[arg(long, value_name = "ID")]
+    parent: Option<String>,
+    /// A correlation id tying related tasks together.
+    #[arg(long)]
+    correlation: Option<String>,
+}
+
+/// `--conflict`, as every SDK spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ConflictArg {
+    Reuse,
+    ReuseSucceeded,
+    Reject,
+    Replace,
+}
+
+impl From<ConflictArg> for Conflict {
+    fn from(arg: ConflictArg) -> Self {
+        match arg {
+            ConflictArg::Reuse => Conflict::Reuse,
+            ConflictArg::ReuseSucceeded => Conflict::ReuseSucceeded,
+            ConflictArg::Reject => Conflict::Reject,
+            ConflictArg::Replace => Conflict::Replace,
+        }
+    }
+}
+
+pub(crate) async fn run(context: &Context, args: Args) -> Result<Exit, Failure> {
+    let payload = payload(args.payload, args.payload_file)?;
+    let mut options = SubmitOptions::new()
+        .queue(args.queue)
+        .priority(args.priority)
+        .max_attempts(args.max_attempts)
+        .delay(args.delay.unwrap_or_default())
+        .conflict(args.conflict.into());
+    if let Some(key) = args.key {
+        options = options.key(key);
+    }
+    if let Some(metadata) = args.metadata {
+        let metadata = json_arg("--metadata", metadata)?;
+        if !metadata.is_object() {
+            return Err(Failure::usage("--metadata must be a JSON object"));
+        }
+        options = options.metadata(metadata);
+    }
+    if let Some(parent) = args.parent {
+        options = options.parent_id(parent);
+    }
+    if let Some(correlation) = args.correlation {
+        options = options.correlation_id(correlation);
+    }
+    // Everything the library checks is checked before the database opens.
+    options.to_new_task(&args.name, payload.clone())?;
+    let spec = TaskSpec::new(args.name, &payload).options(options);
+    let client = context.installing().await?;
+    let task = client.submit_spec(&spec).await?;
+    // One row in a table (`cairnq get` shows every field); the row as JSON.
+    match context.out.format {
+        crate::output::Format::Table => context.out.tasks(std::slice::from_ref(&task))?,
+        _ => context.out.task(&task)?,
+    }
+    Ok(Exit::Ok)
+}
+
+/// The payload from `--payload JSON`, `--payload -` (stdin) or
+/// `--payload-file FILE`; `null` when none is given.
+fn payload(inline: Option<String>, file: Option<PathBuf>) -> Result<Json, Failure> {
+    let (flag, text) = match (inline, file) {
+        (Some(dash), None) if dash == "-" => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map_err(|e| Failure::usage(format!("cannot read the payload from stdin: {e}")))?;
+            ("the payload on stdin", text)
+        }
+        (Some(text), None) => ("--payload", text),
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| Failure::usage(format!("cannot read --payload-file {}: {e}", path.display())))?;
+            ("--payload-file", text)
+        }
+        _ => return Ok(Json::null()),
+    };
+    json_arg(flag, text)
+}

@@ -1,0 +1,88 @@
+//! `cairnq worker --exec 'CMD'`: runs a command line once per task, so any
+//! language can be a cairnq worker. This module owns the command line and
+//! the worker's lifecycle (options, the store, SIGTERM drains); running
+//! one task's command is `cairnq_worker::exec`.
+
+use std::time::Duration;
+
+use cairnq_worker::exec::ExecHandler;
+use cairnq_worker::{Worker, WorkerOptions};
+
+use crate::commands::Context;
+use crate::exit::{Exit, Failure};
+use crate::humanize;
+
+/// The contract between the worker and the command, in `--help`.
+const CONTRACT: &str = "\
+The command runs through `sh -c`, once per task:
+  stdin        the payload JSON
+  environment  CAIRNQ_TASK_ID, CAIRNQ_TASK_NAME, CAIRNQ_ATTEMPT (1 first), CAIRNQ_QUEUE
+  stdout       the result JSON (empty: null; not JSON: the task fails for good)
+  stderr       lines `progress 0.5 optional message` report progress; the last 4 KB
+               of the rest go into a failure's error envelope
+  exit code    0 succeeded; 65 (EX_DATAERR) failed for good; 75 (EX_TEMPFAIL) or
+               any other code failed, retried while attempts are left
+A cancel or a lost lease sends the command SIGTERM, then SIGKILL. SIGTERM or
+Ctrl-C to the worker drains (running commands finish); a second one stops at once.";
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = CONTRACT)]
+pub(crate) struct Args {
+    /// The command line to run per task (through `sh -c`): payload JSON on
+    /// stdin, result JSON on stdout; exit 65 fails for good, other non-zero
+    /// codes retry.
+    #[arg(long, value_name = "CMD")]
+    exec: String,
+    /// Handler names to claim (repeat for several); none: every name.
+    #[arg(long = "name", value_name = "NAME")]
+    names: Vec<String>,
+    /// Queues to claim from (repeat for several).
+    #[arg(long = "queue", value_name = "QUEUE", default_value = "default")]
+    queues: Vec<String>,
+    /// Commands running at once.
+    #[arg(long, default_value_t = 1)]
+    concurrency: usize,
+    /// Lease per claim, extended by heartbeats while the command runs.
+    #[arg(long, default_value = "30s", value_parser = humanize::duration)]
+    lease: Duration,
+    /// A command running longer is stopped and its attempt fails.
+    #[arg(long, value_parser = humanize::duration)]
+    max_run: Option<Duration>,
+}
+
+impl Args {
+    /// The worker options of the arguments, checked by the library.
+    fn options(&self) -> Result<WorkerOptions, Failure> {
+        let mut options =
+            WorkerOptions::new().queues(self.queues.iter().cloned()).concurrency(self.concurrency).lease(self.lease);
+        if let Some(limit) = self.max_run {
+            options = options.max_run(limit);
+        }
+        options.validate()?;
+        Ok(options)
+    }
+}
+
+/// Runs until SIGTERM or SIGINT, then drains (running commands finish); a
+/// second signal stops at once.
+pub(crate) async fn run(context: &Context, args: Args) -> Result<Exit, Failure> {
+    // Bad arguments are refused before the database is opened.
+    let options = args.options()?;
+    let handler = ExecHandler::new(&args.exec)?;
+    let client = context.installing().await?;
+    let mut worker = Worker::new(client, options)?;
+    if args.names.is_empty() {
+        worker.exec_all(&handler)?;
+    } else {
+        worker.exec(&args.names, &handler)?;
+    }
+    eprintln!(
+        "cairnq worker {} runs {:?} for {} on queue(s) {}",
+        worker.worker_id(),
+        args.exec,
+        if args.names.is_empty() { "every name".to_string() } else { args.names.join(", ") },
+        args.queues.join(", ")
+    );
+    worker.run_until_signal().await?;
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,52 @@
+//! `cairnq`: operate a cairnq queue from the shell (submit, inspect, retry,
+//! purge, watch, migrate, diagnose) and run any command line as a worker.
+//!
+//! The binary is a thin layer over the library's public API
+//! (`cairnq_core::CairnQ`, the backends' open and migration status,
+//! `cairnq_worker::Worker`): every rule about tasks lives there, so the
+//! command behaves exactly like an application would. This file only turns
+//! the outcome into output and an exit code (see [`exit`]).
+
+mod cli;
+mod commands;
+mod db;
+mod exit;
+mod humanize;
+mod output;
+mod table;
+
+use clap::Parser;
+use clap::error::ErrorKind;
+
+use crate::exit::Exit;
+
+fn main() -> std::process::ExitCode {
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return usage(&error),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => return exit::report(&exit::Failure::new(Exit::Failed, format!("cannot start the runtime: {e}"))),
+    };
+    match runtime.block_on(cli.run()) {
+        Ok(code) => code.into(),
+        Err(failure) => exit::report(&failure),
+    }
+}
+
+/// Help and version print as clap writes them; a usage error becomes the
+/// one line every failure is (clap's first line, without its tips).
+fn usage(error: &clap::Error) -> std::process::ExitCode {
+    if matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = error.print();
+        return u8::try_from(error.exit_code()).unwrap_or(2).into();
+    }
+    let text = error.render().to_string();
+    let first = text.lines().next().unwrap_or("bad arguments");
+    let line = first.strip_prefix("error: ").unwrap_or(first);
+    exit::report(&exit::Failure::usage(format!("{line} (see --help)")))
+}

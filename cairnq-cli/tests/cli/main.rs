@@ -1,0 +1,12 @@
+//! Integration tests of the `cairnq` binary: each drives the built binary
+//! as a subprocess against real SQLite files and the test Postgres server
+//! (a fresh schema each), and checks what it prints against what the
+//! library returns for the same database.
+
+mod bad_input;
+mod ops;
+mod python;
+mod scenarios;
+mod support;
+mod top;
+mod worker;

@@ -1,0 +1,109 @@
+//! `cairnq worker --exec`: a shell script as the worker of tasks the
+//! Python SDK submitted, end to end through real processes.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use cairnq_core::{ErrorEnvelope, TaskStatus};
+use serde_json::{Value, json};
+
+use crate::support::{Fixture, peer};
+
+/// The worker script: doubles `n`; `bad` fails for good (exit 65) after
+/// writing to stderr; `flaky` asks for a retry (exit 75) on its first
+/// attempt and succeeds on the next.
+const SCRIPT: &str = r#"#!/bin/sh
+payload=$(cat)
+case "$CAIRNQ_TASK_NAME" in
+  bad) echo "line one of the complaint" >&2; echo "bad input: $payload" >&2; exit 65 ;;
+  flaky) if [ "$CAIRNQ_ATTEMPT" = 1 ]; then echo "try again later" >&2; exit 75; fi ;;
+esac
+n=$(printf '%s' "$payload" | sed 's/.*"n": *\([0-9]*\).*/\1/')
+echo "progress 0.5 halfway" >&2
+printf '{"doubled": %s, "by": "%s"}\n' "$((n * 2))" "$CAIRNQ_TASK_NAME"
+"#;
+
+/// Kills the worker process if the test ends early.
+struct Worker(Child);
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_shell_script_drains_what_python_submitted_on_sqlite() {
+    let fixture = Fixture::sqlite().await;
+    let peer_db = fixture.cli.db.clone();
+    drains(fixture, &peer_db, 1000).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_shell_script_drains_what_python_submitted_on_postgres() {
+    let fixture = Fixture::postgres().await;
+    let peer_db = format!("{}#schema={}", fixture.cli.db, fixture.cli.schema.clone().unwrap_or_default());
+    drains(fixture, &peer_db, 200).await;
+}
+
+async fn drains(fixture: Fixture, peer_db: &str, count: usize) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let script = dir.path().join("double.sh");
+    std::fs::write(&script, SCRIPT).expect("write the script");
+    let ids: Vec<String> =
+        serde_json::from_value(peer(&["submit-many", peer_db, "double", &count.to_string()])).expect("ids");
+    assert_eq!(ids.len(), count);
+    let bad = fixture.client.submit("bad", &json!({"n": 1})).max_attempts(3).await.expect("submit");
+    let flaky = fixture.client.submit("flaky", &json!({"n": 21})).max_attempts(3).await.expect("submit");
+
+    let command = format!("sh {}", script.display());
+    let child = fixture
+        .cli
+        .command(&["worker", "--exec", &command, "--concurrency", "8", "--lease", "30s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start the worker");
+    let mut worker = Worker(child);
+
+    let start = Instant::now();
+    loop {
+        let stats = fixture.client.stats(Some("default")).await.expect("stats")["default"];
+        if stats.succeeded == count as u64 + 1 && stats.failed == 1 {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(240), "not drained: {stats:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    // SIGTERM drains and exits 0.
+    let pid = worker.0.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().expect("kill").success());
+    let status = worker.0.wait().expect("wait for the worker");
+    assert_eq!(status.code(), Some(0), "the worker exits 0 after a drain");
+
+    // Python reads back exactly what the script printed.
+    let ids_file = dir.path().join("ids.txt");
+    std::fs::write(&ids_file, ids.join("\n")).expect("write ids");
+    let rows = peer(&["read-docs", peer_db, &ids_file.to_string_lossy()]);
+    let rows = rows.as_array().expect("rows");
+    assert_eq!(rows.len(), count);
+    for (i, row) in rows.iter().enumerate() {
+        let result: Value = serde_json::from_str(row[2].as_str().expect("a result")).expect("result JSON");
+        assert_eq!(result, json!({"doubled": 2 * i, "by": "double"}), "task {}", ids[i]);
+    }
+
+    // Exit 65: failed after one attempt, stderr's tail in the envelope.
+    let bad = fixture.client.get(&bad.id).await.expect("get").expect("bad");
+    assert_eq!((bad.status, bad.attempt), (TaskStatus::Failed, 1));
+    let envelope = ErrorEnvelope::from_json(bad.error.as_ref().expect("an envelope")).expect("an envelope");
+    let details = envelope.details.to_string();
+    assert!(details.contains("line one of the complaint") && details.contains("bad input"), "{details}");
+    assert!(!envelope.retryable);
+
+    // Exit 75: retried, then succeeded.
+    let flaky = fixture.client.get(&flaky.id).await.expect("get").expect("flaky");
+    assert_eq!((flaky.status, flaky.attempt), (TaskStatus::Succeeded, 2));
+    assert_eq!(flaky.result.expect("result").to_value().expect("json"), json!({"doubled": 42, "by": "flaky"}));
+}

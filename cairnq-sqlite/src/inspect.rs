@@ -1,0 +1,118 @@
+//! Looking at a database file without opening a store on it: the migration
+//! ledger and the file's health, for operators' tools (`cairnq migrate
+//! status`, `cairnq doctor`). A store's open migrates; these only read,
+//! on a read-only connection, and never create the file.
+
+use std::path::{Path, PathBuf};
+
+use cairnq_core::backend::{Query, Sql};
+use cairnq_core::{Error, MigrationStatus, Result};
+use cairnq_protocol::sqlite;
+use rusqlite::{Connection, OpenFlags};
+
+use crate::error::{opening, sqlite_error};
+use crate::location::Location;
+use crate::row::first_text;
+use crate::sql::{query, query_int};
+
+/// What `PRAGMA quick_check` and the journal say about a database file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FileHealth {
+    /// `ok`, or the first problems `PRAGMA quick_check` found.
+    pub integrity: String,
+    /// The journal mode (`wal` for a database cairnq opened).
+    pub journal_mode: String,
+    /// Size of the `-wal` file in bytes (0 when there is none): a large one
+    /// means checkpoints cannot keep up, e.g. a reader that never finishes.
+    pub wal_bytes: u64,
+    /// The database file's size in bytes.
+    pub file_bytes: u64,
+}
+
+impl FileHealth {
+    /// Whether the integrity check passed.
+    pub fn is_ok(&self) -> bool {
+        self.integrity == "ok"
+    }
+}
+
+/// Every migration this SDK ships and every one the ledger at `path`
+/// records, in file-name order (see [`SqliteStore::migrations`](crate::SqliteStore::migrations)).
+pub(crate) async fn migrations(path: PathBuf) -> Result<Vec<MigrationStatus>> {
+    off_runtime(move || {
+        let shipped: Vec<_> = sqlite::MIGRATIONS.iter().map(|m| (m.file_name, m.sql)).collect();
+        let Some(conn) = read_only(&path)? else { return Ok(MigrationStatus::merge(Vec::new(), &shipped)) };
+        let ledger = if query_int(&conn, &Query::new(Sql::TableExists).arg("table", "cairnq_migrations"))
+            .map_err(|e| opening(&path, e))?
+            == 0
+        {
+            Vec::new()
+        } else {
+            query(&conn, &Query::new(Sql::ReadMigrationLedger), |row| {
+                let name = first_text(row)?;
+                let at = row.get::<_, i64>(1).map_err(|e| sqlite_error("read ledger", e))?;
+                Ok((name, at))
+            })?
+        };
+        Ok(MigrationStatus::merge(ledger, &shipped))
+    })
+    .await
+}
+
+/// The health of the file at `path` (see [`SqliteStore::file_health`](crate::SqliteStore::file_health)).
+pub(crate) async fn file_health(path: PathBuf) -> Result<FileHealth> {
+    off_runtime(move || {
+        let conn = read_only(&path)?.ok_or_else(|| Error::Unusable {
+            message: format!("cannot open {}: no such file", path.display()),
+            source: None,
+        })?;
+        let file = path.as_path();
+        let fail = |what: &'static str| move |e| opening(file, sqlite_error(what, e));
+        let mut stmt = conn.prepare("pragma quick_check(5)").map_err(fail("quick_check"))?;
+        let problems: Vec<String> = stmt
+            .query_map([], |row| row.get::<_, String>(0))
+            .map_err(fail("quick_check"))?
+            .collect::<std::result::Result<_, _>>()
+            .map_err(fail("quick_check"))?;
+        let journal_mode = conn
+            .pragma_query_value(None, "journal_mode", |row| row.get::<_, String>(0))
+            .map_err(fail("journal_mode"))?;
+        let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+        let mut wal = path.clone().into_os_string();
+        wal.push("-wal");
+        Ok(FileHealth {
+            integrity: problems.join("; "),
+            journal_mode,
+            wal_bytes: size(Path::new(&wal)),
+            file_bytes: size(&path),
+        })
+    })
+    .await
+}
+
+/// A read-only connection to the file at `path`; `None` when there is no
+/// such file (nothing is created). A database in memory is refused: no
+/// other connection can see it.
+fn read_only(path: &Path) -> Result<Option<Connection>> {
+    let file = match Location::parse(path)? {
+        Location::File(file) => file,
+        Location::Memory { .. } => {
+            return Err(Error::validation("path", "a database in memory cannot be inspected from outside"));
+        }
+    };
+    if !file.exists() {
+        return Ok(None);
+    }
+    if file.is_dir() {
+        return Err(opening(&file, Error::Unusable { message: "SQLite cannot open a directory".into(), source: None }));
+    }
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(&file, flags).map_err(|e| opening(&file, sqlite_error("open", e)))?;
+    Ok(Some(conn))
+}
+
+/// Runs blocking SQLite work on the blocking pool, not the async runtime.
+async fn off_runtime<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(work).await.map_err(|e| Error::storage("a SQLite inspection thread failed", e))?
+}
