@@ -52,6 +52,12 @@ const LAYERS: &[Layer] = &[
         optional: &["cairnq-protocol", "cairnq-sqlite", "cairnq-postgres"],
         dev: &["cairnq-sqlite", "cairnq-postgres", "cairnq-worker"],
     },
+    Layer {
+        name: "cairnq-web",
+        normal: &["cairnq-core"],
+        optional: BACKEND_CRATES,
+        dev: &["cairnq-testkit", "cairnq-sqlite", "cairnq-postgres"],
+    },
     Layer { name: "xtask", normal: &[], optional: &[], dev: &[] },
 ];
 
