@@ -11,15 +11,18 @@
   let source = null;
   let inflight = false;
   let again = false;
+  let shown = null;
 
   function live() {
     return main !== null && main.dataset.live === "on";
   }
 
+  // Not while the user is about to press a button, typing in a field, or
+  // has tasks selected: a swap would eat the click, the text, the selection.
   function busy() {
     const focused = document.activeElement;
     const typing = focused !== null && main.contains(focused) && focused.tagName === "INPUT";
-    return typing || main.querySelector("input[type=checkbox]:checked") !== null;
+    return typing || main.querySelector("input[type=checkbox]:checked, button:hover, button:active") !== null;
   }
 
   async function refresh() {
@@ -31,8 +34,10 @@
     inflight = true;
     try {
       const response = await fetch(location.href, { headers: { "X-Cairnq-Partial": "1" }, credentials: "same-origin" });
-      if (response.ok) {
-        main.innerHTML = await response.text();
+      const html = response.ok ? await response.text() : null;
+      if (html !== null && html !== shown) {
+        shown = html;
+        main.innerHTML = html;
         wire();
       }
     } catch (_) {

@@ -9,7 +9,7 @@ use std::collections::{BTreeSet, VecDeque};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use cairnq_core::{CairnQ, Stats};
+use cairnq_core::{CairnQ, Signal, Stats};
 use futures::{Stream, StreamExt};
 use parking_lot::Mutex;
 use tokio::sync::{broadcast, watch};
@@ -21,6 +21,9 @@ use crate::time::now_ms;
 const TICK: Duration = Duration::from_secs(1);
 /// The least time between two change events (a busy queue signals often).
 const SETTLE: Duration = Duration::from_millis(250);
+/// How often the polling fallback says "look again" when nothing was
+/// pushed (a delayed task coming due, a store without push wakeups).
+const POLL_EVERY: Duration = Duration::from_secs(5);
 /// How often the finished-task count is sampled (and the queue set re-read).
 const SAMPLE_EVERY: Duration = Duration::from_secs(5);
 /// How much sampled history is kept: the chart's hour and a minute more.
@@ -118,8 +121,9 @@ impl HubInner {
 }
 
 /// The hub's loop: watch the queues there are, tell subscribers of every
-/// signal (at most one event per [`SETTLE`]), sample every
-/// [`SAMPLE_EVERY`], and re-watch when the set of queues changes.
+/// pushed signal (at most one event per [`SETTLE`]; one held back goes out
+/// with the next tick) and, without pushes, every [`POLL_EVERY`]; sample
+/// every [`SAMPLE_EVERY`], and re-watch when the set of queues changes.
 async fn run(hub: Weak<HubInner>) {
     let mut version = 0u64;
     loop {
@@ -140,15 +144,20 @@ async fn run(hub: Weak<HubInner>) {
         drop(inner);
         let mut last_sample = Instant::now();
         let mut last_sent = Instant::now() - SETTLE;
-        while signals.next().await.is_some() {
+        let mut held_back = false;
+        while let Some(signal) = signals.next().await {
             let Some(inner) = hub.upgrade() else { return };
-            // A change held back here goes out with the next signal: a tick at the latest.
-            if last_sent.elapsed() >= SETTLE {
+            let due = match signal {
+                Signal::Tick => held_back || last_sent.elapsed() >= POLL_EVERY,
+                _ => last_sent.elapsed() >= SETTLE,
+            };
+            if due {
                 version += 1;
                 // No subscriber is fine: nothing to tell.
                 let _ = inner.changes.send(version);
                 last_sent = Instant::now();
             }
+            held_back = !due && (held_back || signal != Signal::Tick);
             if last_sample.elapsed() >= SAMPLE_EVERY {
                 last_sample = Instant::now();
                 if let Ok(stats) = inner.client.stats(None).await {
