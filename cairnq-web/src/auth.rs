@@ -82,11 +82,32 @@ fn cross_origin(headers: &HeaderMap) -> bool {
     }
 }
 
+/// Whether the request names a loopback host (`localhost`, `127.0.0.1`,
+/// `[::1]`, any port).
+fn loopback_host(headers: &HeaderMap) -> bool {
+    let Some(host) = headers.get(header::HOST).and_then(|v| v.to_str().ok()) else { return false };
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name.to_ascii_lowercase().ends_with(".localhost")
+        || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
 /// Runs in front of every route.
 pub(crate) async fn guard(State(state): State<AppState>, ctx: PageCtx, request: Request, next: Next) -> Response {
     let path = request.uri().path();
     let public = path == "/login" || path.starts_with("/assets/");
     let machine = path.starts_with("/api/") || path == "/events";
+    if state.loopback_hosts && !loopback_host(request.headers()) {
+        return refusal(
+            &ctx,
+            machine,
+            StatusCode::MISDIRECTED_REQUEST,
+            "this dashboard answers only to a loopback address",
+        );
+    }
     let caller = caller(state.token.as_deref(), request.headers());
     if request.method() == Method::POST {
         if caller != Caller::Bearer && cross_origin(request.headers()) {

@@ -1,7 +1,7 @@
 //! cairnq's dashboard: see and act on a queue in a browser.
 //!
 //! Server-rendered pages (overview, tasks, task detail, workers), live
-//! updates by server-sent events fed by [`CairnQ::watch`], and a JSON API
+//! updates by server-sent events fed by [`CairnQ::watch`](cairnq_core::CairnQ::watch), and a JSON API
 //! under `/api` that scripts may use too. Everything is one axum
 //! [`Router`](axum::Router): serve it on its own with [`serve`] (what
 //! `cairnq web` does), or mount it under any path of your own axum app with

@@ -113,6 +113,10 @@ impl HubInner {
         let finished = stats.values().map(|c| c.succeeded + c.failed + c.canceled).sum();
         let at_ms = now_ms();
         let mut samples = self.samples.lock();
+        if samples.back().is_some_and(|last| at_ms - last.at_ms < 1000) {
+            // Page loads read stats too; one sample a second is plenty.
+            return;
+        }
         samples.push_back(Sample { at_ms, finished });
         while samples.front().is_some_and(|s| s.at_ms < at_ms - HISTORY_MS) {
             samples.pop_front();

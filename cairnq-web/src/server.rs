@@ -76,7 +76,9 @@ pub async fn bind(client: CairnQ, options: WebOptions) -> Result<Server, WebErro
     if !addr.ip().is_loopback() && options.checked_token()?.is_none() {
         return Err(WebError::TokenRequired(addr));
     }
-    let state: AppState = Arc::new(Shared::new(client, options.checked_token()?, options.access()));
+    let token = options.checked_token()?;
+    let shared = Shared::new(client, token.clone(), options.access());
+    let state: AppState = Arc::new(if token.is_none() { shared.loopback_hosts_only() } else { shared });
     let app = routes(state.clone());
     let listener = TcpListener::bind(addr).await.map_err(|source| WebError::Io { addr, source })?;
     let addr = listener.local_addr().map_err(|source| WebError::Io { addr, source })?;

@@ -17,12 +17,24 @@ pub(crate) struct Shared {
     /// Required from every caller when set.
     pub(crate) token: Option<String>,
     pub(crate) access: Access,
+    /// Answer only requests addressed to a loopback name (a tokenless
+    /// dashboard served on loopback: see [`Shared::loopback_hosts_only`]).
+    pub(crate) loopback_hosts: bool,
     pub(crate) hub: Hub,
 }
 
 impl Shared {
     pub(crate) fn new(client: CairnQ, token: Option<String>, access: Access) -> Self {
-        Self { hub: Hub::new(client.clone()), client, token, access }
+        Self { hub: Hub::new(client.clone()), client, token, access, loopback_hosts: false }
+    }
+
+    /// Refuses requests whose `Host` is not a loopback name. A tokenless
+    /// dashboard on loopback trusts whoever reaches it; without this, a web
+    /// page whose DNS name was re-pointed at 127.0.0.1 (DNS rebinding) would
+    /// be same-origin with the dashboard, read it and act on it.
+    pub(crate) fn loopback_hosts_only(mut self) -> Self {
+        self.loopback_hosts = true;
+        self
     }
 
     /// Whether actions are allowed.

@@ -160,6 +160,22 @@ async fn cross_origin_posts_are_refused_and_same_origin_ones_act() {
 }
 
 #[tokio::test]
+async fn a_tokenless_dashboard_answers_only_to_loopback_names() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let addr = start(sqlite_client(&dir).await, WebOptions::new()).await;
+    // A rebound DNS name reaching 127.0.0.1 is same-origin with itself; the Host gives it away.
+    let rebound = http(addr, "GET", "/api/stats", &[("Host", "evil.example:8080")], "").await;
+    assert_eq!(rebound.status, 421, "{}", rebound.body);
+    let post =
+        http(addr, "POST", "/api/tasks/x/cancel", &[("Host", "evil.example"), ("Origin", "http://evil.example")], "")
+            .await;
+    assert_eq!(post.status, 421);
+    for host in ["localhost:1", "127.0.0.1", "[::1]:8080", "app.localhost"] {
+        assert_eq!(http(addr, "GET", "/api/stats", &[("Host", host)], "").await.status, 200, "{host}");
+    }
+}
+
+#[tokio::test]
 async fn read_only_hides_and_refuses_every_action() {
     let dir = tempfile::tempdir().expect("a temp dir");
     let client = sqlite_client(&dir).await;
