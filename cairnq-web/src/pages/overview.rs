@@ -26,14 +26,15 @@ pub(crate) async fn page(State(state): State<AppState>, ctx: PageCtx) -> Respons
 
 async fn body(state: &AppState, ctx: &PageCtx) -> Result<Markup> {
     let client = &state.client;
-    let stats = client.stats(None).await?;
+    let (stats, (running, more_running)) = futures::try_join!(client.stats(None), super::running(client))?;
     state.hub.record(&stats);
     let now = now_ms();
-    let mut oldest = Vec::with_capacity(stats.len());
-    for (queue, counts) in &stats {
-        oldest.push(if counts.queued == 0 { None } else { Some(oldest_queued(client, queue).await?) });
-    }
-    let (running, more_running) = super::running(client).await?;
+    // One bounded read per queue with work waiting, all at once (a store
+    // with several readers answers them side by side).
+    let oldest = futures::future::try_join_all(stats.iter().map(|(queue, counts)| async move {
+        if counts.queued == 0 { Ok(None) } else { oldest_queued(client, queue).await.map(Some) }
+    }))
+    .await?;
     Ok(html! {
         h1 { "Overview" }
         table #queues {
