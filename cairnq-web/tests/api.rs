@@ -273,3 +273,37 @@ async fn mounted_under_a_prefix_its_links_follow() {
     assert!(detail.body.contains(&format!("action=\"/admin/queue/tasks/{}/cancel\"", task.id)), "{}", detail.body);
     assert_eq!(http(addr, "GET", "/admin/queue/assets/app.js", &[], "").await.status, 200);
 }
+
+#[tokio::test]
+async fn events_announce_a_change_and_end_when_the_server_shuts_down() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let client = sqlite_client(&dir).await;
+    let server = cairnq_web::bind(client.clone(), WebOptions::new().bind("127.0.0.1:0".parse().expect("an address")))
+        .await
+        .expect("binds");
+    let addr = server.local_addr();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(server.run_until(async move {
+        let _ = stopped.await;
+    }));
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connects");
+    let request = format!("GET /events HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("sends");
+    let mut seen = String::new();
+    let mut buffer = [0u8; 4096];
+    let n = stream.read(&mut buffer).await.expect("reads the head");
+    seen.push_str(&String::from_utf8_lossy(&buffer[..n]));
+    assert!(seen.contains("text/event-stream"), "{seen}");
+    client.submit("email", &serde_json::json!({})).await.expect("submits");
+    while !seen.contains("event: change") {
+        let n = stream.read(&mut buffer).await.expect("reads events");
+        assert!(n > 0, "the stream ended before a change: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buffer[..n]));
+    }
+    stop.send(()).expect("the server listens for its stop");
+    // The open stream ends, so the graceful shutdown completes.
+    let mut rest = Vec::new();
+    let _ = stream.read_to_end(&mut rest).await;
+    serving.await.expect("the server task").expect("serving ends cleanly");
+}
