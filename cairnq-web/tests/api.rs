@@ -307,3 +307,32 @@ async fn events_announce_a_change_and_end_when_the_server_shuts_down() {
     let _ = stream.read_to_end(&mut rest).await;
     serving.await.expect("the server task").expect("serving ends cleanly");
 }
+
+#[tokio::test]
+async fn every_page_renders_on_postgres() {
+    use cairnq_core::store::{ClaimDraw, ClaimParams, ProgressParams};
+    let factory = PostgresFactory::from_test_server().expect("the Postgres test server");
+    let (client, _fresh) = fresh(&factory).await;
+    let addr = start(client.clone(), WebOptions::new()).await;
+    let failed = failed_task(&client, "explode").await;
+    let running = client
+        .submit("render", &serde_json::json!({"html": "<script>x()</script>"}))
+        .queue("pdf")
+        .await
+        .expect("submits");
+    client.claim(&ClaimParams::new("worker-7", 60_000).draw(ClaimDraw::new(vec!["pdf".into()]))).await.expect("claims");
+    client
+        .progress(&ProgressParams::new(&running.id, "worker-7").progress(0.5).message("page 3 of 6"))
+        .await
+        .expect("progress");
+    let overview = http(addr, "GET", "/", &[], "").await;
+    assert_eq!(overview.status, 200, "{}", overview.body);
+    assert!(overview.body.contains("page 3 of 6") && overview.body.contains("worker-7"), "running tasks with progress");
+    let workers = http(addr, "GET", "/workers", &[], "").await;
+    assert!(workers.body.contains("worker-7"), "{}", workers.body);
+    let tasks = http(addr, "GET", "/tasks?status=failed", &[], "").await;
+    assert!(tasks.body.contains(&failed.id) && !tasks.body.contains(&running.id), "{}", tasks.body);
+    let detail = http(addr, "GET", &format!("/tasks/{}", running.id), &[], "").await;
+    assert!(detail.body.contains("&lt;script&gt;x()&lt;/script&gt;") && !detail.body.contains("<script>x()"));
+    assert!(detail.body.contains("id=\"cancel\""), "a running task can be canceled");
+}
