@@ -52,6 +52,8 @@ enum Command {
     Doctor,
     /// Run a command line once per task (payload on stdin, result on stdout).
     Worker(commands::worker::Args),
+    /// Serve the dashboard (loopback by default; --token before any other address).
+    Web(commands::web::Args),
 }
 
 impl Cli {
@@ -71,6 +73,7 @@ impl Cli {
             Command::Migrate(args) => commands::migrate::run(&context, args).await,
             Command::Doctor => commands::doctor::run(&context).await,
             Command::Worker(args) => commands::worker::run(&context, args).await,
+            Command::Web(args) => commands::web::run(&context, args).await,
         }
     }
 }

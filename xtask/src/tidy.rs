@@ -48,7 +48,7 @@ const LAYERS: &[Layer] = &[
     },
     Layer {
         name: "cairnq-cli",
-        normal: &["cairnq-core", "cairnq-sqlite", "cairnq-postgres", "cairnq-worker"],
+        normal: &["cairnq-core", "cairnq-sqlite", "cairnq-postgres", "cairnq-worker", "cairnq-web"],
         optional: &[],
         dev: &["cairnq-testkit"],
     },
@@ -57,6 +57,12 @@ const LAYERS: &[Layer] = &[
         normal: &["cairnq-core", "cairnq-protocol", "cairnq-worker"],
         optional: &["cairnq-protocol", "cairnq-sqlite", "cairnq-postgres"],
         dev: &["cairnq-sqlite", "cairnq-postgres", "cairnq-worker"],
+    },
+    Layer {
+        name: "cairnq-web",
+        normal: &["cairnq-core"],
+        optional: BACKEND_CRATES,
+        dev: &["cairnq-testkit", "cairnq-sqlite", "cairnq-postgres"],
     },
     Layer { name: "xtask", normal: &[], optional: &[], dev: &[] },
 ];

@@ -12,6 +12,7 @@ pub(crate) mod stats;
 pub(crate) mod submit;
 pub(crate) mod top;
 pub(crate) mod wait;
+pub(crate) mod web;
 pub(crate) mod worker;
 
 use cairnq_core::{CairnQ, Install, Json};

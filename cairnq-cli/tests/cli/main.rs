@@ -9,4 +9,5 @@ mod python;
 mod scenarios;
 mod support;
 mod top;
+mod web;
 mod worker;

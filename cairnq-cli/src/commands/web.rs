@@ -1,0 +1,62 @@
+//! `cairnq web [--bind ADDR] [--token T] [--read-only]`: serves the
+//! dashboard (cairnq-web) on this database until Ctrl-C or SIGTERM.
+//!
+//! The safety rules are the dashboard's own (loopback by default, a token
+//! before any other address, actions refused in read-only mode); this
+//! command only maps their refusals to exit code 2 and says where to look.
+
+use std::net::SocketAddr;
+
+use cairnq_web::{WebError, WebOptions};
+
+use crate::commands::Context;
+use crate::exit::{Exit, Failure};
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The address to listen on. Anything but loopback needs --token.
+    #[arg(long, default_value_t = cairnq_web::DEFAULT_BIND)]
+    bind: SocketAddr,
+    /// The access token (bearer header or login), required off loopback.
+    #[arg(long, env = cairnq_web::TOKEN_ENV, hide_env_values = true)]
+    token: Option<String>,
+    /// Show everything, change nothing: every action is hidden and refused.
+    #[arg(long)]
+    read_only: bool,
+}
+
+pub(crate) async fn run(context: &Context, args: Args) -> Result<Exit, Failure> {
+    let client = context.existing().await?;
+    let mut options = WebOptions::new().bind(args.bind);
+    if let Some(token) = args.token {
+        options = options.token(token);
+    }
+    if args.read_only {
+        options = options.read_only();
+    }
+    let server = cairnq_web::bind(client, options).await.map_err(web_failure)?;
+    eprintln!("cairnq: the dashboard is at http://{}/ (Ctrl-C stops it)", server.local_addr());
+    server.run_until(stopped()).await.map_err(web_failure)?;
+    Ok(Exit::Ok)
+}
+
+/// Ctrl-C or SIGTERM, whichever comes first.
+async fn stopped() {
+    let interrupted = tokio::signal::ctrl_c();
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(mut terminate) => {
+            tokio::select! {
+                _ = interrupted => {}
+                _ = terminate.recv() => {}
+            }
+        }
+        Err(_) => drop(interrupted.await),
+    }
+}
+
+fn web_failure(error: WebError) -> Failure {
+    match error {
+        WebError::TokenRequired(_) | WebError::BadToken => Failure::usage(error.to_string()),
+        other => Failure::new(Exit::Failed, other.to_string()),
+    }
+}

@@ -1,0 +1,168 @@
+//! The guard in front of every route: the access token (bearer header or
+//! login cookie), read-only mode, and the same-origin check that keeps
+//! another site's page from making a visitor's browser act on the queue.
+//!
+//! A browser always sends `Origin` (and `Sec-Fetch-Site`) on a POST, so a
+//! POST that names another origin is refused whatever it carries. A POST
+//! naming no origin at all comes from a script (curl), which cannot be
+//! tricked into acting for another site: it passes when it carries the
+//! bearer token, or when the dashboard has no token.
+
+use axum::Form;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Redirect, Response};
+use maud::html;
+use serde::Deserialize;
+
+use crate::html::{PageCtx, layout, refusal};
+use crate::state::AppState;
+
+/// The cookie a logged-in browser holds the token in.
+const COOKIE: &str = "cairnq_web_token";
+
+/// Who is calling, as far as the token goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Caller {
+    /// No token is required.
+    Open,
+    /// Sent the token as `Authorization: Bearer`.
+    Bearer,
+    /// Sent the login cookie.
+    Cookie,
+    /// A token is required and was not sent (or was wrong).
+    Anonymous,
+}
+
+fn caller(token: Option<&str>, headers: &HeaderMap) -> Caller {
+    let Some(token) = token else { return Caller::Open };
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    if bearer.is_some_and(|sent| same_secret(sent, token)) {
+        return Caller::Bearer;
+    }
+    let cookie = headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == COOKIE)
+        .map(|(_, value)| value);
+    if cookie.is_some_and(|sent| same_secret(sent, token)) {
+        return Caller::Cookie;
+    }
+    Caller::Anonymous
+}
+
+/// Compares in time that depends only on the lengths, so a wrong guess
+/// does not tell how much of it was right.
+fn same_secret(sent: &str, token: &str) -> bool {
+    sent.len() == token.len() && sent.bytes().zip(token.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+}
+
+/// Whether a browser says this request comes from another origin.
+fn cross_origin(headers: &HeaderMap) -> bool {
+    let text = |name| headers.get(name).and_then(|v: &axum::http::HeaderValue| v.to_str().ok());
+    if let Some(site) = text("sec-fetch-site")
+        && !matches!(site, "same-origin" | "none")
+    {
+        return true;
+    }
+    match text(header::ORIGIN.as_str()) {
+        None => false,
+        Some(origin) => {
+            let origin_host = origin.split_once("://").map(|(_, host)| host);
+            origin_host.is_none() || origin_host != text(header::HOST.as_str())
+        }
+    }
+}
+
+/// Whether the request names a loopback host (`localhost`, `127.0.0.1`,
+/// `[::1]`, any port).
+fn loopback_host(headers: &HeaderMap) -> bool {
+    let Some(host) = headers.get(header::HOST).and_then(|v| v.to_str().ok()) else { return false };
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name.to_ascii_lowercase().ends_with(".localhost")
+        || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Runs in front of every route.
+pub(crate) async fn guard(State(state): State<AppState>, ctx: PageCtx, request: Request, next: Next) -> Response {
+    let path = request.uri().path();
+    let public = path == "/login" || path.starts_with("/assets/");
+    let machine = path.starts_with("/api/") || path == "/events";
+    if state.loopback_hosts && !loopback_host(request.headers()) {
+        return refusal(
+            &ctx,
+            machine,
+            StatusCode::MISDIRECTED_REQUEST,
+            "this dashboard answers only to a loopback address",
+        );
+    }
+    let caller = caller(state.token.as_deref(), request.headers());
+    if request.method() == Method::POST {
+        if caller != Caller::Bearer && cross_origin(request.headers()) {
+            return refusal(&ctx, machine, StatusCode::FORBIDDEN, "cross-origin request refused");
+        }
+        if path != "/login" && !state.writable() {
+            return refusal(&ctx, machine, StatusCode::FORBIDDEN, "this dashboard is read-only");
+        }
+    }
+    if caller == Caller::Anonymous && !public {
+        if machine || request.method() != Method::GET {
+            let mut response = refusal(&ctx, machine, StatusCode::UNAUTHORIZED, "an access token is required");
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+            return response;
+        }
+        return Redirect::to(&format!("{}/login", ctx.base)).into_response();
+    }
+    next.run(request).await
+}
+
+/// The login page.
+pub(crate) async fn login_page(ctx: PageCtx) -> Response {
+    login_form(&ctx, None)
+}
+
+fn login_form(ctx: &PageCtx, problem: Option<&str>) -> Response {
+    let body = html! {
+        h1 { "Log in" }
+        @if let Some(problem) = problem { p.notice.bad { (problem) } }
+        form.login method="post" action={ (ctx.base) "/login" } {
+            label { "Access token " input type="password" name="token" autofocus; }
+            button type="submit" { "Log in" }
+        }
+    };
+    layout(ctx, "Log in", false, body)
+}
+
+/// The login form's fields.
+#[derive(Deserialize)]
+pub(crate) struct Login {
+    token: String,
+}
+
+/// Checks the token; on a match, sets the cookie and goes to the overview.
+pub(crate) async fn login(State(state): State<AppState>, ctx: PageCtx, Form(form): Form<Login>) -> Response {
+    let Some(token) = state.token.as_deref() else { return Redirect::to(ctx.home()).into_response() };
+    if !same_secret(&form.token, token) {
+        let mut response = login_form(&ctx, Some("That is not the access token."));
+        *response.status_mut() = StatusCode::UNAUTHORIZED;
+        return response;
+    }
+    let cookie = format!("{COOKIE}={token}; Path={}; HttpOnly; SameSite=Strict", ctx.home());
+    let mut response = Redirect::to(ctx.home()).into_response();
+    if let Ok(value) = header::HeaderValue::from_str(&cookie) {
+        response.headers_mut().insert(header::SET_COOKIE, value);
+    }
+    response
+}

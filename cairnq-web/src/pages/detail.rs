@@ -1,0 +1,107 @@
+//! One task: every column, its relatives, and the retry and cancel buttons.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use cairnq_core::{CairnQ, ListFilter, Result, Task};
+use maud::{Markup, html};
+
+use crate::html::{
+    PageCtx, error_page, json_block, layout, progress, refusal, status_badge, task_link, tasks_href, when,
+};
+use crate::state::AppState;
+use crate::time::now_ms;
+
+/// The most children listed on a task's page.
+const CHILDREN_SHOWN: u32 = 200;
+
+/// `GET /tasks/{id}`.
+pub(crate) async fn page(State(state): State<AppState>, ctx: PageCtx, Path(id): Path<String>) -> Response {
+    let task = match state.client.get(&id).await {
+        Ok(Some(task)) => task,
+        Ok(None) => return refusal(&ctx, false, StatusCode::NOT_FOUND, &format!("no task {id}")),
+        Err(error) => return error_page(&ctx, &error),
+    };
+    let children = match children(&state.client, &task).await {
+        Ok(children) => children,
+        Err(error) => return error_page(&ctx, &error),
+    };
+    let body = body(&ctx, &task, &children, state.writable());
+    layout(&ctx, &task.id, true, body)
+}
+
+/// Tasks this one submitted: the chain's rows whose parent it is.
+async fn children(client: &CairnQ, task: &Task) -> Result<Vec<Task>> {
+    let Some(root) = &task.root_id else { return Ok(Vec::new()) };
+    let chain = client.list(&ListFilter::new().root_id(root).limit(CHILDREN_SHOWN)).await?;
+    Ok(chain.tasks.into_iter().filter(|t| t.parent_id.as_deref() == Some(task.id.as_str())).collect())
+}
+
+fn body(ctx: &PageCtx, task: &Task, children: &[Task], writable: bool) -> Markup {
+    let now = now_ms();
+    let base = &ctx.base;
+    html! {
+        h1 { "Task " code #task-id { (task.id) } " " span #task-status { (status_badge(task.status)) } }
+        @if writable {
+            div.actions {
+                @if matches!(task.status, cairnq_core::TaskStatus::Failed | cairnq_core::TaskStatus::Canceled) {
+                    form method="post" action={ (base) "/tasks/" (task.id) "/retry" } { button #retry type="submit" { "Retry" } }
+                }
+                @if !task.is_terminal() {
+                    form method="post" action={ (base) "/tasks/" (task.id) "/cancel" } { button #cancel type="submit" { "Cancel" } }
+                }
+            }
+        }
+        dl.fields {
+            dt { "Name" } dd { (task.name) }
+            dt { "Queue" } dd { a href=(tasks_href(ctx, &[("queue", &task.queue)])) { (task.queue) } }
+            dt { "Attempts" } dd { (task.attempt) " of " (task.max_attempts) }
+            dt { "Priority" } dd { (task.priority) }
+            dt { "Progress" } dd { (progress(task)) }
+            dt { "Worker (lease holder)" } dd { (task.worker_id.as_deref().unwrap_or("—")) }
+            dt { "Lease until" } dd { (when(task.lease_until_ms, now)) }
+            dt { "Cancel requested" } dd { (when(task.cancel_requested_at_ms, now)) }
+            dt { "Created" } dd { (when(Some(task.created_at_ms), now)) }
+            dt { "Due (run at)" } dd { (when(Some(task.run_at_ms), now)) }
+            dt { "Updated" } dd { (when(Some(task.updated_at_ms), now)) }
+            dt { "Finished" } dd { (when(task.completed_at_ms, now)) }
+            dt { "Parent" } dd { @match &task.parent_id { Some(id) => (task_link(ctx, id)), None => "—" } }
+            dt { "Root" } dd { @match &task.root_id {
+                Some(id) => { (task_link(ctx, id)) " · " a href=(tasks_href(ctx, &[("root", id)])) { "whole chain" } }
+                None => "—",
+            } }
+            dt { "Correlation" } dd { @match &task.correlation_id {
+                Some(id) => a href=(tasks_href(ctx, &[("correlation", id)])) { (id) },
+                None => "—",
+            } }
+        }
+        h2 { "Payload" }
+        (json_block(&task.payload))
+        @if let Some(result) = &task.result { h2 { "Result" } (json_block(result)) }
+        @if let Some(error) = &task.error { h2 { "Error" } div #error { (json_block(error)) } }
+        @if !task.metadata.as_str().trim().eq("{}") { h2 { "Metadata" } (json_block(&task.metadata)) }
+        h2 { "Children" }
+        @if children.is_empty() { p.muted { "None." } }
+        ul { @for child in children { li { (task_link(ctx, &child.id)) " " (child.name) " " (status_badge(child.status)) } } }
+    }
+}
+
+/// `POST /tasks/{id}/retry` from the page.
+pub(crate) async fn retry(State(state): State<AppState>, ctx: PageCtx, Path(id): Path<String>) -> Response {
+    let outcome = state.client.retry(&id).await;
+    after_action(&ctx, &id, outcome, "only a failed or canceled task can be retried")
+}
+
+/// `POST /tasks/{id}/cancel` from the page.
+pub(crate) async fn cancel(State(state): State<AppState>, ctx: PageCtx, Path(id): Path<String>) -> Response {
+    let outcome = state.client.cancel(&id).await;
+    after_action(&ctx, &id, outcome, "only a queued or running task can be canceled")
+}
+
+fn after_action(ctx: &PageCtx, id: &str, outcome: Result<Option<Task>>, refused: &str) -> Response {
+    match outcome {
+        Ok(Some(_)) => Redirect::to(&format!("{}/tasks/{}", ctx.base, crate::filter::encode(id))).into_response(),
+        Ok(None) => refusal(ctx, false, StatusCode::CONFLICT, refused),
+        Err(error) => error_page(ctx, &error),
+    }
+}

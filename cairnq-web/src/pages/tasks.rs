@@ -1,0 +1,119 @@
+//! The tasks page: filters, one keyset page of tasks, the selection form
+//! for bulk retry / cancel, and the links that preview an action on every
+//! matching task.
+
+use axum::extract::{Query, State};
+use axum::response::Response;
+use cairnq_core::TaskStatus;
+use maud::{Markup, html};
+
+use crate::filter::{TaskQuery, query_string};
+use crate::html::{PageCtx, error_page, layout, status_badge, task_link, when};
+use crate::state::AppState;
+use crate::time::now_ms;
+
+/// What the page says after a bulk action (`?notice=`).
+#[derive(serde::Deserialize)]
+pub(crate) struct Notice {
+    notice: Option<String>,
+}
+
+/// `GET /tasks`.
+pub(crate) async fn page(
+    State(state): State<AppState>,
+    ctx: PageCtx,
+    Query(query): Query<TaskQuery>,
+    Query(notice): Query<Notice>,
+) -> Response {
+    let selection = match query.selection() {
+        Ok(selection) => selection,
+        Err(error) => return error_page(&ctx, &error),
+    };
+    let page = match selection.page(&state.client).await {
+        Ok(page) => page,
+        Err(error) => return error_page(&ctx, &error),
+    };
+    let now = now_ms();
+    let writable = state.writable();
+    let base = &ctx.base;
+    let body = html! {
+        h1 { "Tasks" }
+        @if let Some(notice) = &notice.notice { p.notice #notice { (notice) } }
+        (filters(&ctx, &query))
+        @if writable {
+            p.bulk {
+                "All matching: "
+                @for action in ["retry", "cancel", "purge"] {
+                    a.button href={ (base) "/tasks/preview?" (query_string(&query, &[("action", action)])) } { (action) "…" } " "
+                }
+            }
+        }
+        form #selection method="post" action=[writable.then(|| format!("{base}/tasks/bulk"))] {
+            input type="hidden" name="scope" value="selected";
+            @if writable {
+                p.bulk {
+                    "Selected: "
+                    button type="submit" name="action" value="retry" { "Retry" } " "
+                    button type="submit" name="action" value="cancel" { "Cancel" }
+                }
+            }
+            table #tasks {
+                thead { tr {
+                    @if writable { th { input type="checkbox" #select-all title="Select all on this page"; } }
+                    th { "Task" } th { "Status" } th { "Name" } th { "Queue" } th { "Attempt" } th { "Created" }
+                } }
+                tbody {
+                    @for task in &page.tasks {
+                        tr data-id=(task.id) {
+                            @if writable { td { input type="checkbox" name="id" value=(task.id); } }
+                            td { (task_link(&ctx, &task.id)) }
+                            td { (status_badge(task.status)) }
+                            td { (task.name) }
+                            td { (task.queue) }
+                            td.num { (task.attempt) "/" (task.max_attempts) }
+                            td { (when(Some(task.created_at_ms), now)) }
+                        }
+                    }
+                    @for bad in &page.undecodable {
+                        tr.bad { td colspan="7" { (bad.to_string()) } }
+                    }
+                    @if page.tasks.is_empty() && page.undecodable.is_empty() {
+                        tr { td colspan="7" .muted { "No task matches." } }
+                    }
+                }
+            }
+        }
+        @if let Some(next) = &page.next {
+            p { a #next href={ (base) "/tasks?" (query_string(&query, &[("limit", query.value("limit")), ("after", &next.to_string())])) } { "Older →" } }
+        }
+    };
+    layout(&ctx, "Tasks", query.after.is_none(), body)
+}
+
+/// The filter form (GET, so a filtered view is a link).
+fn filters(ctx: &PageCtx, query: &TaskQuery) -> Markup {
+    let text = |field: &str, label: &str, hint: &str| {
+        html! { label { (label) " " input type="text" name=(field) value=(query.value(field)) placeholder=(hint); } }
+    };
+    html! {
+        form.filters method="get" action={ (ctx.base) "/tasks" } {
+            label { "Status "
+                select name="status" {
+                    option value="" { "any" }
+                    @for status in TaskStatus::ALL {
+                        option value=(status.as_str()) selected[query.value("status") == status.as_str()] { (status.as_str()) }
+                    }
+                }
+            }
+            (text("queue", "Queue", ""))
+            (text("name", "Name", ""))
+            (text("key", "Key", ""))
+            (text("root", "Root", "task id"))
+            (text("correlation", "Correlation", ""))
+            (text("since", "Since", "YYYY-MM-DDTHH:MM UTC"))
+            (text("until", "Until", "YYYY-MM-DDTHH:MM UTC"))
+            button type="submit" { "Filter" }
+            " " a href={ (ctx.base) "/tasks" } { "clear" }
+        }
+    }
+}

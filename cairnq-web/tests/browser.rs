@@ -1,0 +1,264 @@
+//! The dashboard in a real browser: Debian's chromium, headless, driven
+//! through chromedriver (WebDriver) against real servers on a real SQLite
+//! file that the Python SDK filled. One browser session walks every page,
+//! so the whole file costs one browser start. Screenshots of each page go
+//! to `target/web-screenshots/`.
+
+mod common;
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use cairnq_core::{CairnQ, TaskStatus};
+use cairnq_web::WebOptions;
+use common::{failed_task, start};
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+
+/// How long a live update may take on a loaded machine before the test
+/// calls it missing (typically well under a second; measured, not asserted
+/// tightly: speed belongs to benchmarks).
+const LIVE_PATIENCE: Duration = Duration::from_secs(10);
+
+/// chromedriver, stopped when the test ends.
+struct Driver {
+    child: Child,
+    port: u16,
+    _profile: tempfile::TempDir,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+}
+
+async fn browser() -> (Driver, Client) {
+    let port = free_port();
+    let child = Command::new("chromedriver")
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("chromedriver runs (Debian: apt-get install chromium chromium-driver; .ci/run installs them)");
+    let profile = tempfile::tempdir().expect("a profile dir");
+    let driver = Driver { child, port, _profile: profile };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", driver.port)).is_err() {
+        assert!(Instant::now() < deadline, "chromedriver did not start listening");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The flags headless chromium needs on this machine (no sandbox as root,
+    // no network beyond loopback), and a fresh profile.
+    let args = json!([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,900",
+        format!("--user-data-dir={}", driver._profile.path().display()),
+    ]);
+    let mut caps = serde_json::Map::new();
+    caps.insert("goog:chromeOptions".into(), json!({ "args": args, "binary": "/usr/bin/chromium" }));
+    let client = ClientBuilder::native()
+        .capabilities(caps)
+        .connect(&format!("http://127.0.0.1:{}", driver.port))
+        .await
+        .expect("a browser session");
+    (driver, client)
+}
+
+/// The Python peer SDK, filling the database as another process would.
+fn python_peer(args: &[&str]) -> Value {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let python = std::env::var("CAIRNQ_PYTHON").map_or_else(|_| root.join(".venv/bin/python"), PathBuf::from);
+    let output =
+        Command::new(&python).arg(root.join("cairnq-testkit/interop/peer.py")).args(args).output().unwrap_or_else(
+            |e| panic!("the Python peer ({}) runs: {e}; set CAIRNQ_PYTHON or run cargo xtask test", python.display()),
+        );
+    assert!(output.status.success(), "peer {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).expect("the peer prints JSON")
+}
+
+async fn screenshot(browser: &Client, name: &str) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/web-screenshots");
+    std::fs::create_dir_all(&dir).expect("the screenshot dir");
+    let png = browser.screenshot().await.expect("a screenshot");
+    std::fs::write(dir.join(format!("{name}.png")), png).expect("the screenshot is saved");
+}
+
+/// The text of the first element `css` selects, read in one script call
+/// (a live refresh may swap the element between two WebDriver calls).
+async fn text(browser: &Client, css: &str) -> String {
+    let script = "const e = document.querySelector(arguments[0]); return e === null ? null : e.innerText.trim();";
+    let found = browser.execute(script, vec![json!(css)]).await.expect("reads the page");
+    found.as_str().unwrap_or_else(|| panic!("nothing matches {css}")).to_string()
+}
+
+/// Clicks the button with this id, found and clicked in one script call
+/// (a live refresh may swap the button between two WebDriver calls).
+async fn press(browser: &Client, id: &str) {
+    let script =
+        "const b = document.getElementById(arguments[0]); if (b === null) return false; b.click(); return true;";
+    let pressed = browser.execute(script, vec![json!(id)]).await.expect("runs the click");
+    assert_eq!(pressed, json!(true), "there is a #{id} button");
+}
+
+/// Waits for `css` to match (after a navigation).
+async fn appears(browser: &Client, css: &str) {
+    browser.wait().for_element(Locator::Css(css)).await.unwrap_or_else(|e| panic!("{css} never appeared: {e}"));
+}
+
+async fn status(client: &CairnQ, id: &str) -> TaskStatus {
+    client.get(id).await.expect("reads").expect("the task exists").status
+}
+
+/// Another site: one page holding a form that posts to `action`.
+async fn evil_site(action: &str) -> SocketAddr {
+    let page = format!("<!doctype html><form method=post action=\"{action}\"><button>win a prize</button></form>");
+    let app = axum::Router::new().route("/", axum::routing::get(move || async move { axum::response::Html(page) }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("binds");
+    let addr = listener.local_addr().expect("an address");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}
+
+/// A POST from the open page's own script, answered with its status.
+async fn page_post(browser: &Client, url: &str) -> u64 {
+    let script = "const done = arguments[arguments.length - 1]; fetch(arguments[0], {method: 'POST'}).then(r => done(r.status), () => done(0));";
+    browser.execute_async(script, vec![json!(url)]).await.expect("the page posts").as_u64().unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_in_a_real_browser() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let path = dir.path().join("queue.db");
+    let client = CairnQ::new(cairnq_sqlite::SqliteStore::open(&path).await.expect("opens the file"));
+    let db = path.to_str().expect("a UTF-8 path");
+    // The Python SDK fills the queue: four resizes, one of them done, and
+    // a task whose payload holds markup.
+    python_peer(&["submit-many", db, "py.resize", "4"]);
+    python_peer(&["claim-complete", db, "py.resize", "{\"ok\": true}"]);
+    let scripted =
+        python_peer(&["submit", db, "py.render", "{\"html\": \"<script>window.pwned = 1</script><b>bold</b>\"}"]);
+    let scripted = scripted["id"].as_str().expect("the peer's task id").to_string();
+    let failed = failed_task(&client, "explode").await;
+
+    let addr = start(client.clone(), WebOptions::new()).await;
+    let (_driver, browser) = browser().await;
+    let base = format!("http://{addr}");
+
+    // The overview shows the counts the Python SDK wrote.
+    browser.goto(&format!("{base}/")).await.expect("opens the overview");
+    let stats = client.stats(None).await.expect("stats");
+    let queued = stats["default"].queued;
+    assert_eq!(queued, 4, "three resizes and the render wait");
+    assert_eq!(text(&browser, "tr[data-queue=default] td[data-status=queued]").await, "4");
+    assert_eq!(text(&browser, "tr[data-queue=default] td[data-status=succeeded]").await, "1");
+    assert_eq!(text(&browser, "tr[data-queue=failing] td[data-status=failed]").await, "1");
+    browser.find(Locator::Css("svg#throughput")).await.expect("the throughput chart");
+    screenshot(&browser, "overview").await;
+
+    // A task submitted while the page is open appears without a reload.
+    browser.execute("window.cairnqSamePage = true;", vec![]).await.expect("marks the page");
+    let submitted = Instant::now();
+    client.submit("email", &json!({})).await.expect("submits");
+    loop {
+        if text(&browser, "tr[data-queue=default] td[data-status=queued]").await == "5" {
+            break;
+        }
+        assert!(submitted.elapsed() < LIVE_PATIENCE, "the overview never showed the new task");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    println!("live update after {:?}", submitted.elapsed());
+    let same = browser.execute("return window.cairnqSamePage === true;", vec![]).await.expect("reads the mark");
+    assert_eq!(same, json!(true), "the page updated in place, not by a reload");
+
+    // A payload holding <script> renders as text and never runs.
+    browser.goto(&format!("{base}/tasks/{scripted}")).await.expect("opens the task");
+    assert!(text(&browser, "pre.json").await.contains("<script>window.pwned = 1</script><b>bold</b>"));
+    let ran = browser
+        .execute(
+            "return [window.pwned === undefined, document.scripts.length, document.querySelectorAll('main b').length];",
+            vec![],
+        )
+        .await
+        .expect("reads");
+    assert_eq!(ran, json!([true, 1, 0]), "no script ran and no markup came from the payload");
+    screenshot(&browser, "task-detail").await;
+
+    // A failed task: open it, press retry, and it is queued in the database.
+    browser.goto(&format!("{base}/tasks/{}", failed.id)).await.expect("opens the failed task");
+    assert!(text(&browser, "#error").await.contains("the handler <b>failed</b>"), "the error envelope, as text");
+    screenshot(&browser, "task-failed").await;
+    press(&browser, "retry").await;
+    appears(&browser, "#task-status .status.queued").await;
+    assert_eq!(status(&client, &failed.id).await, TaskStatus::Queued);
+
+    browser.goto(&format!("{base}/tasks?queue=default")).await.expect("opens the tasks page");
+    assert_eq!(
+        browser.find_all(Locator::Css("table#tasks tbody tr[data-id]")).await.expect("rows").len(),
+        6,
+        "4 resizes, the render, the email"
+    );
+    screenshot(&browser, "tasks").await;
+    browser.goto(&format!("{base}/workers")).await.expect("opens the workers page");
+    screenshot(&browser, "workers").await;
+
+    // Another site's page cannot make the browser act: a page of its own
+    // (no dashboard policy on it) posts a form to the dashboard.
+    let target = client.submit("email", &json!({})).await.expect("submits");
+    let evil = evil_site(&format!("{base}/tasks/{}/cancel", target.id)).await;
+    browser.goto(&format!("http://{evil}/")).await.expect("opens the other site");
+    browser.execute("document.forms[0].submit();", vec![]).await.expect("posts the form");
+    appears(&browser, "p.notice.bad").await;
+    assert!(text(&browser, "p.notice.bad").await.contains("cross-origin request refused"));
+    assert_eq!(status(&client, &target.id).await, TaskStatus::Queued, "the forged cancel changed nothing");
+    let other = addr;
+    // The same cancel from the dashboard's own page goes through.
+    browser.goto(&format!("http://{other}/tasks/{}", target.id)).await.expect("opens the task");
+    press(&browser, "cancel").await;
+    appears(&browser, "#task-status .status.canceled").await;
+
+    // Read-only: no buttons, and the page's own POST is refused.
+    let read_only = start(client.clone(), WebOptions::new().read_only()).await;
+    let queued_task = client.submit("email", &json!({})).await.expect("submits");
+    browser.goto(&format!("http://{read_only}/tasks/{}", queued_task.id)).await.expect("opens the task");
+    assert!(browser.find(Locator::Id("cancel")).await.is_err(), "no cancel button when read-only");
+    assert_eq!(page_post(&browser, &format!("/api/tasks/{}/cancel", queued_task.id)).await, 403);
+    assert_eq!(status(&client, &queued_task.id).await, TaskStatus::Queued);
+
+    // A dashboard on every interface needs its token: the browser logs in.
+    let guarded = WebOptions::new().bind("0.0.0.0:0".parse().expect("an address")).token("s3cret");
+    let server = cairnq_web::bind(client.clone(), guarded).await.expect("binds with a token");
+    let port = server.local_addr().port();
+    tokio::spawn(server.run());
+    let guarded = SocketAddr::from(([127, 0, 0, 1], port));
+    browser.goto(&format!("http://{guarded}/tasks")).await.expect("opens the guarded dashboard");
+    assert!(browser.current_url().await.expect("a url").path().ends_with("/login"), "sent to log in");
+    assert_eq!(page_post(&browser, &format!("/api/tasks/{}/cancel", queued_task.id)).await, 401);
+    screenshot(&browser, "login").await;
+    browser
+        .find(Locator::Css("input[name=token]"))
+        .await
+        .expect("the token field")
+        .send_keys("s3cret")
+        .await
+        .expect("types");
+    browser.find(Locator::Css("form.login button")).await.expect("the button").click().await.expect("logs in");
+    appears(&browser, "#queues").await;
+
+    browser.close().await.expect("the browser closes");
+}
