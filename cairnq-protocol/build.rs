@@ -8,7 +8,11 @@
 //! final form (`:name` parameters become `?n` for SQLite and `$n` for
 //! Postgres, numbered in order of first use), so backends only pick a
 //! rendering and bind values in the order it lists.
-//! Migrations live in `migrations/<dialect>/NNNN_<what>.sql`.
+//! Migrations live in `migrations/<dialect>/NNNN_<what>.sql` (shared with
+//! every cairnq SDK) and `migrations/<dialect>/ext_NNNN_<what>.sql` (this
+//! SDK's extensions, PROTOCOL.md "Extensions": a prefix no shared migration
+//! can ever take, numbered in their own sequence, applied after the shared
+//! ones because `e` sorts after every digit).
 //!
 //! The build fails when the dialects disagree on the statement or migration
 //! set (except the allow-listed Postgres-only migration), so a statement can
@@ -44,6 +48,7 @@ struct Statement {
 struct Migration {
     file_name: String,
     ordinal: u32,
+    extension: bool,
     sql: String,
 }
 
@@ -223,17 +228,26 @@ fn read_migrations(dir: &Path) -> Vec<Migration> {
     let mut migrations = Vec::new();
     for file in sorted_sql_files(dir) {
         let file_name = file.file_name().expect("file name").to_string_lossy().into_owned();
-        let ordinal: u32 = file_name
+        let (extension, numbered) = match file_name.strip_prefix("ext_") {
+            Some(rest) => (true, rest),
+            None => (false, file_name.as_str()),
+        };
+        let ordinal: u32 = numbered
             .split('_')
             .next()
             .and_then(|n| if n.len() == 4 { n.parse().ok() } else { None })
-            .unwrap_or_else(|| panic!("migration {file_name} must start with a 4-digit ordinal and `_`"));
+            .unwrap_or_else(|| {
+                panic!(
+                    "migration {file_name} must start with a 4-digit ordinal (after `ext_` for an extension) and `_`"
+                )
+            });
         let sql = fs::read_to_string(&file).expect("read migration");
-        migrations.push(Migration { file_name, ordinal, sql });
+        migrations.push(Migration { file_name, ordinal, extension, sql });
     }
+    // Sorted by file name: every shared migration, then every extension.
     for pair in migrations.windows(2) {
         assert!(
-            pair[0].ordinal < pair[1].ordinal,
+            pair[0].extension != pair[1].extension || pair[0].ordinal < pair[1].ordinal,
             "two migrations share ordinal {} in {}",
             pair[1].ordinal,
             dir.display()
@@ -320,8 +334,11 @@ fn emit_dialect(out: &mut String, dialect: &str, variant: &str, statements: &[St
         w(
             out,
             format!(
-                "        crate::Migration {{ file_name: {:?}, ordinal: {}, sql: {:?} }},\n",
-                m.file_name, m.ordinal, m.sql
+                "        crate::Migration {{ file_name: {:?}, ordinal: {}, kind: crate::MigrationKind::{}, sql: {:?} }},\n",
+                m.file_name,
+                m.ordinal,
+                if m.extension { "Extension" } else { "Shared" },
+                m.sql
             ),
         );
     }

@@ -12,6 +12,7 @@ use async_trait::async_trait;
 use cairnq_core::backend::Query;
 use cairnq_core::{Error, Result};
 use cairnq_protocol::postgres;
+use futures::future::BoxFuture;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
@@ -33,15 +34,60 @@ impl<C: deadpool_postgres::GenericClient> Exec for C {
     }
 }
 
-/// An application's own tokio-postgres client or transaction, borrowed for
-/// one operation. Statements run as unnamed prepared statements: the
-/// session is not ours to fill with cached ones.
-pub(crate) struct AppSession<'a, C>(pub(crate) &'a C);
+/// A session of the application's that
+/// [`PostgresStore::complete_in`](crate::PostgresStore::complete_in) can
+/// settle in: a tokio-postgres [`Client`](tokio_postgres::Client) or
+/// [`Transaction`](tokio_postgres::Transaction), or the same from a
+/// deadpool pool ([`deadpool_postgres::Client`],
+/// [`deadpool_postgres::Transaction`]). Sealed: those four are all.
+/// Statements run as unnamed prepared statements: the session is not ours
+/// to fill with cached ones.
+pub trait Session: Sync + sealed::Sealed {
+    #[doc(hidden)]
+    fn session_query<'a>(
+        &'a self,
+        sql: &'a str,
+        params: &'a [&'a (dyn ToSql + Sync)],
+    ) -> BoxFuture<'a, Result<Vec<Row>, tokio_postgres::Error>>;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for tokio_postgres::Client {}
+    impl Sealed for tokio_postgres::Transaction<'_> {}
+    impl Sealed for deadpool_postgres::Client {}
+    impl Sealed for deadpool_postgres::Transaction<'_> {}
+}
+
+/// Each session type reaches a tokio-postgres client or transaction,
+/// directly or through deadpool's `Deref`.
+macro_rules! session {
+    ($ty:ty, $inner:ty) => {
+        impl Session for $ty {
+            fn session_query<'a>(
+                &'a self,
+                sql: &'a str,
+                params: &'a [&'a (dyn ToSql + Sync)],
+            ) -> BoxFuture<'a, Result<Vec<Row>, tokio_postgres::Error>> {
+                let inner: &$inner = self;
+                Box::pin(inner.query(sql, params))
+            }
+        }
+    };
+}
+
+session!(tokio_postgres::Client, tokio_postgres::Client);
+session!(tokio_postgres::Transaction<'_>, tokio_postgres::Transaction<'_>);
+session!(deadpool_postgres::Client, tokio_postgres::Client);
+session!(deadpool_postgres::Transaction<'_>, tokio_postgres::Transaction<'_>);
+
+/// An application's [`Session`], borrowed for one operation.
+pub(crate) struct AppSession<'a, S: ?Sized>(pub(crate) &'a S);
 
 #[async_trait]
-impl<C: tokio_postgres::GenericClient + Sync> Exec for AppSession<'_, C> {
+impl<S: Session + ?Sized> Exec for AppSession<'_, S> {
     async fn run(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, tokio_postgres::Error> {
-        self.0.query(sql, params).await
+        self.0.session_query(sql, params).await
     }
 }
 

@@ -43,9 +43,21 @@
 //!   that refuses LISTEN (or the connection for it) for good ends it:
 //!   [`Store::wakeups_lost`](cairnq_core::Store::wakeups_lost) resolves
 //!   once and the store polls alone.
+//! - **The application's own pool.** [`PostgresStore::from_pool`] runs on
+//!   the application's deadpool pool (re-exported as [`deadpool_postgres`])
+//!   instead of opening one of its own, and leaves it open on close. A
+//!   pooled connection cannot LISTEN, so such a store polls unless
+//!   [`PostgresOptions::listen_dsn`] names where its one LISTEN connection
+//!   goes. Another pool (bb8, a hand-rolled one) gets no executor trait:
+//!   what must share the application's transaction is the settle, and
+//!   `complete_in` / `succeed_in` take any tokio-postgres client or
+//!   transaction, whatever pool it came from; the store's own claims and
+//!   heartbeats then use a small pool of its own (`pool_size(2)`).
 //! - **Application transactions.** [`PostgresStore::complete_in`] and
 //!   [`PostgresStore::succeed_in`] settle a task inside the caller's own
-//!   tokio-postgres client or transaction, atomically with its writes.
+//!   tokio-postgres client or transaction, atomically with its writes
+//!   (a worker handler does it with `TaskContext::succeed_in`, cairnq-worker's
+//!   `postgres` feature).
 //! - **Errors** pass through one `classify` function: `\u0000` in JSON is a
 //!   `Serialization` error (checked before writing), connection loss,
 //!   deadlocks and restarts are transient `Storage` errors.
@@ -92,5 +104,13 @@ mod store;
 mod tls;
 mod write;
 
+/// The pool crate [`PostgresStore::from_pool`] takes, at the version this
+/// crate is built with (so an application's pool type matches).
+pub use deadpool_postgres;
+pub use exec::Session;
 pub use options::PostgresOptions;
 pub use store::PostgresStore;
+/// The driver whose clients and transactions
+/// [`PostgresStore::complete_in`] takes, at the version this crate is built
+/// with.
+pub use tokio_postgres;

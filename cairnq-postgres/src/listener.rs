@@ -25,7 +25,8 @@
 //! A transaction pooler that accepts LISTEN but hands the session to
 //! someone else after it (PgBouncer in transaction mode) cannot be told
 //! from a quiet database: notifications just never come, and everything
-//! still works at the poll interval. Point the store at Postgres directly
+//! still works at the poll interval. Point the LISTEN connection at
+//! Postgres directly ([`PostgresOptions::listen_dsn`](crate::PostgresOptions::listen_dsn))
 //! or turn wakeups off there ([`PostgresOptions::listen`](crate::PostgresOptions::listen)).
 
 use std::sync::Arc;

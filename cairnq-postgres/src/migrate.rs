@@ -32,11 +32,23 @@ const SCHEMA_EXISTS: &str = "select exists (select 1 from pg_namespace where nsp
 pub(crate) const INSTALLATIONS: &str = "select n.nspname from pg_class c join pg_namespace n on n.oid = c.relnamespace \
      where c.relname = 'cairnq_tasks' and c.relkind in ('r', 'p') order by 1";
 const SEARCH_PATH: &str = "select current_setting('search_path') as search_path";
+const CURRENT_SCHEMA: &str = "select current_schema() as current";
 const LOCK_LEDGER: &str = "lock table cairnq_migrations in exclusive mode";
 
+/// Whose pool the store runs on, which says who puts the schema on the
+/// connections' search_path (and who closes the pool).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PoolOrigin {
+    /// Ours (`PostgresStore::connect`): a `post_create` hook sets it.
+    Ours,
+    /// The application's (`PostgresStore::from_pool`): it is checked, since
+    /// migrating elsewhere would install cairnq where nobody looks.
+    Application,
+}
+
 /// Brings the database to the newest schema and checks its protocol version.
-pub(crate) async fn install(client: &mut Client, schema: Option<&str>) -> Result<()> {
-    prepare(client, schema).await?;
+pub(crate) async fn install(client: &mut Client, schema: Option<&str>, origin: PoolOrigin) -> Result<()> {
+    prepare(client, schema, origin).await?;
     for migration in postgres::MIGRATIONS {
         if !applied(&*client, migration).await? {
             apply(client, migration).await?;
@@ -73,11 +85,18 @@ pub(crate) async fn installations(exec: &impl Exec) -> Result<Vec<String>> {
     found.iter().map(|r| col::<String>(r, "nspname")).collect()
 }
 
-async fn prepare(client: &mut Client, schema: Option<&str>) -> Result<()> {
+async fn prepare(client: &mut Client, schema: Option<&str>, origin: PoolOrigin) -> Result<()> {
     let tx = begin(client).await?;
     run_sql(&tx, "lock installation", LOCK_INSTALL, &[]).await?;
     match schema {
-        Some(schema) => create_schema_if_absent(&tx, schema).await?,
+        Some(schema) => {
+            create_schema_if_absent(&tx, schema).await?;
+            if origin == PoolOrigin::Application {
+                // Inside the transaction that created the schema: refused,
+                // it is not created.
+                refuse_other_current_schema(&tx, schema).await?;
+            }
+        }
         None => refuse_second_installation(&tx).await?,
     }
     if table_exists(&tx, "cairnq_meta").await? {
@@ -112,6 +131,23 @@ async fn refuse_second_installation(tx: &Transaction<'_>) -> Result<()> {
          connecting would create a second installation. Pass the schema option (e.g. schema {first:?})",
         schemas.join(", ")
     )))
+}
+
+/// The application's connections must resolve unqualified names in
+/// `schema` (the first schema of their search_path).
+async fn refuse_other_current_schema(tx: &Transaction<'_>, schema: &str) -> Result<()> {
+    let found = run_sql(tx, "read current_schema", CURRENT_SCHEMA, &[]).await?;
+    let current: Option<String> = found.first().map(|r| col(r, "current")).transpose()?.flatten();
+    if current.as_deref() == Some(schema) {
+        return Ok(());
+    }
+    Err(Error::validation(
+        "schema",
+        format!(
+            "the pool's connections resolve names in schema {current:?}, not {schema:?}: put {schema:?} first \
+             on their search_path (options=-csearch_path%3D{schema} in the DSN, or a post_create hook)"
+        ),
+    ))
 }
 
 async fn one(tx: &Transaction<'_>, context: &str, sql: &str, arg: &str) -> Result<tokio_postgres::Row> {

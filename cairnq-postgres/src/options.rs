@@ -24,7 +24,8 @@ pub struct PostgresOptions {
     /// that would create a second installation beside an existing one).
     pub schema: Option<String>,
     /// Most connections the pool opens (>= 1). The LISTEN connection is
-    /// extra.
+    /// extra. Not used by [`PostgresStore::from_pool`](crate::PostgresStore::from_pool)
+    /// (the application's pool has its own size).
     pub pool_size: usize,
     /// Bound on opening one connection (TCP, TLS, authentication).
     pub connect_timeout: Duration,
@@ -37,6 +38,15 @@ pub struct PostgresOptions {
     /// that is there already ([`Install::Existing`]: none is refused with
     /// [`Error::Unusable`], and nothing is written).
     pub install: Install,
+    /// Where the LISTEN connection connects, when not where the pool does.
+    /// With [`PostgresStore::connect`](crate::PostgresStore::connect):
+    /// `None` uses the store's DSN; set it when the pool goes through a
+    /// transaction pooler and LISTEN must reach Postgres directly. With
+    /// [`PostgresStore::from_pool`](crate::PostgresStore::from_pool): the
+    /// pool cannot lend a connection for LISTEN (its connections drop
+    /// notifications, and it does not say how it connects), so `None`
+    /// means no LISTEN connection: the store polls.
+    pub listen_dsn: Option<String>,
     /// PEM root certificates trusted besides the platform's own (`tls`
     /// feature), e.g. a private CA's.
     #[cfg(feature = "tls")]
@@ -51,6 +61,7 @@ impl Default for PostgresOptions {
             connect_timeout: Duration::from_secs(10),
             listen: true,
             install: Install::Migrate,
+            listen_dsn: None,
             #[cfg(feature = "tls")]
             tls_root_certificates: Vec::new(),
         }
@@ -96,6 +107,13 @@ impl PostgresOptions {
     /// ```
     pub fn install(mut self, install: Install) -> Self {
         self.install = install;
+        self
+    }
+
+    /// Connects the LISTEN connection to this DSN (see
+    /// [`listen_dsn`](Self::listen_dsn)); it must reach the same database.
+    pub fn listen_dsn(mut self, dsn: impl Into<String>) -> Self {
+        self.listen_dsn = Some(dsn.into());
         self
     }
 

@@ -17,10 +17,10 @@ use deadpool_postgres::{Client, Pool};
 
 use cairnq_core::backend::flows;
 
-use crate::exec::AppSession;
+use crate::exec::{AppSession, Session};
 use crate::flows::PgExec;
 use crate::listener::Listener;
-use crate::migrate::{begin, commit, install, require_installation};
+use crate::migrate::{PoolOrigin, begin, commit, install, require_installation};
 use crate::options::PostgresOptions;
 use crate::write::{check_json, check_jsonb};
 use crate::{pool, read, tls, write};
@@ -49,6 +49,9 @@ pub struct PostgresStore {
 #[derive(Debug)]
 struct Inner {
     pool: Pool,
+    /// Whether the pool is ours to close ([`PostgresStore::connect`]) or the
+    /// application's ([`PostgresStore::from_pool`]).
+    owns_pool: bool,
     listener: Option<Listener>,
     schema: Option<String>,
     /// Unkeyed submits share writes (see [`write::submit_queue`]).
@@ -75,15 +78,79 @@ impl PostgresStore {
         options.validate()?;
         let config = pool::pg_config(dsn, &options)?;
         let pool = pool::build(config.clone(), tls::connector(&options)?, &options)?;
+        let listen_config = match &options.listen_dsn {
+            Some(listen_dsn) => pool::pg_config(listen_dsn, &options)?,
+            None => config,
+        };
+        Self::start(pool, PoolOrigin::Ours, Some(listen_config), options).await
+    }
+
+    /// A store on the application's own deadpool pool (the
+    /// [`deadpool_postgres`] this crate re-exports), so the application
+    /// keeps one pool: the store checks connections out of it as it needs
+    /// them and gives them back, and its [`close`](Store::close) leaves
+    /// the pool open. Migrates and checks the database as
+    /// [`connect`](Self::connect) does.
+    ///
+    /// The pool's connections are used as they are: cairnq's tables live
+    /// where their search_path resolves. For a schema of its own, put it
+    /// first on that search_path (`options=-csearch_path%3Djobs` in the
+    /// DSN, or a `post_create` hook) and name it in
+    /// [`PostgresOptions::schema`]: it is created when absent, and a pool
+    /// whose connections resolve names elsewhere is refused with a
+    /// `Validation` error before anything is written. Without `schema`,
+    /// the same guard as `connect` refuses a search_path that would start
+    /// a second installation beside an existing one. `pool_size` does not
+    /// apply (the pool has its own size; cairnq holds one connection per
+    /// operation in flight and returns it at once).
+    ///
+    /// Push wakeups: a pooled connection cannot LISTEN (the pool's
+    /// connection task drops notifications), so the store opens one
+    /// dedicated LISTEN connection to [`PostgresOptions::listen_dsn`] when
+    /// given; without it the store polls (waits and idle workers then see
+    /// new work within their poll interval instead of at once).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> cairnq_core::Result<()> {
+    /// use cairnq_core::CairnQ;
+    /// use cairnq_postgres::deadpool_postgres::{Config, Runtime};
+    /// use cairnq_postgres::{PostgresOptions, PostgresStore};
+    ///
+    /// let dsn = "postgres://app@127.0.0.1/app";
+    /// let mut config = Config::new();
+    /// config.url = Some(dsn.into());
+    /// let app_pool = config.create_pool(Some(Runtime::Tokio1), tokio_postgres::NoTls).expect("pool");
+    /// let store = PostgresStore::from_pool(app_pool.clone(), PostgresOptions::new().listen_dsn(dsn)).await?;
+    /// CairnQ::new(store).submit("send_email", &serde_json::json!({"to": "a@example.com"})).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn from_pool(pool: Pool, options: PostgresOptions) -> Result<Self> {
+        options.validate()?;
+        let listen_config = options.listen_dsn.as_deref().map(|dsn| pool::pg_config(dsn, &options)).transpose()?;
+        Self::start(pool, PoolOrigin::Application, listen_config, options).await
+    }
+
+    /// Installs on a checkout of `pool`, then starts the LISTEN connection
+    /// (when `listen` is on and there is somewhere to connect it).
+    async fn start(
+        pool: Pool,
+        origin: PoolOrigin,
+        listen_config: Option<tokio_postgres::Config>,
+        options: PostgresOptions,
+    ) -> Result<Self> {
         let mut client = pool::checkout(&pool).await?;
         match options.install {
             Install::Existing => require_installation(&client, options.schema.as_deref()).await?,
-            _ => install(&mut client, options.schema.as_deref()).await?,
+            _ => install(&mut client, options.schema.as_deref(), origin).await?,
         }
         drop(client);
-        let listener = if options.listen { Some(Listener::start(config, tls::connector(&options)?)) } else { None };
+        let listener = match listen_config.filter(|_| options.listen) {
+            Some(config) => Some(Listener::start(config, tls::connector(&options)?)),
+            None => None,
+        };
         let submits = write::submit_queue(pool.clone());
-        Ok(Self { inner: Arc::new(Inner { pool, listener, schema: options.schema, submits }) })
+        let owns_pool = origin == PoolOrigin::Ours;
+        Ok(Self { inner: Arc::new(Inner { pool, owns_pool, listener, schema: options.schema, submits }) })
     }
 
     /// The migration ledger the connection reaches (the schema of
@@ -133,7 +200,8 @@ impl PostgresStore {
     }
 
     /// [`Store::complete`] inside the application's own client or
-    /// transaction: the task settles if and only if that transaction
+    /// transaction (any [`Session`]: tokio-postgres' or deadpool's): the
+    /// task settles if and only if that transaction
     /// commits, together with the handler's own writes. The session must
     /// reach the cairnq tables through its search_path (connect it with the
     /// same schema).
@@ -148,9 +216,9 @@ impl PostgresStore {
     /// tx.commit().await.expect("commit");
     /// # Ok(()) }
     /// ```
-    pub async fn complete_in<C>(&self, session: &C, params: &SettleParams) -> Result<Task>
+    pub async fn complete_in<S>(&self, session: &S, params: &SettleParams) -> Result<Task>
     where
-        C: tokio_postgres::GenericClient + Sync,
+        S: Session + ?Sized,
     {
         check_jsonb("result", &params.result)?;
         flows::complete(&PgExec(&AppSession(session)), params).await
@@ -158,9 +226,9 @@ impl PostgresStore {
 
     /// [`Store::succeed`] inside the application's own client or
     /// transaction (see [`complete_in`](Self::complete_in)).
-    pub async fn succeed_in<C>(&self, session: &C, params: &SettleParams) -> Result<Task>
+    pub async fn succeed_in<S>(&self, session: &S, params: &SettleParams) -> Result<Task>
     where
-        C: tokio_postgres::GenericClient + Sync,
+        S: Session + ?Sized,
     {
         check_jsonb("result", &params.result)?;
         flows::succeed(&PgExec(&AppSession(session)), params).await
@@ -194,6 +262,10 @@ macro_rules! on_connection {
 impl Store for PostgresStore {
     fn backend(&self) -> &'static str {
         "postgres"
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -314,7 +386,9 @@ impl Store for PostgresStore {
         if let Some(listener) = &self.inner.listener {
             listener.stop();
         }
-        self.inner.pool.close();
+        if self.inner.owns_pool {
+            self.inner.pool.close();
+        }
         Ok(())
     }
 }

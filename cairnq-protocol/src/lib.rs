@@ -112,10 +112,25 @@ impl Statement {
 pub struct Migration {
     /// File name including `.sql`, e.g. `0001_init.sql`.
     pub file_name: &'static str,
-    /// The leading number of the file name; migrations apply in this order.
+    /// The number in the file name; migrations of one kind apply in this
+    /// order, every shared one before any extension.
     pub ordinal: u32,
+    /// Whether every SDK ships it, or only this one.
+    pub kind: MigrationKind,
     /// The whole migration script.
     pub sql: &'static str,
+}
+
+/// Who ships a migration (PROTOCOL.md, "Extensions").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MigrationKind {
+    /// `NNNN_<what>.sql`: part of the shared protocol; every cairnq SDK
+    /// ships the same script, and its ordinal is a `schema_version`.
+    Shared,
+    /// `ext_NNNN_<what>.sql`: a table or index of this SDK's own features.
+    /// Other SDKs ignore its ledger row; it never touches a shared table's
+    /// meaning and never sets `schema_version`.
+    Extension,
 }
 
 /// The statements of a dialect.

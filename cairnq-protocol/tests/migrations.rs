@@ -2,7 +2,7 @@
 //! applied would silently split installations, so it must fail here first.
 //! A new migration gets a new line; an existing line never changes.
 
-use cairnq_protocol::{Dialect, migrations};
+use cairnq_protocol::{Dialect, MigrationKind, migrations};
 
 /// FNV-1a, 64 bit: stable across Rust versions and platforms, which is all a
 /// pin needs (this is not a security boundary).
@@ -49,9 +49,18 @@ fn shipped_migrations_are_unchanged() {
 fn migrations_are_ordered_and_named_by_ordinal() {
     for dialect in [Dialect::Sqlite, Dialect::Postgres] {
         let all = migrations(dialect);
-        assert!(all.windows(2).all(|w| w[0].ordinal < w[1].ordinal));
+        let shared = all.iter().take_while(|m| m.kind == MigrationKind::Shared).count();
+        let (shared, extensions) = all.split_at(shared);
+        assert!(
+            extensions.iter().all(|m| m.kind == MigrationKind::Extension),
+            "every extension applies after the shared set"
+        );
+        for set in [shared, extensions] {
+            assert!(set.windows(2).all(|w| w[0].ordinal < w[1].ordinal));
+        }
         for m in all {
-            assert!(m.file_name.starts_with(&format!("{:04}_", m.ordinal)));
+            let prefix = if m.kind == MigrationKind::Extension { "ext_" } else { "" };
+            assert!(m.file_name.starts_with(&format!("{prefix}{:04}_", m.ordinal)));
             assert!(m.file_name.ends_with(".sql"));
         }
     }

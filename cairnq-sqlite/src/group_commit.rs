@@ -11,6 +11,11 @@
 //! One fsync thus covers every write that arrived while the last one was
 //! being made durable.
 //!
+//! An isolated job ([`isolated_job`]: an application's closure that must
+//! run at most once, `SqliteStore::complete_with`) cannot be re-run, so a
+//! batch holding one takes the savepoint per job from the start: a failing
+//! job then undoes only its own writes, and nothing runs twice.
+//!
 //! A database in memory has no reader connections (each would be a
 //! database of its own): its reads come down the same channel and run
 //! here between batches, after the COMMIT of the writes drained with them
@@ -75,12 +80,16 @@ pub(crate) trait Job: Send {
     /// Runs the write; `false` when it failed. May run again after its
     /// batch was rolled back (the write is re-done from scratch then).
     fn run(&mut self, ctx: WriteCtx<'_>) -> bool;
+    /// Must run at most once, in a savepoint of its own (its batch then
+    /// takes a savepoint per job from the start instead of re-running).
+    fn isolated(&self) -> bool;
     /// Replies once the batch's fate is known.
     fn finish(self: Box<Self>, committed: &Result<()>);
 }
 
 struct TypedJob<T, F> {
     work: F,
+    isolated: bool,
     outcome: Option<Result<T>>,
     reply: oneshot::Sender<Result<T>>,
 }
@@ -88,14 +97,18 @@ struct TypedJob<T, F> {
 impl<T, F> Job for TypedJob<T, F>
 where
     T: Send,
-    F: Fn(WriteCtx<'_>) -> Result<T> + Send,
+    F: FnMut(WriteCtx<'_>) -> Result<T> + Send,
 {
     fn run(&mut self, ctx: WriteCtx<'_>) -> bool {
-        let (work, conn) = (&self.work, ctx.conn);
+        let (work, conn) = (&mut self.work, ctx.conn);
         let outcome = guarded(|| work(ctx)).map_err(|e| explain(conn, e));
         let ok = outcome.is_ok();
         self.outcome = Some(outcome);
         ok
+    }
+
+    fn isolated(&self) -> bool {
+        self.isolated
     }
 
     fn finish(self: Box<Self>, committed: &Result<()>) {
@@ -115,8 +128,33 @@ where
     T: Send + 'static,
     F: Fn(WriteCtx<'_>) -> Result<T> + Send + 'static,
 {
+    typed_job(work, false)
+}
+
+/// Wraps a write closure that must run at most once (an application's
+/// code) as an isolated job: its batch gives every job a savepoint from the
+/// start, so a failure of this job undoes its writes alone and no batch is
+/// re-run.
+pub(crate) fn isolated_job<T, F>(work: F) -> (Box<dyn Job>, oneshot::Receiver<Result<T>>)
+where
+    T: Send + 'static,
+    F: FnOnce(WriteCtx<'_>) -> Result<T> + Send + 'static,
+{
+    let mut work = Some(work);
+    let once = move |ctx: WriteCtx<'_>| match work.take() {
+        Some(work) => work(ctx),
+        None => Err(Error::corrupt_row("an isolated write was run twice")),
+    };
+    typed_job(once, true)
+}
+
+fn typed_job<T, F>(work: F, isolated: bool) -> (Box<dyn Job>, oneshot::Receiver<Result<T>>)
+where
+    T: Send + 'static,
+    F: FnMut(WriteCtx<'_>) -> Result<T> + Send + 'static,
+{
     let (reply, receiver) = oneshot::channel();
-    (Box::new(TypedJob { work, outcome: None, reply }), receiver)
+    (Box::new(TypedJob { work, isolated, outcome: None, reply }), receiver)
 }
 
 /// What the writer thread needs besides its connection.
@@ -201,7 +239,9 @@ enum Ran {
 /// Optimistic first pass: no savepoints (each costs a copy of every page
 /// its job touches). A job that fails without having changed a row needs
 /// no undo. Only when a job failed after writing is the transaction rolled
-/// back and the whole batch run again with one savepoint per job.
+/// back and the whole batch run again with one savepoint per job. A batch
+/// with an isolated job (which must not run twice) takes the savepoints on
+/// the first pass, which then always commits what succeeded.
 fn run_in_transaction(
     conn: &Connection,
     batch: &mut [Box<dyn Job>],
@@ -222,8 +262,9 @@ fn run_in_transaction(
         }
         outcome
     };
-    let committed = attempt(false, batch, changes)?;
-    if committed || batch.len() == 1 {
+    let isolated = batch.iter().any(|job| job.isolated());
+    let committed = attempt(isolated, batch, changes)?;
+    if committed || isolated || batch.len() == 1 {
         return Ok(committed);
     }
     *changes = Changes::default();

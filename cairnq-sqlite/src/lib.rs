@@ -174,4 +174,7 @@ mod store;
 pub use group_commit::WriteStats;
 pub use inspect::FileHealth;
 pub use options::{SqliteOptions, Synchronous};
-pub use store::SqliteStore;
+/// The driver whose connection [`SqliteStore::complete_with`] hands the
+/// application's closure, at the version this crate is built with.
+pub use rusqlite;
+pub use store::{AppWrites, SqliteStore};

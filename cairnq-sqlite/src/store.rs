@@ -11,20 +11,29 @@ use cairnq_core::store::{
     HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RepairParams,
     Repaired, RetryParams, SettleParams, StatsParams, SubmitManyParams, TaskRow,
 };
-use cairnq_core::{Capabilities, ChangeWatch, Error, HeldLease, Result, Store, Task, TaskCount, TaskRef, Wake};
+use cairnq_core::{Capabilities, ChangeWatch, Error, HeldLease, Json, Result, Store, Task, TaskCount, TaskRef, Wake};
 use parking_lot::Mutex;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use crate::database::Database;
-use crate::error::{explain, guarded};
+use crate::error::{explain, guarded, sqlite_error};
 use crate::exec::{SqliteExec, complete_batch};
-use crate::group_commit::{Counters, WriteCtx, WriteStats, job};
+use crate::group_commit::{Counters, Job, WriteCtx, WriteStats, isolated_job, job};
 use crate::local_wakeups::WakeBoard;
 use crate::location::{Location, MEMORY};
 use crate::options::SqliteOptions;
 use crate::read;
 use crate::registry;
+
+/// The application's writes [`SqliteStore::complete_with`] runs on the
+/// writer's connection, returning the task's result: any
+/// `FnOnce(&rusqlite::Connection) -> rusqlite::Result<R> + Send + 'static`.
+/// A name of its own so code above the backends (the worker's
+/// `TaskContext::succeed_with`) can ask for one without naming the driver.
+pub trait AppWrites<R>: FnOnce(&Connection) -> rusqlite::Result<R> + Send + 'static {}
+
+impl<R, F> AppWrites<R> for F where F: FnOnce(&Connection) -> rusqlite::Result<R> + Send + 'static {}
 
 /// A cairnq store in one SQLite file, shared with every other process and
 /// SDK that opens the same file (or, for tests and short-lived tools, in
@@ -227,12 +236,72 @@ impl SqliteStore {
         self.counters.snapshot()
     }
 
+    /// [`Store::complete`] together with the application's own writes in
+    /// this file: `work` runs on the writer thread, inside the transaction
+    /// that settles the task, and what it returns becomes the task's
+    /// result. Both commit together or not at all: when the lease is no
+    /// longer `worker_id`'s (the task was reclaimed, canceled away or
+    /// settled elsewhere) the call fails with [`Error::LostLease`] and
+    /// `work`'s writes are rolled back with the settle; an error from
+    /// `work` (or a panic in it) rolls them back too and settles nothing.
+    ///
+    /// `work` runs once, synchronously, on the thread every write of this
+    /// database waits for: keep it short (a few statements), and never
+    /// `BEGIN`, `COMMIT` or open a savepoint of its own on the connection
+    /// (it is inside a savepoint of the writer's transaction). A pending
+    /// cancel wins as in `complete`: the task ends canceled, and `work`'s
+    /// writes still commit.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> cairnq_core::Result<()> {
+    /// use cairnq_core::store::{ClaimDraw, ClaimParams};
+    /// use cairnq_core::{CairnQ, TaskStatus};
+    /// use cairnq_sqlite::SqliteStore;
+    ///
+    /// let dir = tempfile::tempdir().expect("temp dir");
+    /// let path = dir.path().join("app.db");
+    /// let store = SqliteStore::open(&path).await?;
+    /// let client = CairnQ::new(SqliteStore::open(&path).await?); // shares the writer
+    /// let task = client.submit("bill", &serde_json::json!({"cents": 250})).await?;
+    /// client.claim(&ClaimParams::new("w1", 30_000).draw(ClaimDraw::new(vec!["default".into()]).limit(1))).await?;
+    ///
+    /// let id = task.id.clone();
+    /// let done = store
+    ///     .complete_with(&task.id, "w1", move |conn| {
+    ///         conn.execute("create table if not exists invoices (task_id text primary key, cents int)", [])?;
+    ///         conn.execute("insert into invoices values (?1, 250)", [&id])?;
+    ///         Ok(serde_json::json!({"invoiced": 250}))
+    ///     })
+    ///     .await?;
+    /// assert_eq!(done.status, TaskStatus::Succeeded);
+    /// # Ok(()) }
+    /// ```
+    pub async fn complete_with<R, F>(&self, task_id: &str, worker_id: &str, work: F) -> Result<Task>
+    where
+        R: serde::Serialize,
+        F: AppWrites<R>,
+    {
+        let params = SettleParams::new(task_id, worker_id);
+        let (job, reply) = isolated_job(move |mut ctx: WriteCtx<'_>| {
+            let result = work(ctx.conn).map_err(|e| sqlite_error("the application's writes (complete_with)", e))?;
+            let params = params.result(Json::encode(&result)?);
+            let exec = SqliteExec::writing(&mut ctx);
+            exec.run(flows::complete(&exec, &params))
+        });
+        self.send(job, reply).await
+    }
+
     async fn write<T, F>(&self, work: F) -> Result<T>
     where
         T: Send + 'static,
         F: Fn(WriteCtx<'_>) -> Result<T> + Send + 'static,
     {
         let (job, reply) = job(work);
+        self.send(job, reply).await
+    }
+
+    async fn send<T>(&self, job: Box<dyn Job>, reply: oneshot::Receiver<Result<T>>) -> Result<T> {
         // Sent under the lock: a concurrent close then either sees this
         // store's handle or finds the write already queued.
         let sent = self.database.lock().as_ref().map(|db| db.send_write(job));
@@ -287,6 +356,10 @@ macro_rules! read_job {
 impl Store for SqliteStore {
     fn backend(&self) -> &'static str {
         "sqlite"
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
     }
 
     fn capabilities(&self) -> Capabilities {

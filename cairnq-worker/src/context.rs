@@ -63,6 +63,11 @@ impl TaskContext {
         &self.state
     }
 
+    #[cfg(any(feature = "postgres", feature = "sqlite"))]
+    pub(crate) fn core(&self) -> &Arc<Shared> {
+        &self.core
+    }
+
     /// The worker's ceiling on one attempt.
     #[cfg(all(feature = "exec", unix))]
     pub(crate) fn max_run(&self) -> Option<Duration> {

@@ -118,6 +118,16 @@
 //! `Worker::postgres(dsn, options)`; without them, build the store
 //! yourself and use [`Worker::from_store`] or [`Worker::new`].
 //!
+//! The same features add settling inside the application's own
+//! transaction, so a handler's rows and its task's success commit together
+//! or not at all: `postgres` adds `TaskContext::succeed_in(&tx, &result)`
+//! (the application's tokio-postgres or deadpool transaction), `sqlite`
+//! adds `TaskContext::succeed_with(|conn| ..)` (a closure run on the
+//! store's writer thread inside the settle's own transaction). Either way
+//! the worker counts the task settled from then on: nothing is written
+//! after it, and no lost lease is reported for it. A lost lease rolls the
+//! application's writes back (README: "The application's own Postgres").
+//!
 //! `exec` (Unix) adds the `exec` module: a shell command line as a handler,
 //! run once per task with the payload on stdin and the result on stdout
 //! (`Worker::exec(names, &handler)`, `Worker::exec_all(&handler)`), which
@@ -150,6 +160,8 @@ mod register;
 mod repair;
 mod retries;
 mod settle;
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
+mod settle_in;
 mod shared;
 mod state;
 mod stop;

@@ -33,6 +33,32 @@ impl Shared {
         self.write_once(task, state, how).await.map(Some)
     }
 
+    /// Settles `task` once through `write`, which the handler runs in its
+    /// own transaction (`succeed_in`, `succeed_with`): the same claim as
+    /// [`settle`](Self::settle). Written: the task counts as settled, and
+    /// its lease leaves the heartbeat at once (on Postgres a renewal would
+    /// wait for the row the application's transaction holds). Lost lease:
+    /// marked and reported once. Any other error wrote nothing, so the
+    /// claim is given back and the handler's return settles as usual.
+    #[cfg(any(feature = "postgres", feature = "sqlite"))]
+    pub(crate) async fn settle_by(
+        &self,
+        task: &Task,
+        state: &TaskState,
+        write: impl std::future::Future<Output = Result<Task>>,
+    ) -> Result<Option<Task>> {
+        if !self.may_settle(task, state)? {
+            return Ok(None);
+        }
+        match write.await {
+            Err(error) if !matches!(error, Error::LostLease { .. }) => {
+                state.give_back_settle();
+                Err(error)
+            }
+            written => self.finish_write(task, state, written).map(Some),
+        }
+    }
+
     /// Claims the right to write `task`'s settlement: `Ok(false)` when it
     /// was settled already, [`Error::LostLease`] when its lease is gone.
     fn may_settle(&self, task: &Task, state: &TaskState) -> Result<bool> {

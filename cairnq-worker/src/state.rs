@@ -51,6 +51,14 @@ impl TaskState {
         !self.settled.swap(true, Ordering::AcqRel)
     }
 
+    /// Gives back a settle claim whose write wrote nothing (the
+    /// application's transaction failed before the settle): the handler's
+    /// return then settles the task as usual.
+    #[cfg(any(feature = "postgres", feature = "sqlite"))]
+    pub(crate) fn give_back_settle(&self) {
+        self.settled.store(false, Ordering::Release);
+    }
+
     pub(crate) fn is_settled(&self) -> bool {
         self.settled.load(Ordering::Acquire)
     }

@@ -3,6 +3,7 @@
 //! or a throwaway cluster started on first use), one fresh schema per test.
 //! One binary, one module per area.
 
+mod app_pool;
 mod connect;
 mod existing;
 mod ops;

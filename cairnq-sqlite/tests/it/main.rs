@@ -7,6 +7,7 @@
 
 mod bad_input;
 mod common;
+mod complete_with;
 mod concurrency;
 mod existing;
 mod memory;

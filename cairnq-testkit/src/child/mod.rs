@@ -33,6 +33,13 @@
 //!   [`WorkerIssue`](cairnq_worker::WorkerIssue). Each line is one
 //!   unbuffered `write`, so it is in the kernel before the handler goes on
 //!   and a SIGKILL cannot take it back.
+//! - `settle-in`: handler `settle_in` writes a row `(task id, attempt,
+//!   worker id)` to the application's table `app_rows` (the test creates it
+//!   with [`APP_TABLE`]) and settles the task in the same transaction
+//!   (`succeed_in` on Postgres, `succeed_with` on SQLite), returning
+//!   `{"attempt": <attempt>, "worker": <worker id>}`. On attempt 1 with
+//!   `payload.hold_first_ms` it prints `holding <task id>` after the writes
+//!   and waits that long before the commit: the window to kill it in.
 //!
 //! With `--report-issues` every worker issue prints as `issue <text>`; with
 //! `--report-claims` every claim attempt prints `claim` before it is made.
@@ -58,12 +65,14 @@
 mod process;
 mod record;
 mod run;
+mod settle_in;
 
 use std::path::PathBuf;
 
 pub use process::{ChildProcess, child_binary, signal};
 pub use record::RecordLine;
 pub use run::{main, open_store, run_child};
+pub use settle_in::APP_TABLE;
 
 use crate::StoreLocator;
 
@@ -80,6 +89,10 @@ pub enum ChildMode {
     /// A worker whose `record` handler logs the run's start and end around
     /// a `payload.ms` sleep, then succeeds naming the worker.
     Record,
+    /// A worker whose `settle_in` handler writes an application row and
+    /// settles in the same transaction, holding it open on attempt 1 when
+    /// told to.
+    SettleIn,
     /// Open the store, report how that went, end.
     Open,
     /// Submit from eight tasks at once until killed, acknowledging each.
@@ -93,6 +106,7 @@ const MODES: &[(ChildMode, &str)] = &[
     (ChildMode::Sleep, "sleep"),
     (ChildMode::Noop, "noop"),
     (ChildMode::Record, "record"),
+    (ChildMode::SettleIn, "settle-in"),
     (ChildMode::Open, "open"),
     (ChildMode::SubmitBurst, "submit-burst"),
     (ChildMode::SubmitOnGo, "submit-on-go"),
@@ -101,7 +115,7 @@ const MODES: &[(ChildMode, &str)] = &[
 impl ChildMode {
     /// Whether this mode runs a worker (and takes the worker options).
     pub fn is_worker(self) -> bool {
-        matches!(self, Self::Hang | Self::Sleep | Self::Noop | Self::Record)
+        matches!(self, Self::Hang | Self::Sleep | Self::Noop | Self::Record | Self::SettleIn)
     }
 
     fn name(self) -> &'static str {

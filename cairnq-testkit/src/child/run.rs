@@ -156,6 +156,13 @@ async fn run_worker(args: &ChildArgs, store: Arc<dyn Store>) -> Result<()> {
                 record(ctx, payload, log.clone())
             })?
         }
+        (ChildMode::SettleIn, _) => {
+            let locator = args.locator.clone();
+            worker.task("settle_in", move |ctx: TaskContext, payload: Value| {
+                count();
+                super::settle_in::settle_in(ctx, payload, locator.clone())
+            })?
+        }
         (mode, _) => return Err(Error::validation("mode", format!("{mode:?} runs no worker (or needs --log)"))),
     };
     println!("ready {} {}", std::process::id(), worker.worker_id());
