@@ -25,14 +25,14 @@ pub(crate) async fn list(exec: &impl Exec, filter: &ListFilter) -> Result<Vec<Ta
     Ok(rows(exec, &Query::list(filter)).await?.iter().map(row::task_row).collect())
 }
 
-/// Row counts by queue and status.
-pub(crate) async fn stats(exec: &impl Exec, params: &StatsParams) -> Result<Vec<TaskCount>> {
-    rows(exec, &Query::stats(params)).await?.iter().map(row::task_count).collect()
+/// Row counts by queue and status (from the counter table with `counted`).
+pub(crate) async fn stats(exec: &impl Exec, params: &StatsParams, counted: bool) -> Result<Vec<TaskCount>> {
+    rows(exec, &Query::stats(params, counted)).await?.iter().map(row::task_count).collect()
 }
 
 /// Queued rows on a queue, counting at most `at_most`.
-pub(crate) async fn count_queued(exec: &impl Exec, params: &CountQueuedParams) -> Result<u64> {
-    let count: i64 = col(&one_row(exec, &Query::count_queued(params)).await?, "count")?;
+pub(crate) async fn count_queued(exec: &impl Exec, params: &CountQueuedParams, counted: bool) -> Result<u64> {
+    let count: i64 = col(&one_row(exec, &Query::count_queued(params, counted)).await?, "count")?;
     Ok(u64::try_from(count).unwrap_or(0))
 }
 

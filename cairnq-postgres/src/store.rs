@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use cairnq_core::backend::Coalescer;
+use cairnq_core::backend::{Coalescer, Query};
 use cairnq_core::store::{
     CancelParams, ChangeFeed, ClaimParams, CompleteBatchParams, CountQueuedParams, FailParams, FeedParams, GetParams,
     HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RepairParams,
@@ -20,7 +20,7 @@ use cairnq_core::backend::flows;
 use crate::exec::{AppSession, Session};
 use crate::flows::PgExec;
 use crate::listener::Listener;
-use crate::migrate::{PoolOrigin, begin, commit, install, require_installation};
+use crate::migrate::{PoolOrigin, begin, commit, install, require_installation, table_exists};
 use crate::options::PostgresOptions;
 use crate::write::{check_json, check_jsonb};
 use crate::{pool, read, tls, write};
@@ -56,6 +56,11 @@ struct Inner {
     schema: Option<String>,
     /// Unkeyed submits share writes (see [`write::submit_queue`]).
     submits: Arc<Coalescer<NewTask, Task>>,
+    /// Whether the database has the trigger-kept counter table
+    /// (`ext_0002_task_counts`): stats and queue depth read it instead of
+    /// counting rows. An installation another SDK made, opened with
+    /// `Install::Existing`, may lack it.
+    counted: bool,
 }
 
 impl PostgresStore {
@@ -143,6 +148,7 @@ impl PostgresStore {
             Install::Existing => require_installation(&client, options.schema.as_deref()).await?,
             _ => install(&mut client, options.schema.as_deref(), origin).await?,
         }
+        let counted = table_exists(&client, Query::COUNTS_TABLE).await?;
         drop(client);
         let listener = match listen_config.filter(|_| options.listen) {
             Some(config) => Some(Listener::start(config, tls::connector(&options)?)),
@@ -150,7 +156,7 @@ impl PostgresStore {
         };
         let submits = write::submit_queue(pool.clone());
         let owns_pool = origin == PoolOrigin::Ours;
-        Ok(Self { inner: Arc::new(Inner { pool, owns_pool, listener, schema: options.schema, submits }) })
+        Ok(Self { inner: Arc::new(Inner { pool, owns_pool, listener, schema: options.schema, submits, counted }) })
     }
 
     /// The migration ledger the connection reaches (the schema of
@@ -299,11 +305,11 @@ impl Store for PostgresStore {
     }
 
     async fn stats(&self, params: &StatsParams) -> Result<Vec<TaskCount>> {
-        read::stats(&self.client().await?, params).await
+        read::stats(&self.client().await?, params, self.inner.counted).await
     }
 
     async fn count_queued(&self, params: &CountQueuedParams) -> Result<u64> {
-        read::count_queued(&self.client().await?, params).await
+        read::count_queued(&self.client().await?, params, self.inner.counted).await
     }
 
     async fn cancel(&self, params: &CancelParams) -> Result<Option<Task>> {

@@ -22,11 +22,19 @@ pub(crate) fn list(conn: &Connection, _now_ms: i64, filter: &ListFilter) -> Resu
 }
 
 pub(crate) fn stats(conn: &Connection, _now_ms: i64, p: &StatsParams) -> Result<Vec<TaskCount>> {
-    query(conn, &Query::stats(p), row::task_count)
+    query(conn, &Query::stats(p, counted(conn)?), row::task_count)
 }
 
 pub(crate) fn count_queued(conn: &Connection, _now_ms: i64, p: &CountQueuedParams) -> Result<u64> {
-    Ok(u64::try_from(query_int(conn, &Query::count_queued(p))?).unwrap_or_default())
+    Ok(u64::try_from(query_int(conn, &Query::count_queued(p, counted(conn)?))?).unwrap_or_default())
+}
+
+/// Whether the file has the trigger-kept counter table (a file another SDK
+/// installed, opened with `Install::Existing`, may not). Asked on every
+/// call: a lookup in the in-memory schema, and right as soon as any process
+/// migrates the file.
+fn counted(conn: &Connection) -> Result<bool> {
+    Ok(query_int(conn, &Query::new(Sql::TableExists).arg("table", Query::COUNTS_TABLE))? != 0)
 }
 
 pub(crate) fn claimable(conn: &Connection, now_ms: i64, params: &ProbeParams) -> Result<bool> {

@@ -102,6 +102,34 @@ async def claim_complete(database, name, result_json):
     return await with_store(database, act)
 
 
+async def stats(database):
+    """The peer's own stats (it counts rows), zero counts left out."""
+
+    async def act(store):
+        counts = await cairnq.CairnQ(store).stats()
+        return {q: {str(getattr(s, "value", s)): n for s, n in c.items() if n} for q, c in counts.items()}
+
+    return await with_store(database, act)
+
+
+async def claim_fail(database, name, count):
+    """Claims up to `count` tasks of `name` and fails each for good."""
+
+    async def act(store):
+        claimed = await store.claim(queues=["default"], worker_id="worker_python", lease_ms=30000, limit=count, names=[name])
+        error = {"type": "Boom", "code": "task_error", "message": "python failed it", "retryable": False, "details": {}}
+        for task in claimed:
+            await store.fail(task_id=task.id, worker_id="worker_python", error=error, retryable=False)
+        return {"failed": len(claimed)}
+
+    return await with_store(database, act)
+
+
+async def purge(database):
+    """Purges every terminal task of the default queue, whoever settled it."""
+    return await with_store(database, lambda s: s.purge(older_than_ms=0, queue="default", limit=100000))
+
+
 async def run_worker(database, name, count, queue="default"):
     """Runs a Python worker whose handler `name` echoes its payload, until `count` tasks of that name are terminal."""
     store = open_store(database)
@@ -288,6 +316,12 @@ async def main(argv):
         result = await complete_key(database, *args)
     elif command == "submit-odd":
         result = await submit_odd(database, *args)
+    elif command == "stats":
+        result = await stats(database)
+    elif command == "claim-fail":
+        result = await claim_fail(database, args[0], int(args[1]))
+    elif command == "purge":
+        result = await purge(database)
     elif command == "submit-many":
         result = await submit_many(database, args[0], int(args[1]))
     else:

@@ -191,16 +191,27 @@ impl Query {
         Self::new(Sql::SelectTask).select(&params.task)
     }
 
-    /// `count_tasks_by_queue_status`, for one queue or all.
-    pub fn stats(params: &StatsParams) -> Self {
-        Self::new(Sql::CountTasksByQueueStatus).filter("queue", params.queue.as_deref())
+    /// `count_tasks_by_queue_status`, for one queue or all; with `counted`
+    /// (the database has the trigger-kept counter table of the
+    /// `ext_0002_task_counts` migration), `read_task_counts` instead, which
+    /// reads a few rows whatever the table's size.
+    pub fn stats(params: &StatsParams, counted: bool) -> Self {
+        let sql = if counted { Sql::ReadTaskCounts } else { Sql::CountTasksByQueueStatus };
+        Self::new(sql).filter("queue", params.queue.as_deref())
     }
 
-    /// `count_queued`: the bounded count of one queue's queued rows.
-    pub fn count_queued(params: &CountQueuedParams) -> Self {
+    /// `count_queued`: the bounded count of one queue's queued rows (from
+    /// the counter table with `counted`, as [`Query::stats`]).
+    pub fn count_queued(params: &CountQueuedParams, counted: bool) -> Self {
         let at_most = i64::try_from(params.at_most).unwrap_or(i64::MAX);
-        Self::new(Sql::CountQueued).arg("queue", &params.queue).arg("at_most", at_most)
+        let sql = if counted { Sql::ReadQueuedCount } else { Sql::CountQueued };
+        Self::new(sql).arg("queue", &params.queue).arg("at_most", at_most)
     }
+
+    /// The extension table whose presence makes [`Query::stats`] and
+    /// [`Query::count_queued`] `counted` (a database another SDK installed
+    /// may lack it).
+    pub const COUNTS_TABLE: &'static str = "cairnq_ext_task_counts";
 
     /// `probe_claimable` for the queues and names asked.
     pub fn probe(params: &ProbeParams) -> Self {

@@ -85,6 +85,20 @@ select count(*) as count from (
     select 1 from cairnq_tasks where queue = :queue and status = 'queued' limit :at_most::bigint
 ) as queued
 
+-- The same counts from the counter table of ext_0002_task_counts (kept by
+-- triggers; a count is the sum of its rows): a few rows whatever the
+-- table's size.
+-- name: read_task_counts
+select queue, status, sum(n)::bigint as count from cairnq_ext_task_counts
+where queue = :queue -- when: queue
+group by queue, status
+having sum(n) > 0
+
+-- count_queued from the counter table, capped as count_queued is.
+-- name: read_queued_count
+select least(coalesce(sum(n), 0), :at_most::bigint)::bigint as count from cairnq_ext_task_counts
+where queue = :queue and status = 'queued'
+
 -- Queued -> canceled now; running -> cancel requested (the first request's
 -- time is kept); terminal rows match nothing.
 -- name: cancel_task

@@ -82,6 +82,17 @@ select count(*) from (
     select 1 from cairnq_tasks where queue = :queue and status = 'queued' limit :at_most
 )
 
+-- The same counts from the counter table of ext_0002_task_counts (kept by
+-- triggers): a few rows whatever the table's size.
+-- name: read_task_counts
+select queue, status, n from cairnq_ext_task_counts
+where n > 0
+  and queue = :queue -- when: queue
+
+-- count_queued from the counter table, capped as count_queued is.
+-- name: read_queued_count
+select min(coalesce((select n from cairnq_ext_task_counts where queue = :queue and status = 'queued'), 0), :at_most)
+
 -- Queued -> canceled now; running -> cancel requested (the first request's
 -- time is kept); terminal rows match nothing.
 -- name: cancel_task
