@@ -67,7 +67,7 @@ where 1 = 1
   and name = :name -- when: name
   and root_id = :root_id -- when: root_id
   and correlation_id = :correlation_id -- when: correlation_id
-  and (created_at_ms < :after_ms or (created_at_ms = :after_ms and id < :after_id)) -- when: after
+  and (created_at_ms, id) < (:after_ms, :after_id) -- when: after
 order by created_at_ms desc, id desc
 limit :limit offset :offset
 

@@ -14,6 +14,7 @@
 //! protocol's child, run by the bench binary itself (`process`).
 
 mod process;
+mod scale;
 mod workloads;
 
 use std::path::Path;
@@ -56,6 +57,7 @@ pub struct Sizes {
     backing_off: usize,
     idle: Duration,
     rss_tasks: usize,
+    scale: &'static [usize],
 }
 
 impl Sizes {
@@ -73,6 +75,7 @@ impl Sizes {
             backing_off: 20_000,
             idle: Duration::from_secs(10),
             rss_tasks: 10_000,
+            scale: &[10_000, 100_000, 1_000_000],
         }
     }
 
@@ -90,6 +93,7 @@ impl Sizes {
             backing_off: 200,
             idle: Duration::from_secs(1),
             rss_tasks: 100,
+            scale: &[1_000, 5_000],
         }
     }
 }
@@ -109,6 +113,11 @@ pub const WORKLOADS: &[&str] = &[
     "idle_worker_cpu",
     "worker_rss",
 ];
+
+/// The growth workloads `cargo xtask bench --scale` adds (a smaller
+/// version runs inside `--quick`): `scale` prints one `metric@size` point
+/// per operation and size.
+pub const SCALE_WORKLOADS: &[&str] = &["scale"];
 
 /// Runs one workload on stores from `factory`. `exe` is the bench binary
 /// itself: workloads that need a second process run it as a child
@@ -192,6 +201,11 @@ pub async fn run_workload(
         "worker_rss" => {
             let mb = worker_rss(factory, sizes.rss_tasks, exe).await?;
             vec![m(name, "peak_rss_mb", mb, format!("{} tasks of 10 KB drained at concurrency 8", sizes.rss_tasks))]
+        }
+        "scale" => {
+            let points = scale::scale(factory, sizes.scale).await?;
+            let detail = "85% succeeded, 5% failed, 10% queued, 1 keyed per 1000; median of 30";
+            points.into_iter().map(|(metric, value)| m(name, &metric, value, detail.to_string())).collect()
         }
         other => return Err(Error::validation("workload", format!("unknown workload {other:?}"))),
     })

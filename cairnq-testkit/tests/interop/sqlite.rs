@@ -34,7 +34,7 @@ async fn a_database_either_side_created_is_opened_by_the_other_without_migrating
         shared(&after_rust_opened["ledger"]),
         "Rust applied a shared migration to a Python-made file"
     );
-    assert_eq!(shared(&after_rust_opened["ledger"]).len() + 1, rows(&after_rust_opened["ledger"]).len());
+    assert_eq!(shared(&after_rust_opened["ledger"]).len() + 2, rows(&after_rust_opened["ledger"]).len());
 
     assert_eq!(shared(&rust_schema["objects"]), shared(&python_schema["objects"]), "sqlite_master differs by creator");
     assert_eq!(rust_schema["objects"], after_rust_opened["objects"], "our extension objects differ by creator");
@@ -74,6 +74,7 @@ fn cairnq_protocol_names() -> Vec<&'static str> {
         "0009_purge_queue_index.sql",
         "0010_drop_status_index.sql",
         "ext_0002_task_counts.sql",
+        "ext_0003_list_order_index.sql",
     ]
 }
 
