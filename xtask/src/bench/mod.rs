@@ -1,4 +1,5 @@
-//! `cargo xtask bench [--quick] [--peers] [--no-record]`: measured speed.
+//! `cargo xtask bench [--quick] [--peers] [--scale] [--soak 30m] [--no-standard] [--no-record]`:
+//! measured speed.
 //!
 //! Runs every end-to-end workload of `cairnq-bench` (release build, one
 //! process per workload) on SQLite — a temp file at default durability, WAL +
@@ -7,6 +8,13 @@
 //! hot statements. `--peers` runs the same workloads through the Python SDK
 //! in the same run and prints the ratios. The table is printed and, unless
 //! `--no-record`, appended to BENCHMARKS.md with the machine and settings.
+//!
+//! `--scale` adds the growth workloads (`curves`: costs at 10,000 /
+//! 100,000 / 1,000,000 tasks, with charts written to `bench-charts/`), many
+//! processes on one database, and a short soak; `--soak DURATION` runs the
+//! soak for that long (`soak`). `--quick` runs small versions of all of
+//! them. `--no-standard` skips the standard workloads and criterion, to
+//! rerun only what the other flags add.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -14,21 +22,25 @@ use std::process::{Command, Stdio};
 
 use crate::test_env;
 
-/// One measurement line, as `cairnq-bench` and `bench_peer.py` print them.
-struct Row {
-    workload: String,
-    backend: String,
-    metric: String,
-    value: f64,
-    detail: String,
-    python: Option<f64>,
-}
+mod chart;
+mod curves;
+mod rows;
+
+use rows::{Row, parse_rows};
 
 struct Flags {
     quick: bool,
     peers: bool,
     record: bool,
+    /// The growth curves and multi-process workloads.
+    scale: bool,
+    /// The standard workloads and criterion (off with `--no-standard`).
+    standard: bool,
 }
+
+/// Where the charts go, relative to the workspace root (BENCHMARKS.md links
+/// them).
+const CHART_DIR: &str = "bench-charts";
 
 /// Peer workloads: (workload, sizes at full scale, sizes at quick scale).
 const PEER_WORKLOADS: &[(&str, &[&str], &[&str])] = &[
@@ -40,10 +52,13 @@ const PEER_WORKLOADS: &[(&str, &[&str], &[&str])] = &[
 ];
 
 pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), String> {
+    let has = |flag: &str| args.iter().any(|a| a == flag);
     let flags = Flags {
-        quick: args.iter().any(|a| a == "--quick"),
-        peers: args.iter().any(|a| a == "--peers"),
-        record: !args.iter().any(|a| a == "--no-record"),
+        quick: has("--quick"),
+        peers: has("--peers"),
+        record: !has("--no-record"),
+        scale: has("--scale") || has("--quick"),
+        standard: !has("--no-standard"),
     };
     let postgres = test_env::bench_postgres_dsn(root).ok();
     // --quick only proves the benchmarks still work (CI; nothing recorded), so
@@ -56,23 +71,35 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), String> {
     cargo(root, &build)?;
     let bench = root.join("target").join(profile).join("cairnq-bench");
     let mut rows = Vec::new();
+    let mut growth = Vec::new();
     let mut backends = vec![("sqlite", None)];
     if let Some(dsn) = &postgres {
         backends.push(("postgres", Some(dsn.clone())));
     }
     for (backend, dsn) in &backends {
-        for workload in list_workloads(&bench)? {
-            rows.extend(run_workload(&bench, backend, dsn.as_deref(), &workload, flags.quick)?);
+        if flags.standard {
+            for workload in list_workloads(&bench)? {
+                rows.extend(run_workload(&bench, backend, dsn.as_deref(), &workload, flags.quick)?);
+            }
         }
         if flags.peers {
             add_peer_numbers(root, backend, dsn.as_deref(), flags.quick, &mut rows)?;
+        }
+        if flags.scale {
+            growth.extend(run_workload(&bench, backend, dsn.as_deref(), "scale", flags.quick)?);
         }
     }
     if postgres.is_some() && std::env::var("CAIRNQ_BENCH_PG_DSN").is_err() {
         test_env::stop_postgres(root, "pg-bench");
     }
-    let micro = criterion(root, flags.quick)?;
-    let report = render(&rows, &micro, &flags, postgres.is_some());
+    let micro = if flags.standard { criterion(root, flags.quick)? } else { Vec::new() };
+    let mut report = render(&rows, &micro, &flags, postgres.is_some());
+    if !growth.is_empty() {
+        let curves = curves::curves(&growth);
+        let charts = if flags.record { curves::write_charts(root, CHART_DIR, &curves)? } else { Vec::new() };
+        let _ = writeln!(report, "\n### Growth: cost by tasks in the database (`--scale`)\n");
+        report.push_str(&curves::render(&curves, &charts));
+    }
     println!("{report}");
     if flags.record {
         record(root, &report)?;
@@ -119,41 +146,6 @@ fn run_workload(
         return Err(format!("workload {workload} on {backend} failed"));
     }
     Ok(parse_rows(&String::from_utf8_lossy(&output.stdout)))
-}
-
-/// Parses the JSON lines both bench programs print, by hand: the xtask has no
-/// dependencies, and the lines are flat objects of strings and one number.
-fn parse_rows(text: &str) -> Vec<Row> {
-    text.lines()
-        .filter(|l| l.trim_start().starts_with('{'))
-        .filter_map(|line| {
-            Some(Row {
-                workload: json_string(line, "workload")?,
-                backend: json_string(line, "backend")?,
-                metric: json_string(line, "metric")?,
-                value: json_number(line, "value")?,
-                detail: json_string(line, "detail").unwrap_or_default(),
-                python: None,
-            })
-        })
-        .collect()
-}
-
-fn json_field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
-    let start = line.find(&format!("\"{key}\""))? + key.len() + 2;
-    let rest = line[start..].trim_start().strip_prefix(':')?.trim_start();
-    Some(rest)
-}
-
-fn json_string(line: &str, key: &str) -> Option<String> {
-    let rest = json_field(line, key)?.strip_prefix('"')?;
-    rest.find('"').map(|end| rest[..end].to_string())
-}
-
-fn json_number(line: &str, key: &str) -> Option<f64> {
-    let rest = json_field(line, key)?;
-    let end = rest.find([',', '}']).unwrap_or(rest.len());
-    rest[..end].trim().parse().ok()
 }
 
 fn add_peer_numbers(
@@ -222,10 +214,12 @@ fn render(rows: &[Row], micro: &[(String, String)], flags: &Flags, postgres: boo
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "## {} — `cargo xtask bench{}{}`\n",
+        "## {} — `cargo xtask bench{}{}{}{}`\n",
         today(),
         if flags.quick { " --quick" } else { "" },
-        if flags.peers { " --peers" } else { "" }
+        if flags.peers { " --peers" } else { "" },
+        if flags.scale && !flags.quick { " --scale" } else { "" },
+        if flags.standard { "" } else { " --no-standard" },
     );
     let _ = writeln!(s, "{}\n", machine_facts());
     let _ = writeln!(
@@ -238,6 +232,9 @@ fn render(rows: &[Row], micro: &[(String, String)], flags: &Flags, postgres: boo
             "Postgres: no server at hand, not measured"
         }
     );
+    if rows.is_empty() {
+        return s;
+    }
     let _ = writeln!(s, "| backend | workload | metric | Rust | Python 0.15.1 | Rust / Python | sizes |");
     let _ = writeln!(s, "|---|---|---|---:|---:|---:|---|");
     for r in rows {
@@ -257,6 +254,9 @@ fn render(rows: &[Row], micro: &[(String, String)], flags: &Flags, postgres: boo
             format_value(r.value),
             r.detail
         );
+    }
+    if micro.is_empty() {
+        return s;
     }
     let _ = writeln!(s, "\nCriterion, through the seam (median per iteration):\n");
     let _ = writeln!(s, "| benchmark | time |\n|---|---:|");
@@ -300,23 +300,4 @@ fn record(root: &Path, report: &str) -> Result<(), String> {
     text.push('\n');
     text.push_str(report);
     std::fs::write(&path, text).map_err(|e| format!("cannot write BENCHMARKS.md: {e}"))
-}
-
-#[cfg(test)]
-mod tests {
-    //! The hand parser must read exactly what the bench programs print.
-
-    use super::*;
-
-    #[test]
-    fn rows_parse_from_both_bench_programs() {
-        let rust = r#"{"workload":"burn_down_c8","backend":"sqlite","metric":"tasks_per_s","value":1698.3,"detail":"200 no-op tasks"}"#;
-        let python = r#"{"workload": "call_in_process", "backend": "sqlite", "metric": "p50_ms", "value": 4.5, "detail": "5 calls"}"#;
-        let rows = parse_rows(&format!("noise\n{rust}\n{python}\n"));
-        assert_eq!(rows.len(), 2);
-        assert_eq!(rows[0].workload, "burn_down_c8");
-        assert_eq!(rows[0].value, 1698.3);
-        assert_eq!(rows[1].metric, "p50_ms");
-        assert_eq!(rows[1].value, 4.5);
-    }
 }
