@@ -14,7 +14,10 @@
 //! protocol's child, run by the bench binary itself (`process`).
 
 mod process;
+mod processes;
+mod roles;
 mod scale;
+mod soak;
 mod workloads;
 
 use std::path::Path;
@@ -25,6 +28,8 @@ use serde::Serialize;
 
 use crate::BackendFactory;
 pub use process::CHILD_FLAG;
+pub use roles::{ROLE_FLAG, run_role};
+pub use soak::SoakSettings;
 use workloads::*;
 
 /// One number a workload produced.
@@ -58,6 +63,9 @@ pub struct Sizes {
     idle: Duration,
     rss_tasks: usize,
     scale: &'static [usize],
+    process_secs: f64,
+    process_backlog: usize,
+    soak: SoakSettings,
 }
 
 impl Sizes {
@@ -76,6 +84,15 @@ impl Sizes {
             idle: Duration::from_secs(10),
             rss_tasks: 10_000,
             scale: &[10_000, 100_000, 1_000_000],
+            process_secs: 15.0,
+            process_backlog: 20_000,
+            soak: SoakSettings {
+                duration: Duration::from_secs(120),
+                sample_every: Duration::from_secs(10),
+                rate: 200.0,
+                keep: Duration::from_secs(20),
+                sweep_every: Duration::from_secs(5),
+            },
         }
     }
 
@@ -94,7 +111,26 @@ impl Sizes {
             idle: Duration::from_secs(1),
             rss_tasks: 100,
             scale: &[1_000, 5_000],
+            process_secs: 2.0,
+            process_backlog: 500,
+            soak: SoakSettings {
+                duration: Duration::from_secs(20),
+                sample_every: Duration::from_secs(2),
+                rate: 100.0,
+                keep: Duration::from_secs(4),
+                sweep_every: Duration::from_secs(2),
+            },
         }
+    }
+
+    /// These sizes with the soak running for `duration` (sampled every 10 s
+    /// once it is a minute or longer).
+    pub fn with_soak(mut self, duration: Duration) -> Self {
+        self.soak.duration = duration;
+        if duration >= Duration::from_secs(60) {
+            self.soak.sample_every = Duration::from_secs(10);
+        }
+        self
     }
 }
 
@@ -117,7 +153,7 @@ pub const WORKLOADS: &[&str] = &[
 /// The growth workloads `cargo xtask bench --scale` adds (a smaller
 /// version runs inside `--quick`): `scale` prints one `metric@size` point
 /// per operation and size.
-pub const SCALE_WORKLOADS: &[&str] = &["scale"];
+pub const SCALE_WORKLOADS: &[&str] = &["scale", "processes", "soak"];
 
 /// Runs one workload on stores from `factory`. `exe` is the bench binary
 /// itself: workloads that need a second process run it as a child
@@ -207,8 +243,31 @@ pub async fn run_workload(
             let detail = "85% succeeded, 5% failed, 10% queued, 1 keyed per 1000; median of 30";
             points.into_iter().map(|(metric, value)| m(name, &metric, value, detail.to_string())).collect()
         }
+        "processes" => processes::processes(factory, exe, sizes.process_secs, sizes.process_backlog)
+            .await?
+            .into_iter()
+            .map(|(metric, value, detail)| m(name, &metric, value, detail))
+            .collect(),
+        "soak" => {
+            let s = sizes.soak;
+            let detail = format!(
+                "{:?} at {}/s, worker c8, retention keeps {:?} swept every {:?}, a reader opening and closing",
+                s.duration, s.rate, s.keep, s.sweep_every
+            );
+            soak::soak(factory, s)
+                .await?
+                .into_iter()
+                .map(|(metric, value)| m(name, &metric, value, detail.clone()))
+                .collect()
+        }
         other => return Err(Error::validation("workload", format!("unknown workload {other:?}"))),
     })
+}
+
+/// Now in epoch milliseconds (submit-to-start latency across processes).
+fn epoch_ms() -> i64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    i64::try_from(now.as_millis()).unwrap_or(i64::MAX)
 }
 
 fn per_second(count: usize, elapsed: Duration) -> f64 {

@@ -8,24 +8,30 @@
 //! ```text
 //! cairnq-bench --backend sqlite [--dir DIR] [--quick] --workload burn_down_c64
 //! cairnq-bench --backend postgres --dsn DSN --workload call_in_process
+//! cairnq-bench --backend sqlite --workload soak --soak-secs 1800
 //! ```
+//!
+//! The multi-process workloads run it again as a producer or worker
+//! (`--role`, see `cairnq_testkit::bench::run_role`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use cairnq_testkit::BackendFactory;
-use cairnq_testkit::bench::{CHILD_FLAG, Sizes, WORKLOADS, run_workload};
+use cairnq_testkit::bench::{CHILD_FLAG, ROLE_FLAG, Sizes, WORKLOADS, run_role, run_workload};
 
 struct Args {
     backend: String,
     dsn: Option<String>,
     dir: Option<PathBuf>,
     quick: bool,
+    soak_secs: Option<u64>,
     workload: Option<String>,
 }
 
 fn parse_args(args: &[String]) -> Result<Args, String> {
-    let mut parsed = Args { backend: "sqlite".into(), dsn: None, dir: None, quick: false, workload: None };
+    let mut parsed =
+        Args { backend: "sqlite".into(), dsn: None, dir: None, quick: false, soak_secs: None, workload: None };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         let mut value = || it.next().cloned().ok_or_else(|| format!("{flag} needs a value"));
@@ -34,6 +40,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             "--dsn" => parsed.dsn = Some(value()?),
             "--dir" => parsed.dir = Some(PathBuf::from(value()?)),
             "--quick" => parsed.quick = true,
+            "--soak-secs" => parsed.soak_secs = Some(value()?.parse().map_err(|_| "--soak-secs takes seconds")?),
             "--workload" => parsed.workload = Some(value()?),
             "--list" => {
                 println!("{}", WORKLOADS.join("\n"));
@@ -72,6 +79,10 @@ async fn run(args: Args) -> Result<(), String> {
     let factory = factory(&args)?;
     let workload = args.workload.as_deref().ok_or("--workload NAME is required (see --list)")?;
     let sizes = if args.quick { Sizes::quick() } else { Sizes::full() };
+    let sizes = match args.soak_secs {
+        Some(secs) => sizes.with_soak(std::time::Duration::from_secs(secs)),
+        None => sizes,
+    };
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let measurements =
         run_workload(workload, factory.as_ref(), sizes, &exe).await.map_err(|e| format!("{workload}: {e}"))?;
@@ -81,10 +92,28 @@ async fn run(args: Args) -> Result<(), String> {
     Ok(())
 }
 
+/// The bench binary as a producer or worker process of a multi-process
+/// workload (`cairnq_testkit::bench::run_role`).
+fn run_role_process(args: &[String]) -> ExitCode {
+    let outcome = tokio::runtime::Runtime::new()
+        .map_err(|e| e.to_string())
+        .and_then(|runtime| runtime.block_on(run_role(args)).map_err(|e| e.to_string()));
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("cairnq-bench {ROLE_FLAG}: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some(CHILD_FLAG) {
         return cairnq_testkit::child::main(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some(ROLE_FLAG) {
+        return run_role_process(&args[1..]);
     }
     let args = match parse_args(&args) {
         Ok(args) => args,

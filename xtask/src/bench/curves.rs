@@ -23,9 +23,9 @@ const TARGETS: &[(&str, f64)] = &[
 
 /// One metric on one backend across the sizes.
 pub(crate) struct Curve {
-    backend: String,
-    metric: String,
-    points: Vec<(usize, f64)>,
+    pub(crate) backend: String,
+    pub(crate) metric: String,
+    pub(crate) points: Vec<(usize, f64)>,
 }
 
 impl Curve {
@@ -117,7 +117,12 @@ pub(crate) fn write_charts(root: &Path, dir: &str, curves: &[Curve]) -> Result<V
     Ok(written)
 }
 
-fn format_value(v: f64) -> String {
+/// Writes `svg` to `file` under the workspace root.
+pub(crate) fn write_svg(root: &Path, file: &str, svg: &str) -> Result<(), String> {
+    std::fs::write(root.join(file), svg).map_err(|e| format!("cannot write {file}: {e}"))
+}
+
+pub(crate) fn format_value(v: f64) -> String {
     if v >= 100.0 { format!("{v:.0}") } else { format!("{v:.3}") }
 }
 

@@ -25,6 +25,7 @@ use crate::test_env;
 mod chart;
 mod curves;
 mod rows;
+mod soak;
 
 use rows::{Row, parse_rows};
 
@@ -36,6 +37,9 @@ struct Flags {
     scale: bool,
     /// The standard workloads and criterion (off with `--no-standard`).
     standard: bool,
+    /// The soak's length in seconds, when one runs (`--soak`, or the
+    /// default length of `--scale` / `--quick`).
+    soak_secs: Option<u64>,
 }
 
 /// Where the charts go, relative to the workspace root (BENCHMARKS.md links
@@ -59,6 +63,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), String> {
         record: !has("--no-record"),
         scale: has("--scale") || has("--quick"),
         standard: !has("--no-standard"),
+        soak_secs: soak_secs(args)?,
     };
     let postgres = test_env::bench_postgres_dsn(root).ok();
     // --quick only proves the benchmarks still work (CI; nothing recorded), so
@@ -71,7 +76,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), String> {
     cargo(root, &build)?;
     let bench = root.join("target").join(profile).join("cairnq-bench");
     let mut rows = Vec::new();
-    let mut growth = Vec::new();
+    let (mut growth, mut processes, mut soaked) = (Vec::new(), Vec::new(), Vec::new());
     let mut backends = vec![("sqlite", None)];
     if let Some(dsn) = &postgres {
         backends.push(("postgres", Some(dsn.clone())));
@@ -79,14 +84,21 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), String> {
     for (backend, dsn) in &backends {
         if flags.standard {
             for workload in list_workloads(&bench)? {
-                rows.extend(run_workload(&bench, backend, dsn.as_deref(), &workload, flags.quick)?);
+                rows.extend(run_workload(&bench, backend, dsn.as_deref(), &workload, flags.quick, &[])?);
             }
         }
         if flags.peers {
             add_peer_numbers(root, backend, dsn.as_deref(), flags.quick, &mut rows)?;
         }
         if flags.scale {
-            growth.extend(run_workload(&bench, backend, dsn.as_deref(), "scale", flags.quick)?);
+            growth.extend(run_workload(&bench, backend, dsn.as_deref(), "scale", flags.quick, &[])?);
+            processes.extend(run_workload(&bench, backend, dsn.as_deref(), "processes", flags.quick, &[])?);
+        }
+        // The soak watches a SQLite file's WAL; one backend keeps it short.
+        if *backend == "sqlite" && (flags.scale || flags.soak_secs.is_some()) {
+            let secs = flags.soak_secs.map(|s| s.to_string());
+            let extra: Vec<&str> = secs.iter().flat_map(|s| ["--soak-secs", s.as_str()]).collect();
+            soaked.extend(run_workload(&bench, backend, dsn.as_deref(), "soak", flags.quick, &extra)?);
         }
     }
     if postgres.is_some() && std::env::var("CAIRNQ_BENCH_PG_DSN").is_err() {
@@ -99,6 +111,14 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), String> {
         let charts = if flags.record { curves::write_charts(root, CHART_DIR, &curves)? } else { Vec::new() };
         let _ = writeln!(report, "\n### Growth: cost by tasks in the database (`--scale`)\n");
         report.push_str(&curves::render(&curves, &charts));
+    }
+    if !processes.is_empty() {
+        let _ = writeln!(report, "\n### Many processes on one database\n");
+        report.push_str(&plain_table(&processes));
+    }
+    if !soaked.is_empty() {
+        let _ = writeln!(report, "\n### Soak: samples over time\n");
+        report.push_str(&soak::render(root, CHART_DIR, &curves::curves(&soaked), flags.record)?);
     }
     println!("{report}");
     if flags.record {
@@ -125,12 +145,36 @@ fn list_workloads(bench: &Path) -> Result<Vec<String>, String> {
     Ok(String::from_utf8_lossy(&output.stdout).lines().map(str::to_string).collect())
 }
 
+/// `--soak DURATION` (`90s`, `30m`, `2h`) in seconds.
+fn soak_secs(args: &[String]) -> Result<Option<u64>, String> {
+    let Some(at) = args.iter().position(|a| a == "--soak") else { return Ok(None) };
+    let text = args.get(at + 1).ok_or("--soak needs a duration, e.g. 30m")?;
+    let (number, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len()));
+    let n: u64 = number.parse().map_err(|_| format!("--soak {text:?}: expected e.g. 90s, 30m, 2h"))?;
+    match unit {
+        "" | "s" => Ok(Some(n)),
+        "m" => Ok(Some(n * 60)),
+        "h" => Ok(Some(n * 3_600)),
+        _ => Err(format!("--soak {text:?}: expected e.g. 90s, 30m, 2h")),
+    }
+}
+
+/// Rows as a plain table: backend, metric, value, detail.
+fn plain_table(rows: &[Row]) -> String {
+    let mut s = String::from("| backend | metric | value | detail |\n|---|---|---:|---|\n");
+    for r in rows {
+        let _ = writeln!(s, "| {} | {} | {} | {} |", r.backend, r.metric, format_value(r.value), r.detail);
+    }
+    s
+}
+
 fn run_workload(
     bench: &Path,
     backend: &str,
     dsn: Option<&str>,
     workload: &str,
     quick: bool,
+    extra: &[&str],
 ) -> Result<Vec<Row>, String> {
     eprintln!("xtask bench: {backend} {workload}");
     let mut command = Command::new(bench);
@@ -141,6 +185,7 @@ fn run_workload(
     if quick {
         command.arg("--quick");
     }
+    command.args(extra);
     let output = command.stderr(Stdio::inherit()).output().map_err(|e| format!("cannot run cairnq-bench: {e}"))?;
     if !output.status.success() {
         return Err(format!("workload {workload} on {backend} failed"));

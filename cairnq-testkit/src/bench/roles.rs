@@ -1,0 +1,181 @@
+//! The processes the multi-process and soak workloads start: the bench
+//! binary run again as a producer or a worker on the store a locator names
+//! (`cairnq-bench --role ROLE (--sqlite PATH | --postgres DSN SCHEMA) [--secs N]
+//! [--rate N]`). Each prints one JSON line of what it did as it ends, so the
+//! parent adds them up.
+//!
+//! - `producer`: eight lanes submit `noop` tasks (or, with `--rate`, one
+//!   lane at that many per second) for `--secs`; prints submits and latency.
+//! - `worker`: a `noop` worker of concurrency 8 until its stdin closes;
+//!   prints how many handler calls it made.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use cairnq_core::{CairnQ, Error, Result};
+use cairnq_worker::{TaskContext, TaskError, Worker, WorkerOptions};
+use serde_json::{Value, json};
+
+use crate::StoreLocator;
+use crate::child::open_store;
+
+/// The bench binary's first argument that makes it a role process.
+pub const ROLE_FLAG: &str = "--role";
+
+/// Lanes of one producer process.
+const LANES: usize = 8;
+
+/// A role process's arguments.
+struct RoleArgs {
+    role: String,
+    locator: StoreLocator,
+    secs: f64,
+    rate: Option<f64>,
+}
+
+fn parse(args: &[String]) -> Result<RoleArgs> {
+    let bad = |what: &str| Error::validation("role arguments", what.to_string());
+    let mut it = args.iter();
+    let role = it.next().ok_or_else(|| bad("a role"))?.clone();
+    let (mut locator, mut secs, mut rate) = (None, 10.0, None);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().cloned().ok_or_else(|| bad(&format!("{flag} needs a value")));
+        match flag.as_str() {
+            "--sqlite" => locator = Some(StoreLocator::Sqlite { path: PathBuf::from(value()?) }),
+            "--postgres" => locator = Some(StoreLocator::Postgres { dsn: value()?, schema: value()? }),
+            "--secs" => secs = value()?.parse().map_err(|_| bad("--secs takes seconds"))?,
+            "--rate" => rate = Some(value()?.parse().map_err(|_| bad("--rate takes tasks per second"))?),
+            other => return Err(bad(&format!("unknown argument {other}"))),
+        }
+    }
+    Ok(RoleArgs { role, locator: locator.ok_or_else(|| bad("--sqlite or --postgres"))?, secs, rate })
+}
+
+/// Runs the role `args` name (after [`ROLE_FLAG`]); prints its JSON line.
+pub async fn run_role(args: &[String]) -> Result<()> {
+    let args = parse(args)?;
+    let client = CairnQ::from_shared(open_store(&args.locator).await?);
+    let report = match args.role.as_str() {
+        "producer" => produce(&client, Duration::from_secs_f64(args.secs), args.rate).await?,
+        "worker" => work(&client).await?,
+        other => return Err(Error::validation("role", format!("unknown role {other:?}"))),
+    };
+    println!("{report}");
+    client.close().await
+}
+
+async fn produce(client: &CairnQ, secs: Duration, rate: Option<f64>) -> Result<Value> {
+    let deadline = Instant::now() + secs;
+    let lanes = if rate.is_some() { 1 } else { LANES };
+    let every = rate.map(|r| Duration::from_secs_f64(1.0 / r.max(1e-3)));
+    let mut joins = Vec::new();
+    for lane in 0..lanes {
+        let client = client.clone();
+        joins.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            let mut next = Instant::now();
+            while Instant::now() < deadline {
+                let start = Instant::now();
+                let at = super::epoch_ms();
+                client.submit("noop", &json!({ "lane": lane, "at_ms": at })).await?;
+                latencies.push(start.elapsed().as_secs_f64() * 1000.0);
+                if let Some(every) = every {
+                    next += every;
+                    tokio::time::sleep_until(next.into()).await;
+                }
+            }
+            Ok::<_, Error>(latencies)
+        }));
+    }
+    let mut all = Vec::new();
+    for join in joins {
+        all.extend(join.await.map_err(|e| Error::storage("a producer lane panicked", e))??);
+    }
+    let (p50, p99, max) = spread(&mut all);
+    Ok(json!({ "submitted": all.len(), "p50_ms": p50, "p99_ms": p99, "max_ms": max }))
+}
+
+/// Median, 99th percentile and maximum of `samples` (zeros when empty).
+pub(super) fn spread(samples: &mut [f64]) -> (f64, f64, f64) {
+    if samples.is_empty() {
+        return (0.0, 0.0, 0.0);
+    }
+    samples.sort_by(f64::total_cmp);
+    let pick = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+    (pick(0.5), pick(0.99), samples[samples.len() - 1])
+}
+
+async fn work(client: &CairnQ) -> Result<Value> {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = calls.clone();
+    let mut worker = Worker::new(client.clone(), WorkerOptions::new().concurrency(8))?;
+    worker.task("noop", move |_ctx: TaskContext, _payload: Value| {
+        counter.fetch_add(1, Ordering::Relaxed);
+        async move { Ok::<_, TaskError>(Value::Null) }
+    })?;
+    let handle = worker.spawn();
+    println!("ready");
+    // Until the parent closes stdin.
+    tokio::task::spawn_blocking(|| std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink()))
+        .await
+        .map_err(|e| Error::storage("the stdin reader", e))?
+        .map_err(|e| Error::storage("stdin", e))?;
+    handle.stop_and_join().await?;
+    Ok(json!({ "ran": calls.load(Ordering::Relaxed) }))
+}
+
+/// A role process the parent started; dropping it kills it.
+pub(super) struct RoleProcess {
+    child: Option<Child>,
+}
+
+impl RoleProcess {
+    /// Starts `exe` as `role` on `locator` with `extra` arguments.
+    pub(super) fn spawn(exe: &std::path::Path, role: &str, locator: &StoreLocator, extra: &[String]) -> Result<Self> {
+        let mut command = Command::new(exe);
+        command.args([ROLE_FLAG, role]);
+        match locator {
+            StoreLocator::Sqlite { path } => command.arg("--sqlite").arg(path),
+            StoreLocator::Postgres { dsn, schema } => command.args(["--postgres", dsn, schema]),
+        };
+        let child = command
+            .args(extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| Error::storage("cannot start a bench role process", e))?;
+        Ok(Self { child: Some(child) })
+    }
+
+    /// Closes stdin (a worker's cue to stop), waits, and returns the JSON
+    /// line it printed last.
+    pub(super) async fn finish(mut self) -> Result<Value> {
+        let mut child = self.child.take().ok_or_else(|| Error::validation("role process", "already finished"))?;
+        drop(child.stdin.take());
+        let output = tokio::task::spawn_blocking(move || child.wait_with_output())
+            .await
+            .map_err(|e| Error::storage("waiting for a role process", e))?
+            .map_err(|e| Error::storage("waiting for a role process", e))?;
+        let text = String::from_utf8_lossy(&output.stdout);
+        if !output.status.success() {
+            return Err(Error::validation("role process", format!("failed ({}): {text}", output.status)));
+        }
+        let last = text.lines().last().unwrap_or("null");
+        serde_json::from_str(last).map_err(|e| Error::validation("role process", format!("printed {last:?}: {e}")))
+    }
+}
+
+impl Drop for RoleProcess {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.child
+            && let Ok(None) = child.try_wait()
+        {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
