@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 
-use cairnq_core::store::{ClaimDraw, ClaimParams, SettleParams};
+use cairnq_core::store::{ClaimDraw, ClaimParams, FailParams, SettleParams};
 use cairnq_core::{CairnQ, ListFilter, PurgeFilter, SubmitOptions, TaskSpec, TaskStatus};
 use serde_json::json;
 
@@ -129,6 +129,73 @@ async fn postgres_counts_stay_exact_beside_the_python_sdk() {
     let db = format!("{dsn}#schema={schema}");
     counts_follow_the_peer(&db, || async {
         let options = PostgresOptions::new().schema(&schema).listen(false);
+        CairnQ::new(PostgresStore::connect_with(&dsn, options).await.expect("connect"))
+    })
+    .await;
+}
+
+/// Many writers at once, each on its own store (its own connections, so on
+/// Postgres the statements really overlap): submits, bulk submits, claims
+/// settled every way, cancels and purges. The counts must come out exactly
+/// as the peer counts the rows.
+async fn counts_survive_concurrent_writers<F, Fut>(db: &str, open: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = CairnQ>,
+{
+    let mut writers = Vec::new();
+    for lane in 0..6 {
+        let client = open().await;
+        writers.push(tokio::spawn(async move {
+            for round in 0..15 {
+                let specs: Vec<TaskSpec> = (0..5).map(|i| TaskSpec::new("job", &json!({ "i": i }))).collect();
+                client.submit_many(&specs).await.expect("submit_many");
+                client.submit("job", &json!({ "lane": lane })).await.expect("submit");
+                let draw = ClaimDraw::new(vec!["default".into()]).names(vec!["job".into()]).limit(3);
+                let worker = format!("worker_{lane}");
+                let claimed = client.claim(&ClaimParams::new(&worker, 30_000).draw(draw)).await.expect("claim");
+                for (n, task) in claimed.iter().enumerate() {
+                    match (n + round) % 3 {
+                        0 => drop(client.complete(&SettleParams::new(&task.id, &worker)).await.expect("complete")),
+                        1 => drop(client.fail(&FailParams::new(&task.id, &worker)).await.expect("fail")),
+                        _ => drop(client.cancel(&task.id).await.expect("cancel")),
+                    }
+                }
+                if round % 5 == 4 {
+                    client.purge(&PurgeFilter::new().limit(4)).await.expect("purge");
+                }
+            }
+            client.close().await.expect("close");
+        }));
+    }
+    for writer in writers {
+        writer.await.expect("a writer panicked");
+    }
+    let client = open().await;
+    same(&client, db, "concurrent writers").await;
+    client.close().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sqlite_counts_stay_exact_under_concurrent_writers() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("busy.db");
+    let db = path.to_str().expect("utf-8 path").to_string();
+    counts_survive_concurrent_writers(&db, || async {
+        CairnQ::new(cairnq_sqlite::SqliteStore::open(&path).await.expect("open sqlite"))
+    })
+    .await;
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_counts_stay_exact_under_concurrent_writers() {
+    use cairnq_postgres::{PostgresOptions, PostgresStore};
+    let dsn = cairnq_testkit::postgres::test_dsn().expect("a test Postgres server");
+    let schema = cairnq_testkit::postgres::fresh_schema_name();
+    let db = format!("{dsn}#schema={schema}");
+    counts_survive_concurrent_writers(&db, || async {
+        let options = PostgresOptions::new().schema(&schema).listen(false).pool_size(2);
         CairnQ::new(PostgresStore::connect_with(&dsn, options).await.expect("connect"))
     })
     .await;
