@@ -18,7 +18,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use cairnq_core::{CairnQ, Error, Result, TaskSpec, TaskStatus};
+use cairnq_core::{CairnQ, Error, Result, SubmitOptions, TaskSpec, TaskStatus};
 use serde_json::{Value, json};
 
 use super::process::locator_of;
@@ -77,8 +77,8 @@ async fn mixed(factory: &dyn BackendFactory, exe: &Path, producers: usize, worke
     let fresh = factory.fresh().await?;
     let locator = locator_of(&fresh)?.clone();
     let client = CairnQ::from_shared(fresh.store);
+    let running = spawn_workers(exe, &locator, workers).await?;
     let start = Instant::now();
-    let running = spawn_workers(exe, &locator, workers)?;
     let mut making = Vec::new();
     for _ in 0..producers {
         making.push(RoleProcess::spawn(exe, "producer", &locator, &["--secs".into(), secs.to_string()])?);
@@ -104,24 +104,44 @@ async fn mixed(factory: &dyn BackendFactory, exe: &Path, producers: usize, worke
     })
 }
 
+/// The backlog becomes due only once every worker is serving (it is
+/// submitted delayed), so a process that starts slowly does not read as
+/// one starved by the others.
 async fn drain(factory: &dyn BackendFactory, exe: &Path, workers: usize, backlog: usize) -> Result<Run> {
     let fresh = factory.fresh().await?;
     let locator = locator_of(&fresh)?.clone();
     let client = CairnQ::from_shared(fresh.store);
-    let specs: Vec<TaskSpec> = (0..backlog).map(|i| TaskSpec::new("noop", &json!({ "i": i }))).collect();
+    let due_in = Duration::from_secs(5);
+    let submitted = Instant::now();
+    let later = SubmitOptions::new().delay(due_in);
+    let specs: Vec<TaskSpec> =
+        (0..backlog).map(|i| TaskSpec::new("noop", &json!({ "i": i })).options(later.clone())).collect();
     for chunk in specs.chunks(5_000) {
         client.submit_many(chunk).await?;
     }
+    let running = spawn_workers(exe, &locator, workers).await?;
+    let due = submitted + due_in;
+    if Instant::now() > due {
+        return Err(Error::validation("processes", "the workers took longer to start than the backlog's delay"));
+    }
+    tokio::time::sleep_until(due.into()).await;
     let start = Instant::now();
-    let running = spawn_workers(exe, &locator, workers)?;
     wait_drained(&client, backlog).await?;
     let done_per_s = backlog as f64 / start.elapsed().as_secs_f64();
     let (min_share, duplicates) = finish_workers(running, backlog).await?;
     Ok(Run { submits_per_s: 0.0, p50_ms: 0.0, p99_ms: 0.0, done_per_s, min_share, duplicates })
 }
 
-fn spawn_workers(exe: &Path, locator: &StoreLocator, count: usize) -> Result<Vec<RoleProcess>> {
-    (0..count).map(|_| RoleProcess::spawn(exe, "worker", locator, &[])).collect()
+/// Starts `count` worker processes and waits until each is serving.
+async fn spawn_workers(exe: &Path, locator: &StoreLocator, count: usize) -> Result<Vec<RoleProcess>> {
+    let mut workers = Vec::new();
+    for _ in 0..count {
+        workers.push(RoleProcess::spawn(exe, "worker", locator, &[])?);
+    }
+    for worker in &mut workers {
+        worker.ready().await?;
+    }
+    Ok(workers)
 }
 
 /// Stops the workers; returns the least share and the duplicate runs.
@@ -130,6 +150,7 @@ async fn finish_workers(workers: Vec<RoleProcess>, tasks: usize) -> Result<(f64,
     for worker in workers {
         ran.push(number(&worker.finish().await?, "ran")?);
     }
+    eprintln!("processes: {tasks} tasks, handler calls per worker process {ran:?}");
     let total: f64 = ran.iter().sum();
     let mean = total / ran.len().max(1) as f64;
     let least = ran.iter().copied().fold(f64::INFINITY, f64::min);

@@ -9,8 +9,9 @@
 //! - `worker`: a `noop` worker of concurrency 8 until its stdin closes;
 //!   prints how many handler calls it made.
 
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -130,6 +131,7 @@ async fn work(client: &CairnQ) -> Result<Value> {
 /// A role process the parent started; dropping it kills it.
 pub(super) struct RoleProcess {
     child: Option<Child>,
+    stdout: Option<BufReader<ChildStdout>>,
 }
 
 impl RoleProcess {
@@ -141,14 +143,39 @@ impl RoleProcess {
             StoreLocator::Sqlite { path } => command.arg("--sqlite").arg(path),
             StoreLocator::Postgres { dsn, schema } => command.args(["--postgres", dsn, schema]),
         };
-        let child = command
+        let mut child = command
             .args(extra)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
             .map_err(|e| Error::storage("cannot start a bench role process", e))?;
-        Ok(Self { child: Some(child) })
+        let stdout = child.stdout.take().map(BufReader::new);
+        Ok(Self { child: Some(child), stdout })
+    }
+
+    /// The next line the process prints (`None` once its stdout closed).
+    async fn line(&mut self) -> Result<Option<String>> {
+        let mut stdout = self.stdout.take().ok_or_else(|| Error::validation("role process", "no stdout"))?;
+        let (stdout, line) = tokio::task::spawn_blocking(move || {
+            let mut line = String::new();
+            let read = stdout.read_line(&mut line);
+            (stdout, read.map(|n| (n > 0).then_some(line)))
+        })
+        .await
+        .map_err(|e| Error::storage("reading a role process", e))?;
+        self.stdout = Some(stdout);
+        line.map_err(|e| Error::storage("reading a role process", e))
+    }
+
+    /// Waits until a worker says it is serving.
+    pub(super) async fn ready(&mut self) -> Result<()> {
+        while let Some(line) = self.line().await? {
+            if line.trim() == "ready" {
+                return Ok(());
+            }
+        }
+        Err(Error::validation("role process", "ended before it was ready"))
     }
 
     /// Closes stdin (a worker's cue to stop), waits, and returns the JSON
@@ -156,16 +183,20 @@ impl RoleProcess {
     pub(super) async fn finish(mut self) -> Result<Value> {
         let mut child = self.child.take().ok_or_else(|| Error::validation("role process", "already finished"))?;
         drop(child.stdin.take());
-        let output = tokio::task::spawn_blocking(move || child.wait_with_output())
+        let mut last = String::from("null");
+        while let Some(line) = self.line().await? {
+            if !line.trim().is_empty() {
+                last = line.trim().to_string();
+            }
+        }
+        let status = tokio::task::spawn_blocking(move || child.wait())
             .await
             .map_err(|e| Error::storage("waiting for a role process", e))?
             .map_err(|e| Error::storage("waiting for a role process", e))?;
-        let text = String::from_utf8_lossy(&output.stdout);
-        if !output.status.success() {
-            return Err(Error::validation("role process", format!("failed ({}): {text}", output.status)));
+        if !status.success() {
+            return Err(Error::validation("role process", format!("failed ({status}): {last}")));
         }
-        let last = text.lines().last().unwrap_or("null");
-        serde_json::from_str(last).map_err(|e| Error::validation("role process", format!("printed {last:?}: {e}")))
+        serde_json::from_str(&last).map_err(|e| Error::validation("role process", format!("printed {last:?}: {e}")))
     }
 }
 

@@ -14,7 +14,8 @@
 //! processes on one database, and a short soak; `--soak DURATION` runs the
 //! soak for that long (`soak`). `--quick` runs small versions of all of
 //! them. `--no-standard` skips the standard workloads and criterion, to
-//! rerun only what the other flags add.
+//! rerun only what the other flags add; `--only NAME` runs just one of
+//! the added workloads (`scale`, `processes`, `soak`).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -40,6 +41,15 @@ struct Flags {
     /// The soak's length in seconds, when one runs (`--soak`, or the
     /// default length of `--scale` / `--quick`).
     soak_secs: Option<u64>,
+    /// `--only NAME`: of the added workloads (scale, processes, soak), run
+    /// just this one.
+    only: Option<String>,
+}
+
+impl Flags {
+    fn runs(&self, workload: &str) -> bool {
+        self.only.as_deref().is_none_or(|only| only == workload)
+    }
 }
 
 /// Where the charts go, relative to the workspace root (BENCHMARKS.md links
@@ -64,6 +74,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), String> {
         scale: has("--scale") || has("--quick"),
         standard: !has("--no-standard"),
         soak_secs: soak_secs(args)?,
+        only: args.iter().position(|a| a == "--only").and_then(|at| args.get(at + 1)).cloned(),
     };
     let postgres = test_env::bench_postgres_dsn(root).ok();
     // --quick only proves the benchmarks still work (CI; nothing recorded), so
@@ -90,12 +101,14 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), String> {
         if flags.peers {
             add_peer_numbers(root, backend, dsn.as_deref(), flags.quick, &mut rows)?;
         }
-        if flags.scale {
+        if flags.scale && flags.runs("scale") {
             growth.extend(run_workload(&bench, backend, dsn.as_deref(), "scale", flags.quick, &[])?);
+        }
+        if flags.scale && flags.runs("processes") {
             processes.extend(run_workload(&bench, backend, dsn.as_deref(), "processes", flags.quick, &[])?);
         }
         // The soak watches a SQLite file's WAL; one backend keeps it short.
-        if *backend == "sqlite" && (flags.scale || flags.soak_secs.is_some()) {
+        if *backend == "sqlite" && (flags.scale || flags.soak_secs.is_some()) && flags.runs("soak") {
             let secs = flags.soak_secs.map(|s| s.to_string());
             let extra: Vec<&str> = secs.iter().flat_map(|s| ["--soak-secs", s.as_str()]).collect();
             soaked.extend(run_workload(&bench, backend, dsn.as_deref(), "soak", flags.quick, &extra)?);
