@@ -272,12 +272,14 @@ fn render(rows: &[Row], micro: &[(String, String)], flags: &Flags, postgres: boo
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "## {} — `cargo xtask bench{}{}{}{}`\n",
+        "## {} — `cargo xtask bench{}{}{}{}{}{}`\n",
         today(),
         if flags.quick { " --quick" } else { "" },
         if flags.peers { " --peers" } else { "" },
         if flags.scale && !flags.quick { " --scale" } else { "" },
         if flags.standard { "" } else { " --no-standard" },
+        flags.only.as_ref().map(|o| format!(" --only {o}")).unwrap_or_default(),
+        flags.soak_secs.map(|s| format!(" --soak {s}s")).unwrap_or_default(),
     );
     let _ = writeln!(s, "{}\n", machine_facts());
     let _ = writeln!(
