@@ -55,7 +55,7 @@ const LAYERS: &[Layer] = &[
     Layer {
         name: "cairnq-testkit",
         normal: &["cairnq-core", "cairnq-protocol", "cairnq-worker"],
-        optional: &["cairnq-protocol", "cairnq-sqlite", "cairnq-postgres"],
+        optional: &["cairnq-protocol", "cairnq-sqlite", "cairnq-postgres", "cairnq-web"],
         dev: &["cairnq-sqlite", "cairnq-postgres", "cairnq-worker"],
     },
     Layer {

@@ -18,6 +18,7 @@ mod processes;
 mod roles;
 mod scale;
 mod soak;
+mod web;
 mod workloads;
 
 use std::path::Path;

@@ -125,7 +125,7 @@ async fn claim(client: &CairnQ, name: &str, limit: u32) -> Result<Vec<String>> {
 }
 
 /// Median milliseconds of `SAMPLES` runs of `op`.
-async fn median_ms<F, Fut, T>(mut op: F) -> Result<f64>
+pub(super) async fn median_ms<F, Fut, T>(mut op: F) -> Result<f64>
 where
     F: FnMut(usize) -> Fut,
     Fut: std::future::Future<Output = Result<T>>,
@@ -168,6 +168,7 @@ async fn measure(client: &CairnQ, seeded: &Seeded, locator: Option<&StoreLocator
     let pick = |i: usize, all: &[String]| all[(i * 7_919) % all.len()].clone();
     out.push(("get_id_ms", median_ms(|i| async move { client.get(&pick(i, &seeded.ids)).await }).await?));
     out.push(("get_key_ms", median_ms(|i| async move { client.get_by_key(&pick(i, &seeded.keys)).await }).await?));
+    out.extend(super::web::web_latencies(client, &pick(0, &seeded.ids)).await?);
     out.push(("purge_rows_per_s", purge_rate(client, seeded.size).await?));
     if let Some(bytes) = database_bytes(locator).await? {
         out.push(("bytes_per_task", bytes as f64 / seeded.size as f64));
