@@ -10,6 +10,7 @@ mod parity;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod random_json;
+mod schedules;
 mod sqlite;
 mod support;
 mod waits;
