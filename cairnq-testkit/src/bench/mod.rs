@@ -56,6 +56,7 @@ pub struct Sizes {
     backing_off: usize,
     idle: Duration,
     rss_tasks: usize,
+    schedules: usize,
 }
 
 impl Sizes {
@@ -73,6 +74,7 @@ impl Sizes {
             backing_off: 20_000,
             idle: Duration::from_secs(10),
             rss_tasks: 10_000,
+            schedules: 10_000,
         }
     }
 
@@ -90,6 +92,7 @@ impl Sizes {
             backing_off: 200,
             idle: Duration::from_secs(1),
             rss_tasks: 100,
+            schedules: 100,
         }
     }
 }
@@ -107,6 +110,7 @@ pub const WORKLOADS: &[&str] = &[
     "wakeup_latency",
     "claim_backlog",
     "idle_worker_cpu",
+    "idle_worker_schedules",
     "worker_rss",
 ];
 
@@ -188,6 +192,11 @@ pub async fn run_workload(
         "idle_worker_cpu" => {
             let percent = idle_worker_cpu(factory, sizes.idle).await?;
             vec![m(name, "cpu_percent", percent, format!("{:?} idle at the default poll (500 ms)", sizes.idle))]
+        }
+        "idle_worker_schedules" => {
+            let percent = idle_worker_schedules(factory, sizes.schedules, sizes.idle).await?;
+            let detail = format!("{:?} idle, {} schedules none due, due check every 1 s", sizes.idle, sizes.schedules);
+            vec![m(name, "cpu_percent", percent, detail)]
         }
         "worker_rss" => {
             let mb = worker_rss(factory, sizes.rss_tasks, exe).await?;
