@@ -29,9 +29,7 @@ pub async fn schedules(exec: &impl Executor, query: &ScheduleQuery) -> Result<Sc
     if let Some(name) = &query.name {
         q = q.flag("by_name").arg("name", name);
     }
-    if query.due {
-        q = q.flag("due").arg("now_ms", now_ms);
-    }
+    q = if query.due { q.flag("due").arg("now_ms", now_ms) } else { q.flag("listing") };
     Ok(ScheduleRead::new(now_ms, decode_all(exec.ids(q).await?)?))
 }
 
