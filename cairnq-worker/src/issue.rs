@@ -93,6 +93,14 @@ pub enum WorkerIssue {
         /// Why.
         error: Error,
     },
+    /// This worker fires no schedules: the database has no usable
+    /// `cairnq_schedules` table (opened as it is, before this SDK's
+    /// extension migrations ran; `cairnq migrate` applies them). It keeps
+    /// running tasks. Reported once.
+    SchedulesOff {
+        /// The store's words.
+        error: Error,
+    },
     /// The store's push wakeups stopped for good (see
     /// [`Store::wakeups_lost`](cairnq_core::Store::wakeups_lost)): the
     /// server refused LISTEN, or the connection for it, in a way no retry
@@ -177,6 +185,11 @@ impl fmt::Display for WorkerIssue {
                 "schedules declared in code elsewhere but not by this worker are left in place and keep firing \
                  (delete them if they are gone for good): {}",
                 names.join(", ")
+            ),
+            Self::SchedulesOff { error } => write!(
+                f,
+                "this worker fires no schedules: the database has no usable schedules table \
+                 (`cairnq migrate` applies this SDK's extension migrations): {error}"
             ),
             Self::ScheduleFailed { schedule, error } => write!(f, "schedule {schedule} cannot fire: {error}"),
             Self::WakeupsLost { error, poll_interval } => write!(

@@ -22,7 +22,11 @@ pub(crate) async fn schedule_loop(core: Arc<Shared>, mut stop: watch::Receiver<b
     let mut reported = BTreeSet::new();
     loop {
         if !declared {
-            declared = declare(&core).await;
+            match declare(&core).await {
+                Ok(()) => declared = true,
+                Err(error) if not_installed(&error) => return core.report(WorkerIssue::SchedulesOff { error }),
+                Err(error) => core.store_failed(Phase::Schedules, None, error),
+            }
         }
         match core.client.fire_due_schedules().await {
             Ok(report) => {
@@ -35,6 +39,7 @@ pub(crate) async fn schedule_loop(core: Arc<Shared>, mut stop: watch::Receiver<b
                 }
             }
             Err(Error::UnsupportedBackend { .. }) => return,
+            Err(error) if not_installed(&error) => return core.report(WorkerIssue::SchedulesOff { error }),
             Err(error) => core.store_failed(Phase::Schedules, None, error),
         }
         tokio::select! {
@@ -44,19 +49,23 @@ pub(crate) async fn schedule_loop(core: Arc<Shared>, mut stop: watch::Receiver<b
     }
 }
 
-/// Upserts the declared schedules; whether that worked (else the next pass
-/// tries again).
-async fn declare(core: &Shared) -> bool {
-    match core.client.declare_schedules(&core.options.schedules).await {
-        Ok(declared) => {
-            if !declared.undeclared.is_empty() {
-                core.report(WorkerIssue::UndeclaredSchedules { names: declared.undeclared });
-            }
-            true
-        }
-        Err(error) => {
-            core.store_failed(Phase::Schedules, None, error);
-            false
-        }
+/// Upserts the declared schedules (on an error, the next pass tries again).
+async fn declare(core: &Shared) -> cairnq_core::Result<()> {
+    let declared = core.client.declare_schedules(&core.options.schedules).await?;
+    if !declared.undeclared.is_empty() {
+        core.report(WorkerIssue::UndeclaredSchedules { names: declared.undeclared });
     }
+    Ok(())
+}
+
+/// Whether `error` says the database has no usable `cairnq_schedules`
+/// table: opened as it is (`Install::Existing`) before this SDK's extension
+/// migrations ran, or a role without rights on it. Both backends name the
+/// table in such errors ("no such table: cairnq_schedules", `relation
+/// "cairnq_schedules" does not exist`, "permission denied for table
+/// cairnq_schedules"). The tasks are still there to run, so the worker goes
+/// on without schedules instead of stopping as for an unusable database;
+/// whether the database is usable at all is the claim loop's to find out.
+fn not_installed(error: &Error) -> bool {
+    !error.is_transient() && error.to_string().contains("cairnq_schedules")
 }

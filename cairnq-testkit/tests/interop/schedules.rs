@@ -53,3 +53,45 @@ async fn fire_one(client: &CairnQ) -> (String, i64) {
     }
     panic!("the schedule never fired");
 }
+
+/// A database the Python SDK created, opened as it is (`Install::Existing`:
+/// this SDK's extension migrations not applied, as a team running its own
+/// migration tool may leave it): a Rust worker still runs Python's tasks,
+/// and says once that it fires no schedules there, instead of failing its
+/// due check every second or stopping.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_on_a_database_without_the_schedules_table_keeps_working() {
+    use cairnq_worker::{TaskContext, TaskError, Worker, WorkerIssue, WorkerOptions};
+    use std::sync::{Arc, Mutex};
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("python.db");
+    let db = path.to_str().expect("utf-8 path");
+    let submitted = peer(&["submit", db, "py_job", r#"{"n":1}"#]);
+    let options = cairnq_sqlite::SqliteOptions::new().install(cairnq_core::Install::Existing);
+    let client = CairnQ::new(SqliteStore::open_with(&path, options).await.expect("open as it is"));
+    let issues = Arc::new(Mutex::new(Vec::new()));
+    let seen = issues.clone();
+    let options = WorkerOptions::new()
+        .poll_interval(Duration::from_millis(20))
+        .schedules_every(Some(Duration::from_millis(50)))
+        .on_error(move |issue: WorkerIssue| seen.lock().expect("lock").push(issue.to_string()));
+    let mut worker = Worker::new(client.clone(), options).expect("worker");
+    worker
+        .task("py_job", |_ctx: TaskContext, _: Value| async move { Ok::<_, TaskError>(json!("done")) })
+        .expect("register");
+    let handle = worker.spawn();
+    let id = submitted["id"].as_str().expect("id").to_string();
+    for _ in 0..500 {
+        if client.get(&id).await.expect("get").is_some_and(|t| t.status == TaskStatus::Succeeded) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    handle.stop_and_join().await.expect("the worker ran on and stopped cleanly");
+    assert_eq!(client.get(&id).await.expect("get").map(|t| t.status), Some(TaskStatus::Succeeded));
+    let issues = issues.lock().expect("lock").clone();
+    assert_eq!(issues.len(), 1, "one report, not one per due check: {issues:?}");
+    assert!(issues[0].contains("fires no schedules") && issues[0].contains("cairnq migrate"), "{issues:?}");
+}
