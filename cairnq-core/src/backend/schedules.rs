@@ -1,5 +1,5 @@
 //! The schedule operations of the seam written once over an
-//! [`Executor`](super::Executor): each statement returns a schedule row as
+//! [`Executor`]: each statement returns a schedule row as
 //! one JSON object in a text column (`ids`), decoded here, so a backend
 //! needs no new row mapping. A fire runs in the caller's transaction.
 

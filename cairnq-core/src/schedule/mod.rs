@@ -136,7 +136,7 @@ impl ScheduleOwner {
 ///     .jitter(Duration::from_secs(5));
 /// assert_eq!(nightly.spec.tz(), "Europe/Berlin");
 /// let tick = Schedule::every("tick", Duration::from_secs(30), "tick")?;
-/// assert_eq!(tick.spec.as_str(), "@every 30000ms");
+/// assert_eq!(tick.spec.as_str(), "@every 30s");
 /// # Ok::<(), cairnq_core::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq)]

@@ -73,9 +73,12 @@ impl ScheduleSpec {
         Ok(Self { text, zone, kind })
     }
 
-    /// A fixed interval (at least [`MIN_INTERVAL`]), as `@every <ms>ms`.
+    /// A fixed interval (at least [`MIN_INTERVAL`]), as `@every 30s`
+    /// (whole seconds) or `@every 1500ms`.
     pub fn every(interval: Duration) -> Result<Self> {
-        Self::parse(&format!("@every {}ms", interval.as_millis()), "UTC")
+        let ms = interval.as_millis();
+        let text = if ms % 1000 == 0 { format!("@every {}s", ms / 1000) } else { format!("@every {ms}ms") };
+        Self::parse(&text, "UTC")
     }
 
     /// The spec as given (trimmed).

@@ -40,7 +40,7 @@ async fn fired_slots(client: &CairnQ, task_name: &str) -> Vec<(i64, Task)> {
 }
 
 /// Four worker processes declare `tick` (`@every 1s`) on one database and
-/// fire it for [`WINDOW`]; one is SIGKILLed midway and restarted. Every
+/// fire it for 14 s (`WINDOW`); one is SIGKILLed midway and restarted. Every
 /// slot from the first fire to the last got exactly one task (no key twice,
 /// no gap), keyed `schedule:tick:SLOT_MS`. Skipped without a locator.
 pub async fn a_shared_schedule_fires_each_slot_once_across_processes(factory: &dyn BackendFactory) {
