@@ -77,7 +77,7 @@ impl ScheduleSpec {
     /// (whole seconds) or `@every 1500ms`.
     pub fn every(interval: Duration) -> Result<Self> {
         let ms = interval.as_millis();
-        let text = if ms % 1000 == 0 { format!("@every {}s", ms / 1000) } else { format!("@every {ms}ms") };
+        let text = if ms.is_multiple_of(1000) { format!("@every {}s", ms / 1000) } else { format!("@every {ms}ms") };
         Self::parse(&text, "UTC")
     }
 
