@@ -99,7 +99,7 @@ fn decode_all(texts: Vec<String>) -> Result<Vec<ScheduleRow>> {
 
 /// A schedule row from its JSON object (column name -> value).
 pub fn decode_row(text: &str) -> Result<ScheduleRow> {
-    let bad = |why: String| Error::corrupt_row(format!("cairnq_schedules row: {why}"));
+    let bad = |why: String| Error::corrupt_row(format!("a schedule row: {why}"));
     let value: Value = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
     let text_of = |col: &str| {
         value.get(col).and_then(Value::as_str).map(str::to_string).ok_or_else(|| bad(format!("{col} is not text")))

@@ -322,8 +322,13 @@ pub struct ScheduleInfo {
 }
 
 impl ScheduleInfo {
-    /// Checks a stored row (a broken writer may have left anything).
+    /// Checks a stored row (a broken writer may have left anything): a row
+    /// this build cannot read is a storage error naming the schedule.
     pub fn from_row(row: &ScheduleRow) -> Result<Self> {
+        Self::decode(row).map_err(|e| Error::corrupt_row(format!("schedule {}: {e}", row.name)))
+    }
+
+    fn decode(row: &ScheduleRow) -> Result<Self> {
         let spec = ScheduleSpec::parse(&row.spec, &row.tz)?;
         let catch_up = match CatchUp::parse(&row.catch_up)? {
             CatchUp::All { .. } => CatchUp::All {

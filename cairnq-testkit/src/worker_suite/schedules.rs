@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use cairnq_core::store::{ClaimDraw, ClaimParams, SettleParams};
+use cairnq_core::store::{ClaimDraw, ClaimParams, SaveScheduleParams, ScheduleQuery, SettleParams};
 use cairnq_core::{
     CairnQ, CatchUp, ListFilter, Overlap, Schedule, ScheduleOwner, ScheduleSpec, Task, TaskStatus, slot_key,
 };
@@ -128,6 +128,16 @@ pub async fn schedules_are_managed_through_the_client(factory: &dyn BackendFacto
     assert!(Schedule::cron("bad", "@every 10ms", "x").is_err());
     assert!(Schedule::cron("", "@daily", "x").is_err());
     assert_eq!(client.schedule("bad").await.expect("get"), None, "refused input wrote nothing");
+
+    // A row a foreign or broken writer left (a spec this build cannot
+    // parse), due now: reported by name, the other schedules unaffected.
+    let mut row = client.store().schedules(&ScheduleQuery::named("kept")).await.expect("read").rows.remove(0);
+    (row.name, row.spec, row.next_fire_ms) = ("broken".into(), "every tuesday".into(), 0);
+    client.store().save_schedule(&SaveScheduleParams::new(row)).await.expect("a store takes any text");
+    let report = client.fire_due_schedules().await.expect("the pass goes on");
+    let failed: Vec<(&str, String)> = report.failed.iter().map(|(n, e)| (n.as_str(), e.to_string())).collect();
+    assert!(failed.len() == 1 && failed[0].0 == "broken" && failed[0].1.contains("schedule broken"), "{failed:?}");
+    assert!(client.schedule("broken").await.expect_err("unreadable").to_string().contains("schedule broken"));
 }
 
 /// With overlap skip, no slot fires while the previous fire's task is
