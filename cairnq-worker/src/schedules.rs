@@ -39,6 +39,8 @@ pub(crate) async fn schedule_loop(core: Arc<Shared>, mut stop: watch::Receiver<b
                 }
             }
             Err(Error::UnsupportedBackend { .. }) => return,
+            // A worker stopping on an unusable database said so once already.
+            Err(_) if core.is_halted() => return,
             Err(error) if not_installed(&error) => return core.report(WorkerIssue::SchedulesOff { error }),
             Err(error) => core.store_failed(Phase::Schedules, None, error),
         }
