@@ -42,6 +42,8 @@ enum Command {
     Purge(commands::purge::Args),
     /// Wait for a task to finish (exit 0 succeeded, 1 failed or canceled, 4 timeout).
     Wait(commands::wait::Args),
+    /// Schedules: ls, add (--cron or --every), pause, resume, trigger, rm.
+    Schedule(commands::schedule::Args),
     /// Task counts per queue and status.
     Stats(commands::stats::Args),
     /// A live view of the queues, running tasks and recent failures (q or Ctrl-C quits).
@@ -68,6 +70,7 @@ impl Cli {
             Command::Retry(args) => commands::bulk::retry(&context, args).await,
             Command::Purge(args) => commands::purge::run(&context, args).await,
             Command::Wait(args) => commands::wait::run(&context, args).await,
+            Command::Schedule(args) => commands::schedule::run(&context, args).await,
             Command::Stats(args) => commands::stats::run(&context, args).await,
             Command::Top(args) => commands::top::run(&context, args).await,
             Command::Migrate(args) => commands::migrate::run(&context, args).await,

@@ -34,7 +34,7 @@ Exit codes:
   0  done
   1  failed: the database could not do it, or the task waited for failed or was canceled
   2  usage: bad input (arguments, JSON, durations, filters); nothing was written
-  3  not found: no task has that id or key
+  3  not found: no task has that id or key (no schedule has that name)
   4  timeout: a wait ran out of time (the task keeps running)
 
 Output: stdout carries data only (-o json: one document; -o jsonl: one per line);

@@ -36,6 +36,7 @@ mod json;
 mod keys;
 mod model;
 mod retention;
+mod schedule;
 mod typed;
 
 /// The protocol version this SDK speaks (`cairnq_meta.protocol_version`):
@@ -44,7 +45,10 @@ pub use cairnq_protocol::PROTOCOL_VERSION;
 
 pub use backoff::Backoff;
 pub use backpressure::{Backpressure, BackpressureGate};
-pub use client::{CairnQ, Call, Retry, Signal, Submit, SubmitOptions, TaskSpec, WaitOptions, Watch, task_outcome};
+pub use client::{
+    CairnQ, Call, Declared, FireReport, Retry, Signal, Submit, SubmitOptions, TaskSpec, WaitOptions, Watch,
+    task_outcome,
+};
 pub use clock::{Clock, SystemClock};
 pub use envelope::{ErrorEnvelope, codes};
 pub use error::{BoxError, Error, ErrorKind, Result};
@@ -56,5 +60,6 @@ pub use model::{
     Undecodable, UnknownStatus,
 };
 pub use retention::{Retention, Sweeper, SweeperHandle};
+pub use schedule::{CatchUp, MIN_INTERVAL, Overlap, Schedule, ScheduleInfo, ScheduleOwner, ScheduleSpec, slot_key};
 pub use store::{Capabilities, Change, ChangeWatch, ListFilter, PurgeFilter, Repaired, Store, TaskSelector, Wake};
 pub use typed::TaskDef;

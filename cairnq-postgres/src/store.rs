@@ -6,16 +6,18 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use cairnq_core::backend::{Coalescer, Query};
 use cairnq_core::store::{
-    CancelParams, ChangeFeed, ClaimParams, CompleteBatchParams, CountQueuedParams, FailParams, FeedParams, GetParams,
-    HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RepairParams,
-    Repaired, RetryParams, SettleParams, StatsParams, SubmitManyParams, TaskRow, WakeupsLost,
+    CancelParams, ChangeFeed, ClaimParams, CompleteBatchParams, CountQueuedParams, DeleteScheduleParams, FailParams,
+    FeedParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask,
+    PauseScheduleParams, ProbeParams, ProgressParams, PurgeFilter, RepairParams, Repaired, RetryParams,
+    SaveScheduleParams, ScheduleQuery, ScheduleRead, ScheduleRow, SettleParams, StatsParams, SubmitManyParams, TaskRow,
+    WakeupsLost,
 };
 use cairnq_core::{
     Capabilities, ChangeWatch, HeldLease, Install, MigrationStatus, Result, Store, Task, TaskCount, TaskRef, Wake,
 };
 use deadpool_postgres::{Client, Pool};
 
-use cairnq_core::backend::flows;
+use cairnq_core::backend::{flows, schedules};
 
 use crate::exec::{AppSession, Session};
 use crate::flows::PgExec;
@@ -248,10 +250,13 @@ impl PostgresStore {
 /// A flow of `backend::flows` in a transaction of its own (keyed submits,
 /// `submit_many`, claims and repairs are all or nothing).
 macro_rules! in_transaction {
-    ($store:expr, $flow:ident, $params:expr) => {{
+    ($store:expr, $flow:ident, $params:expr) => {
+        in_transaction!($store, flows::$flow, $params)
+    };
+    ($store:expr, $module:ident :: $flow:ident, $params:expr) => {{
         let mut client = $store.client().await?;
         let tx = begin(&mut client).await?;
-        let done = flows::$flow(&PgExec(&tx), $params).await?;
+        let done = $module::$flow(&PgExec(&tx), $params).await?;
         commit(tx).await?;
         Ok(done)
     }};
@@ -260,7 +265,10 @@ macro_rules! in_transaction {
 /// A flow of `backend::flows` (one statement) on a pooled connection.
 macro_rules! on_connection {
     ($store:expr, $flow:ident, $params:expr) => {
-        flows::$flow(&PgExec(&$store.client().await?), $params).await
+        on_connection!($store, flows::$flow, $params)
+    };
+    ($store:expr, $module:ident :: $flow:ident, $params:expr) => {
+        $module::$flow(&PgExec(&$store.client().await?), $params).await
     };
 }
 
@@ -386,6 +394,27 @@ impl Store for PostgresStore {
             Some(listener) => listener.lost(),
             None => Box::pin(std::future::pending()),
         }
+    }
+
+    async fn schedules(&self, params: &ScheduleQuery) -> Result<ScheduleRead> {
+        on_connection!(self, schedules::schedules, params)
+    }
+
+    async fn save_schedule(&self, params: &SaveScheduleParams) -> Result<ScheduleRow> {
+        on_connection!(self, schedules::save_schedule, params)
+    }
+
+    async fn pause_schedule(&self, params: &PauseScheduleParams) -> Result<Option<ScheduleRow>> {
+        on_connection!(self, schedules::pause_schedule, params)
+    }
+
+    async fn delete_schedule(&self, params: &DeleteScheduleParams) -> Result<bool> {
+        on_connection!(self, schedules::delete_schedule, params)
+    }
+
+    // The compare-and-set and the submits commit together or not at all.
+    async fn fire_schedule(&self, params: &FireScheduleParams) -> Result<Option<Vec<Task>>> {
+        in_transaction!(self, schedules::fire_schedule, params)
     }
 
     async fn close(&self) -> Result<()> {

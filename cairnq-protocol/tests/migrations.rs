@@ -20,6 +20,7 @@ const PINNED: &[(Dialect, &str, u64)] = &[
     (Dialect::Sqlite, "0008_claim_due_index.sql", 0x27afab0d8a46a5f8),
     (Dialect::Sqlite, "0009_purge_queue_index.sql", 0xe504945427aeaa6f),
     (Dialect::Sqlite, "0010_drop_status_index.sql", 0xe8127b234aa99543),
+    (Dialect::Sqlite, "ext_0001_schedules.sql", 0xa6a48da786988a11),
     (Dialect::Sqlite, "ext_0002_task_counts.sql", 0xc65e7c48431b70be),
     (Dialect::Sqlite, "ext_0003_list_order_index.sql", 0x508b895893899c79),
     (Dialect::Postgres, "0001_init.sql", 0x7778450e5831eae1),
@@ -32,6 +33,7 @@ const PINNED: &[(Dialect, &str, u64)] = &[
     (Dialect::Postgres, "0008_claim_due_index.sql", 0x27afab0d8a46a5f8),
     (Dialect::Postgres, "0009_purge_queue_index.sql", 0xe504945427aeaa6f),
     (Dialect::Postgres, "0010_drop_status_index.sql", 0xe8127b234aa99543),
+    (Dialect::Postgres, "ext_0001_schedules.sql", 0x65ef2bc51ddcc0f8),
     (Dialect::Postgres, "ext_0002_task_counts.sql", 0x7aed2dda1403b944),
     (Dialect::Postgres, "ext_0003_list_order_index.sql", 0x508b895893899c79),
 ];

@@ -5,11 +5,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use cairnq_core::backend::flows;
+use cairnq_core::backend::{flows, schedules};
 use cairnq_core::store::{
-    CancelParams, ChangeFeed, ClaimParams, CompleteBatchParams, CountQueuedParams, FailParams, FeedParams, GetParams,
-    HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RepairParams,
-    Repaired, RetryParams, SettleParams, StatsParams, SubmitManyParams, TaskRow,
+    CancelParams, ChangeFeed, ClaimParams, CompleteBatchParams, CountQueuedParams, DeleteScheduleParams, FailParams,
+    FeedParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask,
+    PauseScheduleParams, ProbeParams, ProgressParams, PurgeFilter, RepairParams, Repaired, RetryParams,
+    SaveScheduleParams, ScheduleQuery, ScheduleRead, ScheduleRow, SettleParams, StatsParams, SubmitManyParams, TaskRow,
 };
 use cairnq_core::{Capabilities, ChangeWatch, Error, HeldLease, Json, Result, Store, Task, TaskCount, TaskRef, Wake};
 use parking_lot::Mutex;
@@ -333,12 +334,15 @@ impl SqliteStore {
 /// One write job on the writer thread: a flow of `backend::flows` run on
 /// the writer's connection inside its group commit.
 macro_rules! write_flow {
-    ($store:expr, $flow:ident, $params:expr) => {{
+    ($store:expr, $flow:ident, $params:expr) => {
+        write_flow!($store, flows::$flow, $params)
+    };
+    ($store:expr, $module:ident :: $flow:ident, $params:expr) => {{
         let params = $params.clone();
         $store
             .write(move |mut ctx| {
                 let exec = SqliteExec::writing(&mut ctx);
-                exec.run(flows::$flow(&exec, &params))
+                exec.run($module::$flow(&exec, &params))
             })
             .await
     }};
@@ -462,6 +466,28 @@ impl Store for SqliteStore {
     /// finish what is queued and waits until every connection is closed
     /// (then a database in memory is gone). Dropping a store without
     /// closing it lets go the same way, without the wait.
+    // Schedules run on the writer: a due check is one indexed read, and a
+    // fire's compare-and-set and submits must be one write transaction.
+    async fn schedules(&self, params: &ScheduleQuery) -> Result<ScheduleRead> {
+        write_flow!(self, schedules::schedules, params)
+    }
+
+    async fn save_schedule(&self, params: &SaveScheduleParams) -> Result<ScheduleRow> {
+        write_flow!(self, schedules::save_schedule, params)
+    }
+
+    async fn pause_schedule(&self, params: &PauseScheduleParams) -> Result<Option<ScheduleRow>> {
+        write_flow!(self, schedules::pause_schedule, params)
+    }
+
+    async fn delete_schedule(&self, params: &DeleteScheduleParams) -> Result<bool> {
+        write_flow!(self, schedules::delete_schedule, params)
+    }
+
+    async fn fire_schedule(&self, params: &FireScheduleParams) -> Result<Option<Vec<Task>>> {
+        write_flow!(self, schedules::fire_schedule, params)
+    }
+
     async fn close(&self) -> Result<()> {
         let database = self.database.lock().take();
         if let Some(last) = database.and_then(Arc::into_inner) {

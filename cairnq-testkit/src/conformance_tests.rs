@@ -76,6 +76,9 @@ macro_rules! worker_suite_tests {
             "multi_thread": keyed_submits_from_concurrent_producers_keep_one_live_task_per_key,
             "multi_thread": concurrent_claimers_never_take_the_same_row,
             "multi_thread": a_killed_submitter_loses_no_acknowledged_submit,
+            "multi_thread": a_shared_schedule_fires_each_slot_once_across_processes,
+            "multi_thread": schedules_are_managed_through_the_client,
+            "multi_thread": overlap_skip_holds_while_the_previous_fire_runs,
         );
     };
 }

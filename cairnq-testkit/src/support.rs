@@ -62,3 +62,21 @@ pub fn now_ms() -> i64 {
     use cairnq_core::Clock;
     cairnq_core::SystemClock.now_ms()
 }
+
+/// A clock a test sets by hand (for stores that take a
+/// [`Clock`](cairnq_core::Clock): SQLite's options, `MemoryStore::with_clock`).
+#[derive(Debug, Default)]
+pub struct ManualClock(std::sync::atomic::AtomicI64);
+
+impl ManualClock {
+    /// Sets now to `now_ms`.
+    pub fn set(&self, now_ms: i64) {
+        self.0.store(now_ms, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl cairnq_core::Clock for ManualClock {
+    fn now_ms(&self) -> i64 {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}

@@ -26,6 +26,7 @@ mod lifecycle;
 mod limits;
 mod outcomes;
 mod queue_ops;
+mod schedules;
 mod settling;
 mod support;
 mod waits;
@@ -59,6 +60,10 @@ pub use outcomes::{
 };
 pub use queue_ops::{
     a_submit_returns_the_row_it_wrote, backpressure_refuses_submits_to_a_full_queue, retention_sweeps_by_rule,
+};
+pub use schedules::{
+    a_shared_schedule_fires_each_slot_once_across_processes, catch_up_after_an_outage,
+    overlap_skip_holds_while_the_previous_fire_runs, schedules_are_managed_through_the_client,
 };
 pub use settling::{a_refused_result_fails_only_its_own_task, complete_batch_settles_each_task_as_complete_would};
 pub use waits::{

@@ -76,6 +76,31 @@ pub enum WorkerIssue {
         /// What was repaired.
         repaired: cairnq_core::Repaired,
     },
+    /// Schedules owned by code (declared by some worker) that this worker
+    /// does not declare: left in place, still firing, never deleted
+    /// silently. Delete them with `CairnQ::delete_schedule` (or
+    /// `cairnq schedule rm`) if they are gone for good. Reported at start.
+    UndeclaredSchedules {
+        /// Their names.
+        names: Vec<String>,
+    },
+    /// A due schedule could not be fired (a spec or zone this build cannot
+    /// read, a row a foreign writer broke); the others still fire.
+    /// Reported once per schedule.
+    ScheduleFailed {
+        /// The schedule.
+        schedule: String,
+        /// Why.
+        error: Error,
+    },
+    /// This worker fires no schedules: the database has no usable
+    /// `cairnq_schedules` table (opened as it is, before this SDK's
+    /// extension migrations ran; `cairnq migrate` applies them). It keeps
+    /// running tasks. Reported once.
+    SchedulesOff {
+        /// The store's words.
+        error: Error,
+    },
     /// The store's push wakeups stopped for good (see
     /// [`Store::wakeups_lost`](cairnq_core::Store::wakeups_lost)): the
     /// server refused LISTEN, or the connection for it, in a way no retry
@@ -155,6 +180,18 @@ impl fmt::Display for WorkerIssue {
                 repaired.expired.join(", "),
                 repaired.scheduled.join(", ")
             ),
+            Self::UndeclaredSchedules { names } => write!(
+                f,
+                "schedules declared in code elsewhere but not by this worker are left in place and keep firing \
+                 (delete them if they are gone for good): {}",
+                names.join(", ")
+            ),
+            Self::SchedulesOff { error } => write!(
+                f,
+                "this worker fires no schedules: the database has no usable schedules table \
+                 (`cairnq migrate` applies this SDK's extension migrations): {error}"
+            ),
+            Self::ScheduleFailed { schedule, error } => write!(f, "schedule {schedule} cannot fire: {error}"),
             Self::WakeupsLost { error, poll_interval } => write!(
                 f,
                 "push wakeups stopped for good, so new tasks are found by polling every {} ms: {error}",
@@ -195,11 +232,13 @@ pub enum Phase {
     Settle,
     /// The periodic repair of rows no operation would move.
     Repair,
+    /// Declaring or firing schedules.
+    Schedules,
 }
 
 impl Phase {
     /// The phase's name in reports: `probe`, `claim`, `heartbeat`, `settle`,
-    /// `repair`.
+    /// `repair`, `schedules`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Probe => "probe",
@@ -207,6 +246,7 @@ impl Phase {
             Self::Heartbeat => "heartbeat",
             Self::Settle => "settle",
             Self::Repair => "repair",
+            Self::Schedules => "schedules",
         }
     }
 }

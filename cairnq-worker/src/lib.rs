@@ -159,6 +159,7 @@ mod quiet_panics;
 mod register;
 mod repair;
 mod retries;
+mod schedules;
 mod settle;
 #[cfg(any(feature = "postgres", feature = "sqlite"))]
 mod settle_in;

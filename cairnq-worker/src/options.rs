@@ -8,7 +8,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cairnq_core::{Backoff, Backpressure, Error, Result};
+use cairnq_core::{Backoff, Backpressure, Error, Result, Schedule};
 
 use crate::issue::{OnError, WorkerIssue};
 
@@ -87,6 +87,11 @@ pub struct WorkerOptions {
     /// would move ([`Store::repair`](cairnq_core::Store::repair)), starting
     /// at once; `None`: never. Default 60 s.
     pub repair_every: Option<Duration>,
+    /// How often the worker fires due schedules (README "Schedules"),
+    /// starting at once; `None`: this worker fires none. Default 1 s.
+    pub schedules_every: Option<Duration>,
+    /// Schedules declared in code: upserted at start (owner `code`).
+    pub schedules: Vec<Schedule>,
 }
 
 impl Default for WorkerOptions {
@@ -109,6 +114,8 @@ impl Default for WorkerOptions {
             on_error: None,
             on_unusable: OnUnusable::Stop,
             repair_every: Some(Duration::from_secs(60)),
+            schedules_every: Some(Duration::from_secs(1)),
+            schedules: Vec::new(),
         }
     }
 }
@@ -244,6 +251,28 @@ impl WorkerOptions {
         self
     }
 
+    /// Fires due schedules this often (`None`: this worker fires none; the
+    /// default is every second).
+    pub fn schedules_every(mut self, every: Option<Duration>) -> Self {
+        self.schedules_every = every;
+        self
+    }
+
+    /// Declares a schedule in code: upserted when the worker starts (a
+    /// changed spec or zone moves its next fire, an unchanged one keeps it).
+    ///
+    /// ```
+    /// use cairnq_core::Schedule;
+    /// use cairnq_worker::WorkerOptions;
+    /// let options = WorkerOptions::new().schedule(Schedule::cron("nightly", "0 3 * * *", "report")?);
+    /// assert_eq!(options.schedules.len(), 1);
+    /// # Ok::<(), cairnq_core::Error>(())
+    /// ```
+    pub fn schedule(mut self, schedule: Schedule) -> Self {
+        self.schedules.push(schedule);
+        self
+    }
+
     /// The heartbeat period in effect.
     pub fn heartbeat_interval(&self) -> Duration {
         self.heartbeat.unwrap_or_else(|| (self.lease / 3).max(Duration::from_millis(50)))
@@ -267,6 +296,9 @@ impl WorkerOptions {
         }
         if self.lease < Duration::from_millis(1) {
             return Err(Error::validation("lease", "must be at least 1 ms"));
+        }
+        if self.schedules_every.is_some_and(|every| every.is_zero()) {
+            return Err(Error::validation("schedules_every", "must be above zero (or None for never)"));
         }
         if self.repair_every.is_some_and(|every| every.is_zero()) {
             return Err(Error::validation("repair_every", "must be above zero (or None for never)"));

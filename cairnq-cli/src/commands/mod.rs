@@ -8,6 +8,7 @@ pub(crate) mod filter;
 pub(crate) mod migrate;
 pub(crate) mod purge;
 pub(crate) mod read;
+pub(crate) mod schedule;
 pub(crate) mod stats;
 pub(crate) mod submit;
 pub(crate) mod top;

@@ -7,6 +7,7 @@ mod bad_input;
 mod ops;
 mod python;
 mod scenarios;
+mod schedule;
 mod support;
 mod top;
 mod web;

@@ -14,6 +14,7 @@ mod feeds;
 pub mod flows;
 mod helpers;
 mod query;
+pub mod schedules;
 
 pub use cairnq_protocol::Sql;
 pub use flows::{Executor, Installed, check_protocol_version};

@@ -10,6 +10,7 @@
 
 mod diagnosis;
 mod retry;
+mod schedules;
 mod submit;
 mod wait;
 mod watch;
@@ -29,6 +30,7 @@ use crate::store::{
 };
 
 pub use retry::Retry;
+pub use schedules::{Declared, FireReport};
 pub use submit::{Call, Submit, SubmitOptions, TaskSpec};
 pub use wait::{WaitOptions, task_outcome};
 pub use watch::{Signal, Watch};

@@ -24,6 +24,7 @@
 //! (SQLite: a [`Clock`](crate::Clock); Postgres: the database clock).
 
 mod feed;
+mod schedule_params;
 mod task_params;
 mod worker_params;
 
@@ -35,6 +36,10 @@ use crate::error::{Error, Result};
 use crate::model::{HeldLease, Task, TaskCount, TaskRef, Undecodable};
 
 pub use feed::{Change, ChangeFeed, FeedParams, WakeupsLost};
+pub use schedule_params::{
+    DeleteScheduleParams, FireScheduleParams, PauseScheduleParams, SaveScheduleParams, ScheduleQuery, ScheduleRead,
+    ScheduleRow,
+};
 pub use task_params::{
     CancelParams, CountQueuedParams, GetParams, ListFilter, NewTask, PurgeFilter, RepairParams, Repaired, RetryParams,
     StatsParams, SubmitManyParams, TaskSelector,
@@ -255,11 +260,51 @@ pub trait Store: Send + Sync + 'static {
         Box::pin(std::future::pending())
     }
 
+    /// Schedules (extension `ext_0001_schedules`) as [`ScheduleQuery`]
+    /// asks, with the store's now (SQLite: its clock; Postgres: the
+    /// database clock). The default: [`Error::UnsupportedBackend`] (a store
+    /// without schedules; workers then fire none).
+    async fn schedules(&self, query: &ScheduleQuery) -> Result<ScheduleRead> {
+        let _ = query;
+        Err(unsupported(self.backend(), "schedules"))
+    }
+
+    /// Creates or updates a schedule (see [`SaveScheduleParams`]); the row
+    /// as stored.
+    async fn save_schedule(&self, params: &SaveScheduleParams) -> Result<ScheduleRow> {
+        let _ = params;
+        Err(unsupported(self.backend(), "save_schedule"))
+    }
+
+    /// Pauses or resumes; the row after, or `None` when there is none.
+    async fn pause_schedule(&self, params: &PauseScheduleParams) -> Result<Option<ScheduleRow>> {
+        let _ = params;
+        Err(unsupported(self.backend(), "pause_schedule"))
+    }
+
+    /// Deletes a schedule; whether there was one.
+    async fn delete_schedule(&self, params: &DeleteScheduleParams) -> Result<bool> {
+        let _ = params;
+        Err(unsupported(self.backend(), "delete_schedule"))
+    }
+
+    /// One fire in one transaction (see [`FireScheduleParams`]): the tasks
+    /// submitted, or `None` when the row no longer held the slot read
+    /// (another process fired it) and nothing changed.
+    async fn fire_schedule(&self, params: &FireScheduleParams) -> Result<Option<Vec<Task>>> {
+        let _ = params;
+        Err(unsupported(self.backend(), "fire_schedule"))
+    }
+
     /// Releases the backend's connections and threads. Calls after close
     /// fail with [`Error::StoreClosed`].
     async fn close(&self) -> Result<()> {
         Ok(())
     }
+}
+
+fn unsupported(backend: &'static str, operation: &'static str) -> Error {
+    Error::UnsupportedBackend { operation, backend }
 }
 
 /// Sleeps until something relevant to `wake` may have changed, or `timeout`

@@ -15,5 +15,6 @@ mod one_writer;
 mod open;
 mod plans;
 mod repair;
+mod schedules;
 mod semantics;
 mod wakeups;

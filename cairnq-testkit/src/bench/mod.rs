@@ -67,6 +67,7 @@ pub struct Sizes {
     process_secs: f64,
     process_backlog: usize,
     soak: SoakSettings,
+    schedules: usize,
 }
 
 impl Sizes {
@@ -94,6 +95,7 @@ impl Sizes {
                 keep: Duration::from_secs(20),
                 sweep_every: Duration::from_secs(5),
             },
+            schedules: 10_000,
         }
     }
 
@@ -121,6 +123,7 @@ impl Sizes {
                 keep: Duration::from_secs(4),
                 sweep_every: Duration::from_secs(2),
             },
+            schedules: 100,
         }
     }
 
@@ -148,6 +151,7 @@ pub const WORKLOADS: &[&str] = &[
     "wakeup_latency",
     "claim_backlog",
     "idle_worker_cpu",
+    "idle_worker_schedules",
     "worker_rss",
 ];
 
@@ -234,6 +238,11 @@ pub async fn run_workload(
         "idle_worker_cpu" => {
             let percent = idle_worker_cpu(factory, sizes.idle).await?;
             vec![m(name, "cpu_percent", percent, format!("{:?} idle at the default poll (500 ms)", sizes.idle))]
+        }
+        "idle_worker_schedules" => {
+            let percent = idle_worker_schedules(factory, sizes.schedules, sizes.idle).await?;
+            let detail = format!("{:?} idle, {} schedules none due, due check every 1 s", sizes.idle, sizes.schedules);
+            vec![m(name, "cpu_percent", percent, detail)]
         }
         "worker_rss" => {
             let mb = worker_rss(factory, sizes.rss_tasks, exe).await?;

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use cairnq_core::store::{ClaimDraw, ClaimParams};
-use cairnq_core::{CairnQ, Error, Result, Store, SubmitOptions, TaskSpec, TaskStatus, WaitOptions};
+use cairnq_core::{CairnQ, Error, Result, Schedule, Store, SubmitOptions, TaskSpec, TaskStatus, WaitOptions};
 use cairnq_worker::{TaskContext, TaskError, Worker, WorkerOptions};
 use serde_json::{Value, json};
 
@@ -209,7 +209,31 @@ pub(super) async fn claim_at_backlog(factory: &dyn BackendFactory, queued: usize
 }
 
 pub(super) async fn idle_worker_cpu(factory: &dyn BackendFactory, idle: Duration) -> Result<f64> {
+    idle_cpu_percent(factory.fresh().await?.store, idle).await
+}
+
+/// An idle worker's CPU with `count` schedules on the database, none due in
+/// the window (yearly specs): what the schedule loop's once-a-second due
+/// check costs. Saved 64 at a time, so commits are shared.
+pub(super) async fn idle_worker_schedules(factory: &dyn BackendFactory, count: usize, idle: Duration) -> Result<f64> {
+    use futures::{StreamExt, TryStreamExt};
     let store = factory.fresh().await?.store;
+    let client = CairnQ::from_shared(store.clone());
+    let saves = (0..count).map(|i| {
+        let client = client.clone();
+        async move { client.save_schedule(&Schedule::cron(format!("s{i:05}"), "0 3 1 1 *", "noop")?).await }
+    });
+    futures::stream::iter(saves).buffer_unordered(64).try_collect::<Vec<_>>().await?;
+    let stored = client.schedules().await?.len();
+    if stored != count {
+        return Err(Error::validation("idle_worker_schedules", format!("{stored} schedules stored, not {count}")));
+    }
+    idle_cpu_percent(store, idle).await
+}
+
+/// CPU percent of one core this process spends over `idle` with a noop
+/// worker (concurrency 8, default poll and schedule check) on `store`.
+async fn idle_cpu_percent(store: Arc<dyn Store>, idle: Duration) -> Result<f64> {
     let handle = noop_worker(store, 8, Arc::default())?.spawn();
     tokio::time::sleep(Duration::from_millis(300)).await;
     let (cpu_before, wall_before) = (process_cpu_seconds(), Instant::now());

@@ -13,7 +13,7 @@
 //! cairnq-test-worker (--sqlite PATH | --postgres DSN SCHEMA) --mode MODE
 //!                    [--lease-ms N] [--drain-ms N] [--concurrency N] [--poll-ms N] [--no-listen]
 //!                    [--on-unusable stop|keep] [--report-issues] [--report-claims]
-//!                    [--stop-after N] [--report-rss] [--log PATH]
+//!                    [--stop-after N] [--report-rss] [--log PATH] [--schedule NAME=SPEC]
 //! ```
 //!
 //! Worker modes (a worker with one handler; it prints `ready <pid> <worker
@@ -48,6 +48,10 @@
 //! as the process ends. A Postgres store opened with `--no-listen` has no
 //! LISTEN connection, so the worker finds tasks by polling every
 //! `--poll-ms` only.
+//!
+//! `--schedule NAME=SPEC` declares a schedule on the worker that fires the
+//! mode's handler name on SPEC (checked every 250 ms): the schedule tests
+//! run several such processes on one database.
 //!
 //! Client modes (no worker):
 //!
@@ -159,6 +163,9 @@ pub struct ChildArgs {
     pub report_rss: bool,
     /// The run log of [`ChildMode::Record`] (appended to, created if absent).
     pub log: Option<PathBuf>,
+    /// A schedule the worker declares, as `NAME=SPEC`, firing the mode's
+    /// handler name.
+    pub schedule: Option<String>,
 }
 
 impl ChildArgs {
@@ -180,6 +187,7 @@ impl ChildArgs {
             stop_after: None,
             report_rss: false,
             log: None,
+            schedule: None,
         }
     }
 
@@ -208,6 +216,9 @@ impl ChildArgs {
         }
         if let Some(log) = &self.log {
             args.extend(["--log".into(), log.display().to_string()]);
+        }
+        if let Some(schedule) = &self.schedule {
+            args.extend(["--schedule".into(), schedule.clone()]);
         }
         args
     }
@@ -241,6 +252,7 @@ impl ChildArgs {
                 "--stop-after" => parsed.stop_after = Some(number(flag, &value()?)?),
                 "--report-rss" => parsed.report_rss = true,
                 "--log" => parsed.log = Some(PathBuf::from(value()?)),
+                "--schedule" => parsed.schedule = Some(value()?),
                 other => return Err(format!("unknown argument {other:?}")),
             }
         }
@@ -267,6 +279,7 @@ mod tests {
         let mut args = ChildArgs::new(locator, ChildMode::Hang);
         (args.lease_ms, args.drain_ms, args.concurrency, args.poll_ms) = (7, 8, 9, 5_000);
         (args.listen, args.report_issues, args.log) = (false, true, Some("runs.log".into()));
+        args.schedule = Some("tick=@every 1s".into());
         (args.keep_retrying, args.report_claims, args.stop_after, args.report_rss) = (true, true, Some(3), true);
         assert_eq!(ChildArgs::parse(&args.to_args()), Ok(args.clone()));
         for &(mode, _) in MODES {

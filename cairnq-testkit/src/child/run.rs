@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use cairnq_core::store::ClaimParams;
-use cairnq_core::{CairnQ, Error, Result, Store, Task, TaskStatus};
+use cairnq_core::{CairnQ, Error, Result, Schedule, Store, Task, TaskStatus};
 use cairnq_worker::{OnUnusable, TaskContext, TaskError, Worker, WorkerIssue, WorkerOptions};
 use serde_json::{Value, json};
 
@@ -101,6 +101,20 @@ pub async fn run_child(args: &ChildArgs) -> Result<()> {
     }
 }
 
+/// How often a child with `--schedule` fires due schedules.
+const SCHEDULE_CHECK: Duration = Duration::from_millis(250);
+
+/// `NAME=SPEC` as a schedule firing the handler of `mode`.
+fn declared_schedule(mode: ChildMode, declared: &str) -> Result<Schedule> {
+    let (name, spec) = declared.split_once('=').ok_or_else(|| Error::validation("schedule", "expected NAME=SPEC"))?;
+    let task = match mode {
+        ChildMode::Sleep => "sleep",
+        ChildMode::Record => "record",
+        _ => "noop",
+    };
+    Schedule::cron(name, spec, task)
+}
+
 async fn run_worker(args: &ChildArgs, store: Arc<dyn Store>) -> Result<()> {
     let log = match &args.log {
         Some(path) => Some(Arc::new(RunLog::open(path).map_err(|e| Error::storage("cannot open the run log", e))?)),
@@ -113,6 +127,9 @@ async fn run_worker(args: &ChildArgs, store: Arc<dyn Store>) -> Result<()> {
         .poll_interval(Duration::from_millis(args.poll_ms));
     if args.keep_retrying {
         options = options.on_unusable(OnUnusable::KeepRetrying);
+    }
+    if let Some(declared) = &args.schedule {
+        options = options.schedule(declared_schedule(args.mode, declared)?).schedules_every(Some(SCHEDULE_CHECK));
     }
     let (print, issue_log) = (args.report_issues, log.clone());
     if print || issue_log.is_some() {

@@ -14,6 +14,7 @@
 //! operation before it, and a failed one (a rejected key in a
 //! `submit_many`, say) leaves nothing behind.
 
+mod schedules;
 mod tables;
 mod task_ops;
 #[cfg(test)]
@@ -25,9 +26,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use cairnq_core::store::{
-    CancelParams, ChangeFeed, ClaimParams, CompleteBatchParams, CountQueuedParams, FailParams, FeedParams, GetParams,
-    HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RepairParams,
-    RetryParams, SettleParams, StatsParams, SubmitManyParams, TaskRow,
+    CancelParams, ChangeFeed, ClaimParams, CompleteBatchParams, CountQueuedParams, DeleteScheduleParams, FailParams,
+    FeedParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask,
+    PauseScheduleParams, ProbeParams, ProgressParams, PurgeFilter, RepairParams, RetryParams, SaveScheduleParams,
+    ScheduleQuery, ScheduleRead, ScheduleRow, SettleParams, StatsParams, SubmitManyParams, TaskRow,
 };
 use cairnq_core::{
     Capabilities, ChangeWatch, Clock, Error, HeldLease, Repaired, Result, Store, SystemClock, Task, TaskCount, TaskRef,
@@ -66,6 +68,8 @@ pub struct MemoryStore {
     /// The rows; `None` once closed.
     tables: Mutex<Option<Tables>>,
     sleepers: Arc<Sleepers>,
+    /// The schedules (extension `ext_0001_schedules`), by name.
+    schedules: Mutex<schedules::Schedules>,
 }
 
 impl std::fmt::Debug for MemoryStore {
@@ -89,7 +93,12 @@ impl MemoryStore {
     /// An empty store reading "now" from `clock` (tests pin or advance
     /// time with one; leases, delays and purge ages are measured on it).
     pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
-        Self { clock, tables: Mutex::new(Some(Tables::default())), sleepers: Arc::default() }
+        Self {
+            clock,
+            tables: Mutex::new(Some(Tables::default())),
+            sleepers: Arc::default(),
+            schedules: Mutex::default(),
+        }
     }
 
     /// Runs a read on the tables as they are now.
@@ -135,6 +144,26 @@ impl Store for MemoryStore {
 
     async fn submit(&self, task: &NewTask) -> Result<Task> {
         self.write(|txn| task_ops::submit(txn, task))
+    }
+
+    async fn schedules(&self, query: &ScheduleQuery) -> Result<ScheduleRead> {
+        self.read_schedules(query)
+    }
+
+    async fn save_schedule(&self, params: &SaveScheduleParams) -> Result<ScheduleRow> {
+        self.upsert_schedule(params)
+    }
+
+    async fn pause_schedule(&self, params: &PauseScheduleParams) -> Result<Option<ScheduleRow>> {
+        self.set_schedule_paused(params)
+    }
+
+    async fn delete_schedule(&self, params: &DeleteScheduleParams) -> Result<bool> {
+        self.remove_schedule(params)
+    }
+
+    async fn fire_schedule(&self, params: &FireScheduleParams) -> Result<Option<Vec<Task>>> {
+        self.fire(params)
     }
 
     async fn submit_many(&self, params: &SubmitManyParams) -> Result<Vec<Task>> {

@@ -11,6 +11,7 @@ mod parity;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod random_json;
+mod schedules;
 mod sqlite;
 mod support;
 mod waits;

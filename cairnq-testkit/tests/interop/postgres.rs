@@ -9,7 +9,9 @@ use cairnq_postgres::{PostgresOptions, PostgresStore};
 use cairnq_testkit::postgres::{dsn_with_database, fresh_schema_name, raw, test_dsn};
 use serde_json::json;
 
-use crate::support::{peer, peer_error, python_task_matches};
+use cairnq_protocol::Dialect;
+
+use crate::support::{extension_migrations, peer, peer_error, python_task_matches};
 
 fn dsn() -> String {
     test_dsn().expect("a test Postgres server")
@@ -52,8 +54,12 @@ async fn either_side_joins_the_others_installation_without_migrating() {
     peer(&["create", &with_schema(&dsn, &by_python)]);
     let python_ledger = ledger(&dsn, &by_python).await;
     rust_store(&dsn, &by_python).await;
-    let after_rust = ledger(&dsn, &by_python).await;
-    assert_eq!(shared(&after_rust), python_ledger, "Rust applied a shared migration to a Python installation");
+    // Rust adds only its extension migrations (schedules); the shared rows stay as Python wrote them.
+    let extended = ledger(&dsn, &by_python).await;
+    let (shared, added): (Vec<_>, Vec<_>) = extended.into_iter().partition(|(name, _)| !name.starts_with("ext_"));
+    assert_eq!(shared, python_ledger, "Rust applied a shared migration to a Python installation");
+    let added: Vec<&str> = added.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(added, extension_migrations(Dialect::Postgres), "Rust adds its extensions");
 
     let by_rust = fresh_schema_name();
     rust_store(&dsn, &by_rust).await;
@@ -62,14 +68,10 @@ async fn either_side_joins_the_others_installation_without_migrating() {
     assert_eq!(ledger(&dsn, &by_rust).await, rust_ledger, "Python applied a migration to a Rust installation");
 
     let names = |l: &[(String, i64)]| l.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
-    assert_eq!(names(&python_ledger), names(&shared(&rust_ledger)), "the same ledger, 0003_notify.sql included");
-    assert_eq!(names(&after_rust), names(&rust_ledger), "our extensions join a Python installation too");
-    assert_eq!(definitions(&dsn, &by_python).await, definitions(&dsn, &by_rust).await, "indexes and triggers differ");
-}
-
-/// The ledger rows every SDK writes (not this SDK's `ext_*.sql` extensions).
-fn shared(ledger: &[(String, i64)]) -> Vec<(String, i64)> {
-    ledger.iter().filter(|(name, _)| !name.starts_with("ext_")).cloned().collect()
+    let shared_names =
+        |l: &[(String, i64)]| names(l).into_iter().filter(|n| !n.starts_with("ext_")).collect::<Vec<_>>();
+    assert_eq!(names(&python_ledger), shared_names(&rust_ledger), "the same shared ledger, 0003_notify.sql included");
+    assert_eq!(definitions(&dsn, &by_python).await, definitions(&dsn, &by_rust).await, "indexes and trigger differ");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
-use crate::support::{peer, python_task_matches};
+use cairnq_protocol::Dialect;
+
+use crate::support::{extension_migrations, peer, python_task_matches};
 use cairnq_core::{CairnQ, SubmitOptions, TaskStatus};
 use cairnq_sqlite::SqliteStore;
 use serde_json::{Value, json};
@@ -13,11 +15,23 @@ async fn rust_client(path: &std::path::Path) -> CairnQ {
     CairnQ::new(SqliteStore::open(path).await.expect("open sqlite"))
 }
 
+/// Either side opens a file the other created without applying a shared
+/// migration; Rust adds only its extension migrations (schedules), so the
+/// shared ledger, the meta rows and every object match whichever side
+/// created the file, and Python keeps working on the extended file.
 #[tokio::test]
 async fn a_database_either_side_created_is_opened_by_the_other_without_migrating() {
     let dir = tempfile::tempdir().expect("temp dir");
     let by_rust = dir.path().join("rust.db");
     let by_python = dir.path().join("python.db");
+    let names = |schema: &Value| -> Vec<String> {
+        schema["ledger"]
+            .as_array()
+            .expect("ledger")
+            .iter()
+            .filter_map(|row| row[0].as_str().map(str::to_string))
+            .collect()
+    };
 
     rust_client(&by_rust).await.close().await.expect("close");
     let rust_schema = peer(&["schema", by_rust.to_str().expect("utf-8 path")]);
@@ -29,37 +43,20 @@ async fn a_database_either_side_created_is_opened_by_the_other_without_migrating
     let python_schema = peer(&["schema", by_python.to_str().expect("utf-8 path")]);
     rust_client(&by_python).await.close().await.expect("close");
     let after_rust_opened = peer(&["schema", by_python.to_str().expect("utf-8 path")]);
-    assert_eq!(
-        shared(&python_schema["ledger"]),
-        shared(&after_rust_opened["ledger"]),
-        "Rust applied a shared migration to a Python-made file"
-    );
-    assert_eq!(shared(&after_rust_opened["ledger"]).len() + 2, rows(&after_rust_opened["ledger"]).len());
+    let extensions = extension_migrations(Dialect::Sqlite);
+    let mut expected = names(&python_schema);
+    expected.extend(extensions.iter().map(|n| n.to_string()));
+    assert_eq!(names(&after_rust_opened), expected, "Rust added only its extension migrations to a Python-made file");
+    let shared_rows = &after_rust_opened["ledger"].as_array().expect("ledger")
+        [..python_schema["ledger"].as_array().expect("ledger").len()];
+    assert_eq!(shared_rows, python_schema["ledger"].as_array().expect("ledger").as_slice(), "shared rows untouched");
 
-    assert_eq!(shared(&rust_schema["objects"]), shared(&python_schema["objects"]), "sqlite_master differs by creator");
-    assert_eq!(rust_schema["objects"], after_rust_opened["objects"], "our extension objects differ by creator");
+    assert_eq!(rust_schema["objects"], after_rust_opened["objects"], "sqlite_master differs by creator");
     assert_eq!(rust_schema["meta"], json!({"protocol_version": "1", "schema_version": "10"}));
-    let ledger_names: Vec<&str> =
-        rust_schema["ledger"].as_array().expect("ledger").iter().filter_map(|row| row[0].as_str()).collect();
-    let ours: Vec<&str> = cairnq_protocol_names();
-    assert_eq!(ledger_names, ours);
-}
-
-fn rows(listing: &Value) -> Vec<Value> {
-    listing.as_array().expect("rows").clone()
-}
-
-/// The rows of a `schema` listing (ledger or objects) that are not this
-/// SDK's extensions (`ext_*.sql` ledger rows, `cairnq_ext_*` objects): what
-/// every SDK creates alike.
-fn shared(listing: &Value) -> Vec<Value> {
-    let ours = |row: &Value| {
-        row.as_array()
-            .expect("row")
-            .iter()
-            .any(|cell| cell.as_str().is_some_and(|text| text.starts_with("ext_") || text.starts_with("cairnq_ext_")))
-    };
-    rows(listing).into_iter().filter(|row| !ours(row)).collect()
+    assert_eq!(after_rust_opened["meta"], rust_schema["meta"], "an extension never sets schema_version");
+    let mut ours: Vec<String> = cairnq_protocol_names().into_iter().map(str::to_string).collect();
+    ours.extend(extensions.iter().map(|n| n.to_string()));
+    assert_eq!(names(&rust_schema), ours);
 }
 
 fn cairnq_protocol_names() -> Vec<&'static str> {

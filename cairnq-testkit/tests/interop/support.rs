@@ -110,3 +110,14 @@ pub(crate) fn python_task_matches(ours: &Task, theirs: &Value) {
         assert!(same, "column {column}: rust {a:?} vs python {b:?}");
     }
 }
+
+/// The file names of this SDK's extension migrations (README "Schedules"):
+/// the only ledger rows Rust adds to a database the Python SDK created, and
+/// the only ones Python never applies.
+pub(crate) fn extension_migrations(dialect: cairnq_protocol::Dialect) -> Vec<&'static str> {
+    cairnq_protocol::migrations(dialect)
+        .iter()
+        .filter(|m| m.kind == cairnq_protocol::MigrationKind::Extension)
+        .map(|m| m.file_name)
+        .collect()
+}

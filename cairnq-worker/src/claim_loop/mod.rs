@@ -73,6 +73,7 @@ use crate::heartbeat::heartbeat_loop;
 use crate::issue::Phase;
 use crate::options::TaskOptions;
 use crate::repair::repair_loop;
+use crate::schedules::schedule_loop;
 use crate::shared::Shared;
 use crate::stop::StopLevel;
 use crate::wakeups::report_lost_wakeups;
@@ -203,12 +204,13 @@ impl ClaimLoop {
     pub(crate) async fn run(mut self) {
         let (heartbeat_stop, heartbeat_stopped) = watch::channel(false);
         let repair = tokio::spawn(repair_loop(self.core.clone(), heartbeat_stopped.clone()));
+        let schedules = tokio::spawn(schedule_loop(self.core.clone(), heartbeat_stopped.clone()));
         let wakeups = tokio::spawn(report_lost_wakeups(self.core.clone(), heartbeat_stopped.clone()));
         let heartbeat = tokio::spawn(heartbeat_loop(self.core.clone(), heartbeat_stopped));
         self.claim_until_stopped().await;
         self.drain().await;
         heartbeat_stop.send_replace(true);
-        let _ = tokio::join!(heartbeat, repair, wakeups);
+        let _ = tokio::join!(heartbeat, repair, schedules, wakeups);
     }
 
     fn stopped(&self) -> bool {
