@@ -21,6 +21,7 @@
 //! ```
 
 pub mod backend;
+pub mod observe;
 pub mod store;
 
 mod backoff;

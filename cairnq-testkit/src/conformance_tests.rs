@@ -76,6 +76,9 @@ macro_rules! worker_suite_tests {
             "multi_thread": keyed_submits_from_concurrent_producers_keep_one_live_task_per_key,
             "multi_thread": concurrent_claimers_never_take_the_same_row,
             "multi_thread": a_killed_submitter_loses_no_acknowledged_submit,
+            "multi_thread": metrics_count_each_task_once,
+            "multi_thread": metrics_count_retried_and_failed_attempts,
+            "multi_thread": metrics_count_a_lost_lease,
         );
     };
 }

@@ -28,6 +28,7 @@ mod outcomes;
 mod queue_ops;
 mod settling;
 mod support;
+mod telemetry;
 mod waits;
 mod wakeups;
 
@@ -61,6 +62,9 @@ pub use queue_ops::{
     a_submit_returns_the_row_it_wrote, backpressure_refuses_submits_to_a_full_queue, retention_sweeps_by_rule,
 };
 pub use settling::{a_refused_result_fails_only_its_own_task, complete_batch_settles_each_task_as_complete_would};
+pub use telemetry::{
+    metrics_count_a_lost_lease, metrics_count_each_task_once, metrics_count_retried_and_failed_attempts,
+};
 pub use waits::{
     a_timed_out_wait_says_what_the_task_is_doing, a_wait_by_id_waits_for_a_task_not_visible_yet,
     a_wait_by_key_waits_for_the_key_and_follows_a_replace,

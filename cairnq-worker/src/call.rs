@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use cairnq_core::{ErrorEnvelope, Json, codes};
 use futures::FutureExt;
+use tracing::Instrument;
 use futures::future::{BoxFuture, join_all};
 
 use crate::context::TaskContext;
@@ -48,11 +49,16 @@ pub(crate) async fn run_call(core: Arc<Shared>, handler: Handler, contexts: Vec<
         Handler::Single(call) => {
             let mut endings = Vec::with_capacity(contexts.len());
             for ctx in contexts {
-                let ending = timed(&core, guarded(core.options.max_run, call(ctx.clone()))).await;
+                let span = ctx.state().attempt.span().clone();
+                let ending = timed(&core, guarded(core.options.max_run, call(ctx.clone())).instrument(span)).await;
                 endings.push((ctx, ending));
             }
             drop(load);
-            join_all(endings.into_iter().map(|(ctx, ending)| settle_single(&core, ctx, ending))).await;
+            join_all(endings.into_iter().map(|(ctx, ending)| {
+                let span = ctx.state().attempt.span().clone();
+                settle_single(&core, ctx, ending).instrument(span)
+            }))
+            .await;
         }
         Handler::Batch(call) => {
             let ending = timed(&core, guarded(core.options.max_run, call(contexts.clone()))).await;

@@ -79,7 +79,7 @@ pub struct WorkerOptions {
     pub claim_unknown_names: bool,
     /// The worker id; `None`: `worker_` + a fresh ULID.
     pub worker_id: Option<String>,
-    /// Receives what the loop reports; `None`: written to stderr.
+    /// Receives what the loop reports; `None`: logged through `tracing`.
     pub on_error: Option<OnError>,
     /// What to do when the database turns out unusable (stop, by default).
     pub on_unusable: OnUnusable,
@@ -87,6 +87,12 @@ pub struct WorkerOptions {
     /// would move ([`Store::repair`](cairnq_core::Store::repair)), starting
     /// at once; `None`: never. Default 60 s.
     pub repair_every: Option<Duration>,
+    /// Reads the queue gauges (`cairnq_queue_depth`) this often while the
+    /// worker runs, at most once per interval per process
+    /// ([`QueueGauges`](cairnq_core::observe::QueueGauges)); `None` (the
+    /// default): never, so a worker whose application exports no metrics
+    /// does not count rows for nobody.
+    pub queue_gauges: Option<Duration>,
 }
 
 impl Default for WorkerOptions {
@@ -109,6 +115,7 @@ impl Default for WorkerOptions {
             on_error: None,
             on_unusable: OnUnusable::Stop,
             repair_every: Some(Duration::from_secs(60)),
+            queue_gauges: None,
         }
     }
 }
@@ -232,7 +239,7 @@ impl WorkerOptions {
         self
     }
 
-    /// Sends what the loop reports to `hook` instead of stderr.
+    /// Sends what the loop reports to `hook` instead of the `tracing` log.
     pub fn on_error(mut self, hook: impl Fn(WorkerIssue) + Send + Sync + 'static) -> Self {
         self.on_error = Some(Arc::new(hook));
         self
@@ -241,6 +248,19 @@ impl WorkerOptions {
     /// Repairs rows no operation would move this often (`None`: never).
     pub fn repair_every(mut self, every: Option<Duration>) -> Self {
         self.repair_every = every;
+        self
+    }
+
+    /// Reads the queue gauges every `interval` while running (`None`:
+    /// never; see [`DEFAULT_GAUGE_INTERVAL`](cairnq_core::observe::DEFAULT_GAUGE_INTERVAL)).
+    ///
+    /// ```
+    /// use cairnq_core::observe::DEFAULT_GAUGE_INTERVAL;
+    /// let options = cairnq_worker::WorkerOptions::new().queue_gauges(Some(DEFAULT_GAUGE_INTERVAL));
+    /// assert_eq!(options.queue_gauges, Some(DEFAULT_GAUGE_INTERVAL));
+    /// ```
+    pub fn queue_gauges(mut self, interval: Option<Duration>) -> Self {
+        self.queue_gauges = interval;
         self
     }
 

@@ -11,6 +11,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use cairnq_core::observe::Outcome;
 use cairnq_core::{CairnQ, Error};
 use parking_lot::Mutex;
 
@@ -104,6 +105,7 @@ impl Shared {
     /// it, once per task.
     pub(crate) fn lease_lost(&self, task_id: &str, state: &TaskState) {
         if state.mark_lost() {
+            state.attempt.settled(Outcome::LostLease);
             self.report(WorkerIssue::LostLeases { task_ids: vec![task_id.to_string()] });
         }
     }

@@ -1,0 +1,116 @@
+//! What the metrics say about real work: every submit, claim and
+//! settlement counted exactly once with its outcome, read through the
+//! counting recorder ([`crate::telemetry`]). Each test works on a queue of
+//! its own, the label that keeps its series apart from every other test's
+//! in the same process.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use cairnq_core::observe::{
+    TASK_DURATION, TASK_QUEUE_WAIT, TASKS_CLAIMED, TASKS_SETTLED, TASKS_SUBMITTED,
+};
+use cairnq_core::store::HeartbeatBatchParams;
+use cairnq_core::{CairnQ, HeldLease, Result, Store, TaskStatus};
+use cairnq_worker::{TaskContext, TaskError, WorkerOptions};
+use serde_json::{Value, json};
+
+use super::support::{eventually, finished, fresh, quick_options, start};
+use crate::BackendFactory;
+use crate::forwarding::{Forward, Forwarding};
+use crate::telemetry::{CountingRecorder, recorder};
+
+/// A queue no other test uses.
+fn own_queue(what: &str) -> String {
+    format!("metrics-{what}-{:016x}", fastrand::u64(..))
+}
+
+/// Settled attempts on `queue` with `outcome`.
+fn settled(recorder: &CountingRecorder, queue: &str, outcome: &str) -> u64 {
+    recorder.counter(TASKS_SETTLED, &[("queue", queue), ("outcome", outcome)])
+}
+
+/// N tasks run to success: exactly N submitted, N claimed and N settled
+/// succeeded, one duration and one queue wait observed per attempt, and no
+/// other outcome.
+pub async fn metrics_count_each_task_once(factory: &dyn BackendFactory) {
+    const N: u64 = 20;
+    let recorder = recorder();
+    let (client, _fresh) = fresh(factory).await;
+    let queue = own_queue("ok");
+    let _worker = start(&client, quick_options().queues([queue.clone()]).concurrency(4), |w| {
+        w.task("metered", |_: TaskContext, n: u64| async move { Ok::<_, TaskError>(n) }).expect("register");
+    });
+    let mut ids = Vec::new();
+    for n in 0..N {
+        ids.push(client.submit("metered", &n).queue(&queue).await.expect("submit").id);
+    }
+    for id in &ids {
+        assert_eq!(finished(&client, id).await.status, TaskStatus::Succeeded);
+    }
+    eventually("every settlement counted", || async { settled(recorder, &queue, "succeeded") == N }).await;
+    let labels = [("queue", queue.as_str()), ("name", "metered")];
+    assert_eq!(recorder.counter(TASKS_SUBMITTED, &labels), N);
+    assert_eq!(recorder.counter(TASKS_CLAIMED, &labels), N);
+    assert_eq!(recorder.counter(TASKS_SETTLED, &labels), N, "no other outcome");
+    assert_eq!(recorder.observations(TASK_DURATION, &labels), N);
+    assert_eq!(recorder.observations(TASK_QUEUE_WAIT, &labels), N);
+}
+
+/// A task failing on every attempt is counted retried, then failed, each
+/// attempt claimed.
+pub async fn metrics_count_retried_and_failed_attempts(factory: &dyn BackendFactory) {
+    let recorder = recorder();
+    let (client, _fresh) = fresh(factory).await;
+    let queue = own_queue("fail");
+    let _worker = start(&client, quick_options().queues([queue.clone()]), |w| {
+        w.task("doomed", |_: TaskContext, _: Value| async move { Err::<(), _>(TaskError::retryable("no")) })
+            .expect("register");
+    });
+    let task = client.submit("doomed", &json!({})).queue(&queue).max_attempts(3).await.expect("submit");
+    assert_eq!(finished(&client, &task.id).await.status, TaskStatus::Failed);
+    eventually("the failure counted", || async { settled(recorder, &queue, "failed") == 1 }).await;
+    assert_eq!(settled(recorder, &queue, "retried"), 2);
+    assert_eq!(settled(recorder, &queue, "succeeded"), 0);
+    assert_eq!(recorder.counter(TASKS_CLAIMED, &[("queue", &queue)]), 3);
+}
+
+/// A worker whose store stops renewing its lease counts the attempt
+/// `lost_lease`, once, and nothing else for it.
+pub async fn metrics_count_a_lost_lease(factory: &dyn BackendFactory) {
+    let recorder = recorder();
+    let (client, _fresh) = fresh(factory).await;
+    let queue = own_queue("lost");
+    let forgetful = CairnQ::new(Forwarding(NoRenewals(client.store().clone())));
+    let options: WorkerOptions = quick_options().queues([queue.clone()]).lease(Duration::from_millis(600));
+    let _worker = start(&forgetful, options, |w| {
+        w.task("held", |ctx: TaskContext, _: Value| async move {
+            while !ctx.lost_lease() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Ok::<_, TaskError>(())
+        })
+        .expect("register");
+    });
+    client.submit("held", &json!({})).queue(&queue).max_attempts(1).await.expect("submit");
+    eventually("the lost lease counted", || async { settled(recorder, &queue, "lost_lease") == 1 }).await;
+    // The handler returned after the loss: its result is discarded, not counted.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(recorder.counter(TASKS_SETTLED, &[("queue", &queue)]), 1, "only the lost lease");
+}
+
+/// A store that answers every renewal with "you hold none of these leases"
+/// (as it would after another claimer recovered them); forwards the rest.
+struct NoRenewals(Arc<dyn Store>);
+
+#[async_trait]
+impl Forward for NoRenewals {
+    fn inner(&self) -> &dyn Store {
+        self.0.as_ref()
+    }
+
+    async fn heartbeat_batch(&self, _params: &HeartbeatBatchParams) -> Result<Vec<HeldLease>> {
+        Ok(Vec::new())
+    }
+}
