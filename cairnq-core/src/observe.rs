@@ -24,8 +24,8 @@ mod gauges;
 mod trace;
 
 pub use gauges::{DEFAULT_GAUGE_INTERVAL, GaugeHandle, QueueGauges};
-pub use trace::{TRACEPARENT, TraceContext};
 pub(crate) use trace::send_span;
+pub use trace::{TRACEPARENT, TraceContext};
 
 /// Counter `{queue, name}`: tasks submitted.
 pub const TASKS_SUBMITTED: &str = "cairnq_tasks_submitted_total";

@@ -29,6 +29,7 @@ mod queue_ops;
 mod settling;
 mod support;
 mod telemetry;
+mod traces;
 mod waits;
 mod wakeups;
 
@@ -65,6 +66,7 @@ pub use settling::{a_refused_result_fails_only_its_own_task, complete_batch_sett
 pub use telemetry::{
     metrics_count_a_lost_lease, metrics_count_each_task_once, metrics_count_retried_and_failed_attempts,
 };
+pub use traces::a_process_span_continues_the_send_span_across_processes;
 pub use waits::{
     a_timed_out_wait_says_what_the_task_is_doing, a_wait_by_id_waits_for_a_task_not_visible_yet,
     a_wait_by_key_waits_for_the_key_and_follows_a_replace,

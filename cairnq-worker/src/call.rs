@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 
 use cairnq_core::{ErrorEnvelope, Json, codes};
 use futures::FutureExt;
-use tracing::Instrument;
 use futures::future::{BoxFuture, join_all};
+use tracing::Instrument;
 
 use crate::context::TaskContext;
 use crate::handler::{BatchResult, Handler, SingleResult};

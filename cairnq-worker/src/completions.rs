@@ -48,7 +48,9 @@ async fn write_batch(client: &CairnQ, worker_id: &str, batch: Vec<(String, Json)
         Err(_) => {
             let mut outcomes = Vec::with_capacity(params.completions.len());
             for (task_id, result) in params.completions {
-                outcomes.push(client.complete(&SettleParams::new(task_id, worker_id).result(result)).await.map(|t| t.status));
+                outcomes.push(
+                    client.complete(&SettleParams::new(task_id, worker_id).result(result)).await.map(|t| t.status),
+                );
             }
             outcomes
         }

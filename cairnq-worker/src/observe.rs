@@ -7,9 +7,7 @@
 
 use std::time::Instant;
 
-use cairnq_core::observe::{
-    Outcome, TASK_DURATION, TASK_QUEUE_WAIT, TASKS_CLAIMED, TASKS_SETTLED, TraceContext,
-};
+use cairnq_core::observe::{Outcome, TASK_DURATION, TASK_QUEUE_WAIT, TASKS_CLAIMED, TASKS_SETTLED, TraceContext};
 use cairnq_core::{Task, TaskStatus};
 use tracing::Span;
 use tracing::field::Empty;
@@ -32,7 +30,12 @@ impl Attempt {
         // run_at was written with.
         let wait_ms = (task.updated_at_ms - task.run_at_ms).max(0);
         metrics::histogram!(TASK_QUEUE_WAIT, &labels[..]).record(wait_ms as f64 / 1000.0);
-        Self { queue: task.queue.clone(), name: task.name.clone(), claimed: Instant::now(), span: process_span(task, worker_id) }
+        Self {
+            queue: task.queue.clone(),
+            name: task.name.clone(),
+            claimed: Instant::now(),
+            span: process_span(task, worker_id),
+        }
     }
 
     /// The attempt's `process` span.
@@ -43,7 +46,8 @@ impl Attempt {
     /// Counts the attempt's end (the callers make sure it is counted once).
     pub(crate) fn settled(&self, outcome: Outcome) {
         let elapsed = self.claimed.elapsed();
-        let labels = [("queue", self.queue.clone()), ("name", self.name.clone()), ("outcome", outcome.as_str().to_string())];
+        let labels =
+            [("queue", self.queue.clone()), ("name", self.name.clone()), ("outcome", outcome.as_str().to_string())];
         metrics::counter!(TASKS_SETTLED, &labels[..]).increment(1);
         metrics::histogram!(TASK_DURATION, &labels[..]).record(elapsed.as_secs_f64());
         self.span.record("cairnq.outcome", outcome.as_str());

@@ -139,7 +139,8 @@ impl Worker {
             return Err(Error::validation("worker", "this worker is already running"));
         }
         let core = Arc::new(Shared::new(self.client.clone(), self.options.clone(), self.stop.clone()));
-        let _gauges = self.options.queue_gauges.map(|every| QueueGauges::new(self.client.clone()).interval(every).spawn());
+        let _gauges =
+            self.options.queue_gauges.map(|every| QueueGauges::new(self.client.clone()).interval(every).spawn());
         ClaimLoop::new(core.clone(), self.handlers.clone(), names, self.stop.subscribe()).run().await;
         self.running.store(false, Ordering::Release);
         match core.take_halt() {

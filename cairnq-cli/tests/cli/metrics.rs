@@ -46,7 +46,8 @@ async fn drains_and_counts(fixture: Fixture) {
     let start = Instant::now();
     let page = loop {
         let page = http_get(&addr, "/metrics");
-        let succeeded = fixture.client.stats(Some("default")).await.expect("stats")["default"].get(TaskStatus::Succeeded);
+        let succeeded =
+            fixture.client.stats(Some("default")).await.expect("stats")["default"].get(TaskStatus::Succeeded);
         if succeeded == TASKS && sum(&page, "cairnq_tasks_settled_total", "outcome=\"succeeded\"") == TASKS as f64 {
             break page;
         }

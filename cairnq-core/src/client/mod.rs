@@ -20,9 +20,9 @@ use serde::Serialize;
 use tracing::Instrument;
 
 use crate::backpressure::{Backpressure, BackpressureGate};
-use crate::observe;
 use crate::error::{Error, Result, require_non_empty, require_non_negative, require_positive, require_text};
 use crate::model::{HeldLease, ListCursor, Stats, Task, TaskPage, TaskRef, fold_stats};
+use crate::observe;
 use crate::retention::{Retention, SweeperHandle};
 use crate::store::{
     CancelParams, ClaimParams, CompleteBatchParams, CountQueuedParams, FailParams, GetParams, HeartbeatBatchParams,

@@ -54,8 +54,7 @@ impl QueueGauges {
         for (queue, counts) in &stats {
             for status in TaskStatus::ALL {
                 let depth = counts.get(status) as f64;
-                metrics::gauge!(super::QUEUE_DEPTH, "queue" => queue.clone(), "status" => status.as_str())
-                    .set(depth);
+                metrics::gauge!(super::QUEUE_DEPTH, "queue" => queue.clone(), "status" => status.as_str()).set(depth);
             }
         }
         Ok(true)

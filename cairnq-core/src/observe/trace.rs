@@ -165,8 +165,8 @@ mod tests {
 
     #[test]
     fn the_context_joins_the_metadata_keeping_every_other_key_verbatim() {
-        let metadata = Json::parse(r#"{"big": 123456789012345678901234567890, "traceparent": "x"}"#.into())
-            .expect("valid JSON");
+        let metadata =
+            Json::parse(r#"{"big": 123456789012345678901234567890, "traceparent": "x"}"#.into()).expect("valid JSON");
         let context = TraceContext::root();
         let written = context.written_into(&metadata);
         assert!(written.as_str().contains("123456789012345678901234567890"), "{}", written.as_str());

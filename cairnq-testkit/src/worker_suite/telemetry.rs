@@ -8,9 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cairnq_core::observe::{
-    TASK_DURATION, TASK_QUEUE_WAIT, TASKS_CLAIMED, TASKS_SETTLED, TASKS_SUBMITTED,
-};
+use cairnq_core::observe::{TASK_DURATION, TASK_QUEUE_WAIT, TASKS_CLAIMED, TASKS_SETTLED, TASKS_SUBMITTED};
 use cairnq_core::store::HeartbeatBatchParams;
 use cairnq_core::{CairnQ, HeldLease, Result, Store, TaskStatus};
 use cairnq_worker::{TaskContext, TaskError, WorkerOptions};
