@@ -91,6 +91,18 @@ impl Outcome {
     }
 }
 
+/// Counts the leases one claim recovered, per queue (before its commit: a
+/// claim that then fails over-counts, which only a failing store does).
+pub(crate) fn leases_recovered<'a>(queues: impl Iterator<Item = &'a str>) {
+    let mut per_queue: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
+    for queue in queues {
+        *per_queue.entry(queue).or_default() += 1;
+    }
+    for (queue, n) in per_queue {
+        metrics::counter!(LEASES_RECOVERED, "queue" => queue.to_string()).increment(n);
+    }
+}
+
 /// Counts one submitted task.
 pub(crate) fn submitted(queue: &str, name: &str) {
     metrics::counter!(TASKS_SUBMITTED, "queue" => queue.to_string(), "name" => name.to_string()).increment(1);

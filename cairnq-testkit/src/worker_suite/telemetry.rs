@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cairnq_core::observe::{TASK_DURATION, TASK_QUEUE_WAIT, TASKS_CLAIMED, TASKS_SETTLED, TASKS_SUBMITTED};
+use cairnq_core::observe::{
+    LEASES_RECOVERED, TASK_DURATION, TASK_QUEUE_WAIT, TASKS_CLAIMED, TASKS_SETTLED, TASKS_SUBMITTED,
+};
 use cairnq_core::store::HeartbeatBatchParams;
 use cairnq_core::{CairnQ, HeldLease, Result, Store, TaskStatus};
 use cairnq_worker::{TaskContext, TaskError, WorkerOptions};
@@ -75,7 +77,9 @@ pub async fn metrics_count_retried_and_failed_attempts(factory: &dyn BackendFact
 }
 
 /// A worker whose store stops renewing its lease counts the attempt
-/// `lost_lease`, once, and nothing else for it.
+/// `lost_lease`, once, and nothing else for it; the lease then expires and
+/// the next claim recovers it (counted on its queue), failing the task
+/// whose one attempt it was.
 pub async fn metrics_count_a_lost_lease(factory: &dyn BackendFactory) {
     let recorder = recorder();
     let (client, _fresh) = fresh(factory).await;
@@ -91,8 +95,11 @@ pub async fn metrics_count_a_lost_lease(factory: &dyn BackendFactory) {
         })
         .expect("register");
     });
-    client.submit("held", &json!({})).queue(&queue).max_attempts(1).await.expect("submit");
+    let task = client.submit("held", &json!({})).queue(&queue).max_attempts(1).await.expect("submit");
     eventually("the lost lease counted", || async { settled(recorder, &queue, "lost_lease") == 1 }).await;
+    assert_eq!(finished(&client, &task.id).await.status, TaskStatus::Failed, "recovered with no attempt left");
+    eventually("the recovery counted", || async { recorder.counter(LEASES_RECOVERED, &[("queue", &queue)]) == 1 })
+        .await;
     // The handler returned after the loss: its result is discarded, not counted.
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(recorder.counter(TASKS_SETTLED, &[("queue", &queue)]), 1, "only the lost lease");
