@@ -14,6 +14,7 @@
 //! protocol's child, run by the bench binary itself (`process`).
 
 mod process;
+mod telemetry;
 mod workloads;
 
 use std::path::Path;
@@ -102,6 +103,8 @@ pub const WORKLOADS: &[&str] = &[
     "submit_many",
     "burn_down_c8",
     "burn_down_c64",
+    "burn_down_c8_telemetry",
+    "burn_down_c64_telemetry",
     "call_in_process",
     "call_two_processes",
     "wakeup_latency",
@@ -152,6 +155,13 @@ pub async fn run_workload(
             let concurrency = if name == "burn_down_c8" { 8 } else { 64 };
             let rate = burn_down(factory, sizes.burn, concurrency).await?;
             vec![m(name, "tasks_per_s", rate, format!("{} no-op tasks, concurrency {concurrency}", sizes.burn))]
+        }
+        "burn_down_c8_telemetry" | "burn_down_c64_telemetry" => {
+            let concurrency = if name == "burn_down_c8_telemetry" { 8 } else { 64 };
+            telemetry::install()?;
+            let rate = burn_down(factory, sizes.burn, concurrency).await?;
+            let detail = format!("as burn_down_c{concurrency}, with a metrics recorder and a span subscriber on");
+            vec![m(name, "tasks_per_s", rate, detail)]
         }
         "call_in_process" => {
             let (p50, p95) = call_in_process(factory, sizes.calls).await?;
