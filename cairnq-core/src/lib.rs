@@ -53,8 +53,8 @@ pub use install::{Install, MigrationStatus};
 pub use json::{Json, JsonError};
 pub use keys::Conflict;
 pub use model::{
-    HeldLease, ListCursor, ParseCursorError, QueueCounts, Stats, Task, TaskCount, TaskPage, TaskRef, TaskStatus,
-    Undecodable, UnknownStatus,
+    HeldLease, ListCursor, ParseCursorError, QueueAge, QueueCounts, Stats, Task, TaskCount, TaskPage, TaskRef,
+    TaskStatus, Undecodable, UnknownStatus,
 };
 pub use retention::{Retention, Sweeper, SweeperHandle};
 pub use store::{Capabilities, Change, ChangeWatch, ListFilter, PurgeFilter, Repaired, Store, TaskSelector, Wake};

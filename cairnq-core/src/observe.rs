@@ -42,6 +42,9 @@ pub const TASK_DURATION: &str = "cairnq_task_duration_seconds";
 pub const TASK_QUEUE_WAIT: &str = "cairnq_task_queue_wait_seconds";
 /// Gauge `{queue, status}`: tasks per status, from [`QueueGauges`].
 pub const QUEUE_DEPTH: &str = "cairnq_queue_depth";
+/// Gauge `{queue}`: seconds the oldest due queued task has waited since it
+/// became due (0 when none waits), from [`QueueGauges`].
+pub const QUEUE_OLDEST_AGE: &str = "cairnq_queue_oldest_age_seconds";
 
 /// How an attempt ended, the `outcome` label of [`TASKS_SETTLED`] and
 /// [`TASK_DURATION`].

@@ -11,7 +11,9 @@ use cairnq_core::store::{
     HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RepairParams,
     Repaired, RetryParams, SettleParams, StatsParams, SubmitManyParams, TaskRow,
 };
-use cairnq_core::{Capabilities, ChangeWatch, Error, HeldLease, Json, Result, Store, Task, TaskCount, TaskRef, Wake};
+use cairnq_core::{
+    Capabilities, ChangeWatch, Error, HeldLease, Json, QueueAge, Result, Store, Task, TaskCount, TaskRef, Wake,
+};
 use parking_lot::Mutex;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
@@ -392,6 +394,10 @@ impl Store for SqliteStore {
 
     async fn count_queued(&self, params: &CountQueuedParams) -> Result<u64> {
         read_job!(self, read::count_queued, params)
+    }
+
+    async fn oldest_due(&self, params: &StatsParams) -> Result<Vec<QueueAge>> {
+        read_job!(self, read::oldest_due, params)
     }
 
     async fn cancel(&self, params: &CancelParams) -> Result<Option<Task>> {

@@ -79,6 +79,7 @@ macro_rules! worker_suite_tests {
             "multi_thread": metrics_count_each_task_once,
             "multi_thread": metrics_count_retried_and_failed_attempts,
             "multi_thread": metrics_count_a_lost_lease,
+            "multi_thread": queue_gauges_read_depth_and_age,
             "multi_thread": a_process_span_continues_the_send_span_across_processes,
         );
     };

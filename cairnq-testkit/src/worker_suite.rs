@@ -65,6 +65,7 @@ pub use queue_ops::{
 pub use settling::{a_refused_result_fails_only_its_own_task, complete_batch_settles_each_task_as_complete_would};
 pub use telemetry::{
     metrics_count_a_lost_lease, metrics_count_each_task_once, metrics_count_retried_and_failed_attempts,
+    queue_gauges_read_depth_and_age,
 };
 pub use traces::a_process_span_continues_the_send_span_across_processes;
 pub use waits::{

@@ -59,6 +59,7 @@ async fn drains_and_counts(fixture: Fixture) {
         assert!(samples(&page, "cairnq_queue_depth").any(|(labels, _)| labels.contains(&series)), "{status}:\n{page}");
     }
     assert_eq!(sum(&page, "cairnq_tasks_claimed_total", "queue=\"default\""), TASKS as f64, "{page}");
+    assert_eq!(samples(&page, "cairnq_queue_oldest_age_seconds").count(), 1, "{page}");
     assert!(!page.contains("=\"task_"), "no task id is a label:\n{page}");
 }
 

@@ -196,6 +196,11 @@ impl Query {
         Self::new(Sql::CountTasksByQueueStatus).filter("queue", params.queue.as_deref())
     }
 
+    /// `oldest_due_by_queue`, for one queue or all.
+    pub fn oldest_due(params: &StatsParams) -> Self {
+        Self::new(Sql::OldestDueByQueue).filter("queue", params.queue.as_deref())
+    }
+
     /// `count_queued`: the bounded count of one queue's queued rows.
     pub fn count_queued(params: &CountQueuedParams) -> Self {
         let at_most = i64::try_from(params.at_most).unwrap_or(i64::MAX);

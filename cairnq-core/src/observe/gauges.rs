@@ -1,7 +1,8 @@
-//! The queue gauges (`cairnq_queue_depth{queue,status}`), read from the
-//! store by one cached collector: however many workers and dashboards a
-//! process runs, the store is read at most once per interval, so a scrape
-//! every second or twenty workers in one process cost the same one count.
+//! The queue gauges (`cairnq_queue_depth{queue,status}`,
+//! `cairnq_queue_oldest_age_seconds{queue}`), read from the store by one
+//! cached collector: however many workers and dashboards a process runs,
+//! the store is read (two grouped statements) at most once per interval, so
+//! a scrape every second or twenty workers in one process cost the same.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,6 +12,7 @@ use parking_lot::Mutex;
 use crate::TaskStatus;
 use crate::client::CairnQ;
 use crate::error::Result;
+use crate::store::StatsParams;
 
 /// How often the queue gauges are read by default.
 pub const DEFAULT_GAUGE_INTERVAL: Duration = Duration::from_secs(10);
@@ -51,11 +53,15 @@ impl QueueGauges {
             return Ok(false);
         }
         let stats = self.client.stats(None).await?;
+        let ages = self.client.store().oldest_due(&StatsParams::new()).await?;
         for (queue, counts) in &stats {
             for status in TaskStatus::ALL {
                 let depth = counts.get(status) as f64;
                 metrics::gauge!(super::QUEUE_DEPTH, "queue" => queue.clone(), "status" => status.as_str()).set(depth);
             }
+            // A queue with nothing due reads 0, not its last age.
+            let age_ms = ages.iter().find(|a| &a.queue == queue).map_or(0, |a| a.age_ms.max(0));
+            metrics::gauge!(super::QUEUE_OLDEST_AGE, "queue" => queue.clone()).set(age_ms as f64 / 1000.0);
         }
         Ok(true)
     }

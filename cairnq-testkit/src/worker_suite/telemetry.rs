@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use cairnq_core::observe::{
-    LEASES_RECOVERED, TASK_DURATION, TASK_QUEUE_WAIT, TASKS_CLAIMED, TASKS_SETTLED, TASKS_SUBMITTED,
+    LEASES_RECOVERED, QUEUE_DEPTH, QUEUE_OLDEST_AGE, QueueGauges, TASK_DURATION, TASK_QUEUE_WAIT, TASKS_CLAIMED,
+    TASKS_SETTLED, TASKS_SUBMITTED,
 };
 use cairnq_core::store::HeartbeatBatchParams;
 use cairnq_core::{CairnQ, HeldLease, Result, Store, TaskStatus};
@@ -103,6 +104,38 @@ pub async fn metrics_count_a_lost_lease(factory: &dyn BackendFactory) {
     // The handler returned after the loss: its result is discarded, not counted.
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(recorder.counter(TASKS_SETTLED, &[("queue", &queue)]), 1, "only the lost lease");
+}
+
+/// The queue gauges read the store: a series per status for each queue,
+/// and how long the oldest due task has waited. A second collector within
+/// the interval reads nothing.
+pub async fn queue_gauges_read_depth_and_age(factory: &dyn BackendFactory) {
+    let recorder = recorder();
+    let (client, _fresh) = fresh(factory).await;
+    let queue = own_queue("gauges");
+    for n in 0..3 {
+        client.submit("waiting", &n).queue(&queue).await.expect("submit");
+    }
+    client.submit("later", &0).queue(&queue).delay(Duration::from_secs(3600)).await.expect("submit");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Other tests of this process may have collected a moment ago: a
+    // millisecond interval has passed by the time this one asks.
+    let gauges = QueueGauges::new(client.clone()).interval(Duration::from_millis(1));
+    tokio::time::sleep(Duration::from_millis(2)).await;
+    assert!(gauges.collect().await.expect("collect"), "the first collection reads");
+    let slow = QueueGauges::new(client.clone()).interval(Duration::from_secs(3600));
+    assert!(!slow.collect().await.expect("collect"), "within the interval nothing is read");
+    let depth = |status: &str| recorder.gauges(QUEUE_DEPTH, &[("queue", &queue), ("status", status)]);
+    assert_eq!(depth("queued").first().map(|(_, v)| *v), Some(4.0), "delayed tasks are queued too");
+    for status in TaskStatus::ALL {
+        assert_eq!(depth(status.as_str()).len(), 1, "one {status} series");
+    }
+    let age = recorder.gauges(QUEUE_OLDEST_AGE, &[("queue", &queue)]);
+    let age = age.first().map(|(_, v)| *v).expect("an age series");
+    if client.store().oldest_due(&cairnq_core::store::StatsParams::new()).await.expect("read").is_empty() {
+        return eprintln!("skipped the age: {} stores report no queue age", factory.name());
+    }
+    assert!(age >= 0.05, "the oldest due task waited at least the 50 ms slept: {age}");
 }
 
 /// A store that answers every renewal with "you hold none of these leases"
