@@ -15,10 +15,9 @@
 //! `traceparent` the caller put in the task's metadata), writes its own
 //! `traceparent` into the metadata, and the worker's `process` span records
 //! the same `trace_id` with `parent_span_id` = the send span's `span_id`.
-//! A subscriber that exports to OpenTelemetry can read those fields (see
-//! `examples/otel.rs` in cairnq-worker). The metadata is written only when
-//! some subscriber records the send span, so a process without tracing pays
-//! nothing and its rows are unchanged.
+//! A subscriber that exports to OpenTelemetry can read those fields. The
+//! metadata is written only when some subscriber records the send span, so
+//! a process without tracing pays nothing and its rows are unchanged.
 
 mod gauges;
 mod trace;

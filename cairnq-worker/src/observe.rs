@@ -5,37 +5,81 @@
 //! once, with the attempt's duration). The metric names live in
 //! [`cairnq_core::observe`].
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use cairnq_core::observe::{Outcome, TASK_DURATION, TASK_QUEUE_WAIT, TASKS_CLAIMED, TASKS_SETTLED, TraceContext};
 use cairnq_core::{Task, TaskStatus};
+use metrics::{Counter, Histogram};
+use parking_lot::Mutex;
 use tracing::Span;
 use tracing::field::Empty;
+
+/// Every outcome, in the order [`NameMeters`] keeps their handles.
+const OUTCOMES: [Outcome; 5] =
+    [Outcome::Succeeded, Outcome::Failed, Outcome::Retried, Outcome::Canceled, Outcome::LostLease];
+
+/// The metric handles of one `(queue, name)`, registered once per worker:
+/// counting an attempt is then a few atomic adds, not a label set built
+/// and looked up in the recorder per task.
+#[derive(Debug)]
+pub(crate) struct NameMeters {
+    claimed: Counter,
+    queue_wait: Histogram,
+    settled: [(Counter, Histogram); 5],
+}
+
+impl NameMeters {
+    fn register(queue: &str, name: &str) -> Self {
+        let labels = [("queue", queue.to_string()), ("name", name.to_string())];
+        let settled = OUTCOMES.map(|outcome| {
+            let labels =
+                [("queue", queue.to_string()), ("name", name.to_string()), ("outcome", outcome.as_str().into())];
+            (metrics::counter!(TASKS_SETTLED, &labels[..]), metrics::histogram!(TASK_DURATION, &labels[..]))
+        });
+        Self {
+            claimed: metrics::counter!(TASKS_CLAIMED, &labels[..]),
+            queue_wait: metrics::histogram!(TASK_QUEUE_WAIT, &labels[..]),
+            settled,
+        }
+    }
+}
+
+/// A worker's [`NameMeters`], by queue then name.
+#[derive(Debug, Default)]
+pub(crate) struct Meters(Mutex<HashMap<String, HashMap<String, Arc<NameMeters>>>>);
+
+impl Meters {
+    fn of(&self, queue: &str, name: &str) -> Arc<NameMeters> {
+        let mut by_queue = self.0.lock();
+        if let Some(meters) = by_queue.get(queue).and_then(|names| names.get(name)) {
+            return meters.clone();
+        }
+        let meters = Arc::new(NameMeters::register(queue, name));
+        by_queue.entry(queue.to_string()).or_default().insert(name.to_string(), meters.clone());
+        meters
+    }
+}
 
 /// One claimed attempt, as the telemetry sees it.
 #[derive(Debug)]
 pub(crate) struct Attempt {
-    queue: String,
-    name: String,
+    meters: Arc<NameMeters>,
     claimed: Instant,
     span: Span,
 }
 
 impl Attempt {
     /// Counts the claim and opens the attempt's `process` span.
-    pub(crate) fn claimed(task: &Task, worker_id: &str) -> Self {
-        let labels = [("queue", task.queue.clone()), ("name", task.name.clone())];
-        metrics::counter!(TASKS_CLAIMED, &labels[..]).increment(1);
+    pub(crate) fn claimed(task: &Task, worker_id: &str, meters: &Meters) -> Self {
+        let meters = meters.of(&task.queue, &task.name);
+        meters.claimed.increment(1);
         // The claim stamps updated_at with the database clock, the clock
         // run_at was written with.
         let wait_ms = (task.updated_at_ms - task.run_at_ms).max(0);
-        metrics::histogram!(TASK_QUEUE_WAIT, &labels[..]).record(wait_ms as f64 / 1000.0);
-        Self {
-            queue: task.queue.clone(),
-            name: task.name.clone(),
-            claimed: Instant::now(),
-            span: process_span(task, worker_id),
-        }
+        meters.queue_wait.record(wait_ms as f64 / 1000.0);
+        Self { meters, claimed: Instant::now(), span: process_span(task, worker_id) }
     }
 
     /// The attempt's `process` span.
@@ -46,10 +90,10 @@ impl Attempt {
     /// Counts the attempt's end (the callers make sure it is counted once).
     pub(crate) fn settled(&self, outcome: Outcome) {
         let elapsed = self.claimed.elapsed();
-        let labels =
-            [("queue", self.queue.clone()), ("name", self.name.clone()), ("outcome", outcome.as_str().to_string())];
-        metrics::counter!(TASKS_SETTLED, &labels[..]).increment(1);
-        metrics::histogram!(TASK_DURATION, &labels[..]).record(elapsed.as_secs_f64());
+        let index = OUTCOMES.iter().position(|o| *o == outcome).unwrap_or(0);
+        let (settled, duration) = &self.meters.settled[index];
+        settled.increment(1);
+        duration.record(elapsed.as_secs_f64());
         self.span.record("cairnq.outcome", outcome.as_str());
         let duration_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
         tracing::debug!(parent: &self.span, outcome = outcome.as_str(), duration_ms, "cairnq task settled");
@@ -63,9 +107,16 @@ impl Attempt {
 
 /// The consumer span of one attempt (`process QUEUE`): a child of the
 /// submit's `send` span when the task carries a valid `traceparent`, a new
-/// trace otherwise.
+/// trace otherwise. Every field is given at creation (none recorded
+/// later but the outcome): a formatting subscriber then formats the span
+/// once, which is most of what a span costs.
 fn process_span(task: &Task, worker_id: &str) -> Span {
-    let span = tracing::info_span!(
+    if !tracing::enabled!(tracing::Level::INFO) {
+        return Span::none();
+    }
+    let parent = TraceContext::from_metadata(&task.metadata);
+    let context = parent.map_or_else(TraceContext::root, |p| p.child());
+    tracing::info_span!(
         "process",
         otel.name = %format_args!("process {}", task.queue),
         otel.kind = "consumer",
@@ -77,13 +128,8 @@ fn process_span(task: &Task, worker_id: &str) -> Span {
         cairnq.attempt = task.attempt,
         cairnq.worker_id = worker_id,
         cairnq.outcome = Empty,
-        task_id = %task.id,
-        trace_id = Empty,
-        span_id = Empty,
-        parent_span_id = Empty,
-    );
-    if !span.is_disabled() {
-        TraceContext::start_span(&span, &task.metadata);
-    }
-    span
+        trace_id = %context.trace_id(),
+        span_id = %context.span_id(),
+        parent_span_id = parent.map(|p| p.span_id()),
+    )
 }

@@ -17,6 +17,7 @@ use parking_lot::Mutex;
 
 use crate::completions::{CompletionQueue, completion_queue};
 use crate::issue::{OnError, Phase, WorkerIssue};
+use crate::observe::Meters;
 use crate::options::{OnUnusable, WorkerOptions};
 use crate::state::{Leases, Load, TaskState};
 use crate::stop::{StopLevel, StopSwitch, raise};
@@ -28,6 +29,8 @@ pub(crate) struct Shared {
     pub(crate) leases: Leases,
     pub(crate) load: Arc<Load>,
     pub(crate) completions: Arc<CompletionQueue>,
+    /// The metric handles of the names this worker ran.
+    pub(crate) meters: Meters,
     on_error: Option<OnError>,
     /// The worker's stop switch: an unusable database flips it.
     stop: StopSwitch,
@@ -53,6 +56,7 @@ impl Shared {
             leases: Leases::default(),
             load: Arc::default(),
             completions,
+            meters: Meters::default(),
             on_error,
             stop,
             halted: Mutex::new(None),

@@ -7,7 +7,6 @@ use std::fmt;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use tracing::field::Empty;
 
 use crate::json::Json;
 use crate::store::NewTask;
@@ -75,21 +74,6 @@ impl TraceContext {
         Self::parse(&carrier.traceparent?)
     }
 
-    /// Gives `span` its trace fields (`trace_id`, `span_id` and, under a
-    /// parent, `parent_span_id`): a child of the `traceparent` in
-    /// `metadata` when there is a valid one, a new trace otherwise. The
-    /// span must declare the three fields; the span's context is returned.
-    pub fn start_span(span: &tracing::Span, metadata: &Json) -> Self {
-        let parent = Self::from_metadata(metadata);
-        let context = parent.map(|p| p.child()).unwrap_or_else(Self::root);
-        span.record("trace_id", context.trace_id());
-        span.record("span_id", context.span_id());
-        if let Some(parent) = parent {
-            span.record("parent_span_id", parent.span_id());
-        }
-        context
-    }
-
     /// The trace id, 32 lower-case hex digits.
     pub fn trace_id(&self) -> String {
         format!("{:032x}", self.trace_id)
@@ -123,6 +107,11 @@ impl fmt::Display for TraceContext {
 /// trace ids (continuing a `traceparent` already in the metadata) and the
 /// task's metadata gets the span's own `traceparent`.
 pub(crate) fn send_span(task: &mut NewTask) -> tracing::Span {
+    if !tracing::enabled!(tracing::Level::INFO) {
+        return tracing::Span::none();
+    }
+    let parent = TraceContext::from_metadata(&task.metadata);
+    let context = parent.map_or_else(TraceContext::root, |p| p.child());
     let span = tracing::info_span!(
         "send",
         otel.name = %format_args!("send {}", task.queue),
@@ -132,15 +121,14 @@ pub(crate) fn send_span(task: &mut NewTask) -> tracing::Span {
         messaging.destination.name = %task.queue,
         messaging.message.id = %task.id,
         cairnq.task.name = %task.name,
-        trace_id = Empty,
-        span_id = Empty,
-        parent_span_id = Empty,
+        trace_id = %context.trace_id(),
+        span_id = %context.span_id(),
+        parent_span_id = parent.map(|p| p.span_id()),
     );
-    if span.is_disabled() {
-        return span;
+    // Only a span someone records has a context worth passing on.
+    if !span.is_disabled() {
+        task.metadata = context.written_into(&task.metadata);
     }
-    let context = TraceContext::start_span(&span, &task.metadata);
-    task.metadata = context.written_into(&task.metadata);
     span
 }
 
