@@ -49,18 +49,23 @@ pub(crate) async fn run_call(core: Arc<Shared>, handler: Handler, contexts: Vec<
         Handler::Single(call) => {
             let mut endings = Vec::with_capacity(contexts.len());
             for ctx in contexts {
-                let span = ctx.state().attempt.span().clone();
+                let span = ctx.state().attempt.span(ctx.task(), &core.worker_id);
                 let ending = timed(&core, guarded(core.options.max_run, call(ctx.clone())).instrument(span)).await;
                 endings.push((ctx, ending));
             }
             drop(load);
             join_all(endings.into_iter().map(|(ctx, ending)| {
-                let span = ctx.state().attempt.span().clone();
+                let span = ctx.state().attempt.span(ctx.task(), &core.worker_id);
                 settle_single(&core, ctx, ending).instrument(span)
             }))
             .await;
         }
         Handler::Batch(call) => {
+            // One call runs them all: each task's span is opened (and ends
+            // with its settlement), none is the call's.
+            for ctx in &contexts {
+                drop(ctx.state().attempt.span(ctx.task(), &core.worker_id));
+            }
             let ending = timed(&core, guarded(core.options.max_run, call(contexts.clone()))).await;
             drop(load);
             settle_batch(&core, &contexts, ending).await;

@@ -6,7 +6,7 @@
 //! [`cairnq_core::observe`].
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use cairnq_core::observe::{Outcome, TASK_DURATION, TASK_QUEUE_WAIT, TASKS_CLAIMED, TASKS_SETTLED, TraceContext};
@@ -67,24 +67,28 @@ impl Meters {
 pub(crate) struct Attempt {
     meters: Arc<NameMeters>,
     claimed: Instant,
-    span: Span,
+    /// Opened when the handler starts, on the call's own task: the claim
+    /// loop dispatches every row of a claim in one pass, and a span
+    /// formatted there for each would slow the one serial path of the
+    /// worker (a buffered task lost before it ran never gets one).
+    span: OnceLock<Span>,
 }
 
 impl Attempt {
     /// Counts the claim and opens the attempt's `process` span.
-    pub(crate) fn claimed(task: &Task, worker_id: &str, meters: &Meters) -> Self {
+    pub(crate) fn claimed(task: &Task, meters: &Meters) -> Self {
         let meters = meters.of(&task.queue, &task.name);
         meters.claimed.increment(1);
         // The claim stamps updated_at with the database clock, the clock
         // run_at was written with.
         let wait_ms = (task.updated_at_ms - task.run_at_ms).max(0);
         meters.queue_wait.record(wait_ms as f64 / 1000.0);
-        Self { meters, claimed: Instant::now(), span: process_span(task, worker_id) }
+        Self { meters, claimed: Instant::now(), span: OnceLock::new() }
     }
 
-    /// The attempt's `process` span.
-    pub(crate) fn span(&self) -> &Span {
-        &self.span
+    /// The attempt's `process` span, opened on first use.
+    pub(crate) fn span(&self, task: &Task, worker_id: &str) -> Span {
+        self.span.get_or_init(|| process_span(task, worker_id)).clone()
     }
 
     /// Counts the attempt's end (the callers make sure it is counted once).
@@ -94,9 +98,11 @@ impl Attempt {
         let (settled, duration) = &self.meters.settled[index];
         settled.increment(1);
         duration.record(elapsed.as_secs_f64());
-        self.span.record("cairnq.outcome", outcome.as_str());
+        let none = Span::none();
+        let span = self.span.get().unwrap_or(&none);
+        span.record("cairnq.outcome", outcome.as_str());
         let duration_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
-        tracing::debug!(parent: &self.span, outcome = outcome.as_str(), duration_ms, "cairnq task settled");
+        tracing::debug!(parent: span, outcome = outcome.as_str(), duration_ms, "cairnq task settled");
     }
 
     /// Counts the attempt's end from the status its settle write left.

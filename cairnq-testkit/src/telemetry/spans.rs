@@ -49,8 +49,6 @@ pub struct SpanRecorder {
     open: Mutex<HashMap<u64, (RecordedSpan, usize)>>,
     closed: Mutex<Vec<RecordedSpan>>,
     on_close: Option<OnClose>,
-    /// Keep nothing after a span closes (long runs: constant memory).
-    discard: bool,
 }
 
 impl fmt::Debug for SpanRecorder {
@@ -68,13 +66,6 @@ impl SpanRecorder {
     /// A recorder that also calls `on_close` with each span as it closes.
     pub fn on_close(on_close: impl Fn(&RecordedSpan) + Send + Sync + 'static) -> Self {
         Self { on_close: Some(Box::new(on_close)), ..Self::default() }
-    }
-
-    /// A recorder that records every span and formats every event but
-    /// keeps nothing once a span closes: the work of a real subscriber,
-    /// in constant memory (the telemetry-on benchmarks).
-    pub fn discarding() -> Self {
-        Self { discard: true, ..Self::default() }
     }
 
     /// Every span closed so far, in closing order.
@@ -117,11 +108,7 @@ impl Subscriber for SpanRecorder {
 
     fn record_follows_from(&self, _span: &Id, _follows: &Id) {}
 
-    fn event(&self, event: &Event<'_>) {
-        let mut fields = BTreeMap::new();
-        event.record(&mut Fields(&mut fields));
-        std::hint::black_box(fields);
-    }
+    fn event(&self, _event: &Event<'_>) {}
 
     fn enter(&self, _span: &Id) {}
 
@@ -148,9 +135,7 @@ impl Subscriber for SpanRecorder {
             if let Some(on_close) = &self.on_close {
                 on_close(&span);
             }
-            if !self.discard {
-                self.closed.lock().push(span);
-            }
+            self.closed.lock().push(span);
         }
         true
     }

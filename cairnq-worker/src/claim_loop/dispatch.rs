@@ -45,7 +45,7 @@ impl ClaimLoop {
     pub(super) fn dispatch(&mut self, tasks: Vec<Task>) {
         let mut batches: HashMap<String, Vec<TaskContext>> = HashMap::new();
         for task in tasks {
-            let attempt = Attempt::claimed(&task, &self.core.worker_id, &self.core.meters);
+            let attempt = Attempt::claimed(&task, &self.core.meters);
             let state = Arc::new(TaskState::new(task.cancel_requested_at_ms.is_some(), attempt));
             self.core.leases.insert(&task.id, state.clone());
             let ctx = TaskContext::new(task, state, self.core.clone());
