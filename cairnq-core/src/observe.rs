@@ -93,9 +93,15 @@ impl Outcome {
     }
 }
 
-/// Counts the leases one claim recovered, per queue (before its commit: a
-/// claim that then fails over-counts, which only a failing store does).
-pub(crate) fn leases_recovered<'a>(queues: impl Iterator<Item = &'a str>) {
+/// Counts the leases one claim recovered, given the queue of each
+/// ([`LEASES_RECOVERED`]). The shared claim flow calls it; a backend with a
+/// claim of its own calls it too. Counted before the claim commits: a claim
+/// that then fails over-counts, which only a failing store does.
+///
+/// ```
+/// cairnq_core::observe::leases_recovered(["images", "images", "default"].into_iter());
+/// ```
+pub fn leases_recovered<'a>(queues: impl Iterator<Item = &'a str>) {
     let mut per_queue: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
     for queue in queues {
         *per_queue.entry(queue).or_default() += 1;
