@@ -4,7 +4,8 @@
 //! the usual production level, formatting every span and event and writing
 //! them to a sink).
 //! Each workload runs in a process of its own, so installing the process's
-//! globals here touches no other measurement.
+//! globals here touches no other measurement. `CAIRNQ_BENCH_NO_TRACING=1`
+//! leaves the subscriber out (metrics alone).
 
 use std::time::Duration;
 
