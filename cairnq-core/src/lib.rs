@@ -21,6 +21,7 @@
 //! ```
 
 pub mod backend;
+pub mod observe;
 pub mod store;
 
 mod backoff;
@@ -56,8 +57,8 @@ pub use install::{Install, MigrationStatus};
 pub use json::{Json, JsonError};
 pub use keys::Conflict;
 pub use model::{
-    HeldLease, ListCursor, ParseCursorError, QueueCounts, Stats, Task, TaskCount, TaskPage, TaskRef, TaskStatus,
-    Undecodable, UnknownStatus,
+    HeldLease, ListCursor, ParseCursorError, QueueAge, QueueCounts, Stats, Task, TaskCount, TaskPage, TaskRef,
+    TaskStatus, Undecodable, UnknownStatus,
 };
 pub use retention::{Retention, Sweeper, SweeperHandle};
 pub use schedule::{CatchUp, MIN_INTERVAL, Overlap, Schedule, ScheduleInfo, ScheduleOwner, ScheduleSpec, slot_key};

@@ -233,6 +233,16 @@ pub struct TaskCount {
     pub count: u64,
 }
 
+/// How long a queue's oldest due queued task has waited since it became
+/// due, as a store reads it ([`Store::oldest_due`](crate::Store::oldest_due)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueAge {
+    /// The queue.
+    pub queue: String,
+    /// Milliseconds since the oldest due task became due (the store's clock).
+    pub age_ms: i64,
+}
+
 /// Folds raw counts into [`Stats`], zero-filling every status, and adding the
 /// asked-for queue even when it has no rows. Unrecognized statuses add to
 /// [`QueueCounts::unrecognized`].

@@ -37,6 +37,11 @@ impl<E: Exec> Executor for PgExec<'_, E> {
         found.iter().filter(|r| !r.is_empty()).map(|r| row::col(r, "id")).collect()
     }
 
+    async fn recovered(&self, query: Query) -> Result<Vec<(String, String)>> {
+        let found = rows(self.0, &query).await?;
+        found.iter().map(|r| Ok((row::col(r, "id")?, row::col(r, "queue")?))).collect()
+    }
+
     async fn lock_key(&self, key: &str) -> Result<()> {
         run_sql(self.0, "lock key", LOCK_KEY, &[&key]).await.map(drop)
     }

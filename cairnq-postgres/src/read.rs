@@ -4,7 +4,7 @@
 
 use cairnq_core::backend::{Query, Sql, TaskRow};
 use cairnq_core::store::{CountQueuedParams, GetParams, ListFilter, ProbeParams, StatsParams};
-use cairnq_core::{Result, Task, TaskCount, TaskRef};
+use cairnq_core::{QueueAge, Result, Task, TaskCount, TaskRef};
 
 use crate::exec::{Exec, answer, one_row, opt_row, rows};
 use crate::row::{self, col};
@@ -28,6 +28,11 @@ pub(crate) async fn list(exec: &impl Exec, filter: &ListFilter) -> Result<Vec<Ta
 /// Row counts by queue and status (from the counter table with `counted`).
 pub(crate) async fn stats(exec: &impl Exec, params: &StatsParams, counted: bool) -> Result<Vec<TaskCount>> {
     rows(exec, &Query::stats(params, counted)).await?.iter().map(row::task_count).collect()
+}
+
+/// Per queue, the age of its oldest due queued task.
+pub(crate) async fn oldest_due(exec: &impl Exec, params: &StatsParams) -> Result<Vec<QueueAge>> {
+    rows(exec, &Query::oldest_due(params)).await?.iter().map(row::queue_age).collect()
 }
 
 /// Queued rows on a queue, counting at most `at_most`.

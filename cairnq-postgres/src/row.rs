@@ -11,7 +11,7 @@ use std::error::Error as StdError;
 
 use cairnq_core::backend::narrow;
 use cairnq_core::store::TaskRow;
-use cairnq_core::{Error, HeldLease, Json, Result, Task, TaskCount, TaskRef, TaskStatus, Undecodable};
+use cairnq_core::{Error, HeldLease, Json, QueueAge, Result, Task, TaskCount, TaskRef, TaskStatus, Undecodable};
 use tokio_postgres::Row;
 use tokio_postgres::types::{FromSql, Type};
 
@@ -116,6 +116,11 @@ pub(crate) fn task_count(row: &Row) -> Result<TaskCount> {
         status: status.and_then(|s| s.parse().ok()),
         count: u64::try_from(count).map_err(|_| Error::corrupt_row(format!("negative count {count}")))?,
     })
+}
+
+/// A `queue, age_ms` row.
+pub(crate) fn queue_age(row: &Row) -> Result<QueueAge> {
+    Ok(QueueAge { queue: col(row, "queue")?, age_ms: col(row, "age_ms")? })
 }
 
 /// An `id, cancel_requested_at_ms` row.

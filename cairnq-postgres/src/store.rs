@@ -13,7 +13,8 @@ use cairnq_core::store::{
     WakeupsLost,
 };
 use cairnq_core::{
-    Capabilities, ChangeWatch, HeldLease, Install, MigrationStatus, Result, Store, Task, TaskCount, TaskRef, Wake,
+    Capabilities, ChangeWatch, HeldLease, Install, MigrationStatus, QueueAge, Result, Store, Task, TaskCount, TaskRef,
+    Wake,
 };
 use deadpool_postgres::{Client, Pool};
 
@@ -318,6 +319,10 @@ impl Store for PostgresStore {
 
     async fn count_queued(&self, params: &CountQueuedParams) -> Result<u64> {
         read::count_queued(&self.client().await?, params, self.inner.counted).await
+    }
+
+    async fn oldest_due(&self, params: &StatsParams) -> Result<Vec<QueueAge>> {
+        read::oldest_due(&self.client().await?, params).await
     }
 
     async fn cancel(&self, params: &CancelParams) -> Result<Option<Task>> {

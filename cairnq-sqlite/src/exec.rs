@@ -80,18 +80,23 @@ impl Executor for SqliteExec<'_> {
         self.rows(q, row::held_lease)
     }
 
+    async fn recovered(&self, q: Query) -> Result<Vec<(String, String)>> {
+        let sql = q.sql;
+        let moved = self.rows(q, row::id_and_queue)?;
+        for (id, queue) in &moved {
+            match sql {
+                Sql::RecoverRequeuedLeases => self.note(|c| c.queued_on(queue)),
+                _ => self.note(|c| c.finished(id.clone(), Some(queue.clone()))),
+            }
+        }
+        Ok(moved)
+    }
+
     async fn ids(&self, q: Query) -> Result<Vec<String>> {
         let sql = q.sql;
         match sql {
             Sql::RecoverCanceledLeases | Sql::RecoverRequeuedLeases | Sql::RecoverFailedLeases => {
-                let moved = self.rows(q, row::id_and_queue)?;
-                for (id, queue) in &moved {
-                    match sql {
-                        Sql::RecoverRequeuedLeases => self.note(|c| c.queued_on(queue)),
-                        _ => self.note(|c| c.finished(id.clone(), Some(queue.clone()))),
-                    }
-                }
-                Ok(moved.into_iter().map(|(id, _)| id).collect())
+                Ok(self.recovered(q).await?.into_iter().map(|(id, _)| id).collect())
             }
             Sql::FailUndecodableTask => {
                 let id = Self::text_arg(&q, "id").map(str::to_string);

@@ -3,7 +3,7 @@
 
 use cairnq_core::backend::{Query, Sql, TaskRow};
 use cairnq_core::store::{CountQueuedParams, GetParams, ListFilter, ProbeParams, StatsParams};
-use cairnq_core::{Result, Task, TaskCount, TaskRef};
+use cairnq_core::{QueueAge, Result, Task, TaskCount, TaskRef};
 use rusqlite::Connection;
 
 use crate::row;
@@ -23,6 +23,10 @@ pub(crate) fn list(conn: &Connection, _now_ms: i64, filter: &ListFilter) -> Resu
 
 pub(crate) fn stats(conn: &Connection, _now_ms: i64, p: &StatsParams) -> Result<Vec<TaskCount>> {
     query(conn, &Query::stats(p, counted(conn)?), row::task_count)
+}
+
+pub(crate) fn oldest_due(conn: &Connection, now_ms: i64, p: &StatsParams) -> Result<Vec<QueueAge>> {
+    query(conn, &Query::oldest_due(p).arg("now_ms", now_ms), row::queue_age)
 }
 
 pub(crate) fn count_queued(conn: &Connection, _now_ms: i64, p: &CountQueuedParams) -> Result<u64> {

@@ -13,7 +13,7 @@
 
 use cairnq_core::backend::narrow;
 use cairnq_core::store::TaskRow;
-use cairnq_core::{Error, HeldLease, Json, Result, Task, TaskCount, TaskRef, TaskStatus, Undecodable};
+use cairnq_core::{Error, HeldLease, Json, QueueAge, Result, Task, TaskCount, TaskRef, TaskStatus, Undecodable};
 use rusqlite::Row;
 use rusqlite::types::ValueRef;
 
@@ -170,6 +170,11 @@ pub(crate) fn task_count(row: &Row<'_>) -> Result<TaskCount> {
     let count = u64::try_from(count).map_err(|_| Error::corrupt_row(format!("negative count {count}")))?;
     let status = cell(row, 1, "status", opt_text)?.and_then(|s| s.parse().ok());
     Ok(TaskCount { queue: cell(row, 0, "queue", text)?, status, count })
+}
+
+/// A `queue, age_ms` row.
+pub(crate) fn queue_age(row: &Row<'_>) -> Result<QueueAge> {
+    Ok(QueueAge { queue: cell(row, 0, "queue", text)?, age_ms: cell(row, 1, "age_ms", int)? })
 }
 
 /// `(id, queue)` of a row a statement moved.

@@ -12,7 +12,9 @@ use cairnq_core::store::{
     PauseScheduleParams, ProbeParams, ProgressParams, PurgeFilter, RepairParams, Repaired, RetryParams,
     SaveScheduleParams, ScheduleQuery, ScheduleRead, ScheduleRow, SettleParams, StatsParams, SubmitManyParams, TaskRow,
 };
-use cairnq_core::{Capabilities, ChangeWatch, Error, HeldLease, Json, Result, Store, Task, TaskCount, TaskRef, Wake};
+use cairnq_core::{
+    Capabilities, ChangeWatch, Error, HeldLease, Json, QueueAge, Result, Store, Task, TaskCount, TaskRef, Wake,
+};
 use parking_lot::Mutex;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
@@ -396,6 +398,10 @@ impl Store for SqliteStore {
 
     async fn count_queued(&self, params: &CountQueuedParams) -> Result<u64> {
         read_job!(self, read::count_queued, params)
+    }
+
+    async fn oldest_due(&self, params: &StatsParams) -> Result<Vec<QueueAge>> {
+        read_job!(self, read::oldest_due, params)
     }
 
     async fn cancel(&self, params: &CancelParams) -> Result<Option<Task>> {

@@ -79,6 +79,11 @@ macro_rules! worker_suite_tests {
             "multi_thread": a_shared_schedule_fires_each_slot_once_across_processes,
             "multi_thread": schedules_are_managed_through_the_client,
             "multi_thread": overlap_skip_holds_while_the_previous_fire_runs,
+            "multi_thread": metrics_count_each_task_once,
+            "multi_thread": metrics_count_retried_and_failed_attempts,
+            "multi_thread": metrics_count_a_lost_lease,
+            "multi_thread": queue_gauges_read_depth_and_age,
+            "multi_thread": a_process_span_continues_the_send_span_across_processes,
         );
     };
 }

@@ -31,7 +31,9 @@ use cairnq_core::store::{
     HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RepairParams,
     RetryParams, SettleParams, StatsParams, SubmitManyParams, TaskRow, WakeupsLost,
 };
-use cairnq_core::{Capabilities, ChangeWatch, HeldLease, Repaired, Result, Store, Task, TaskCount, TaskRef, Wake};
+use cairnq_core::{
+    Capabilities, ChangeWatch, HeldLease, QueueAge, Repaired, Result, Store, Task, TaskCount, TaskRef, Wake,
+};
 
 /// Writes [`Forward`] (every operation forwarded to `inner` unless
 /// overridden) and the [`Store`] implementation of [`Forwarding`] from one
@@ -133,6 +135,7 @@ forwarded_operations! {
     list(ListFilter) -> Vec<TaskRow>;
     stats(StatsParams) -> Vec<TaskCount>;
     count_queued(CountQueuedParams) -> u64;
+    oldest_due(StatsParams) -> Vec<QueueAge>;
     cancel(CancelParams) -> Option<Task>;
     retry(RetryParams) -> Option<Task>;
     purge(PurgeFilter) -> Vec<String>;

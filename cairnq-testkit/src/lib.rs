@@ -33,6 +33,7 @@ pub mod scenario;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 pub mod support;
+pub mod telemetry;
 #[cfg(unix)]
 pub mod unprivileged;
 pub mod worker_suite;

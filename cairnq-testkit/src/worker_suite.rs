@@ -29,6 +29,8 @@ mod queue_ops;
 mod schedules;
 mod settling;
 mod support;
+mod telemetry;
+mod traces;
 mod waits;
 mod wakeups;
 
@@ -66,6 +68,11 @@ pub use schedules::{
     overlap_skip_holds_while_the_previous_fire_runs, schedules_are_managed_through_the_client,
 };
 pub use settling::{a_refused_result_fails_only_its_own_task, complete_batch_settles_each_task_as_complete_would};
+pub use telemetry::{
+    metrics_count_a_lost_lease, metrics_count_each_task_once, metrics_count_retried_and_failed_attempts,
+    queue_gauges_read_depth_and_age,
+};
+pub use traces::a_process_span_continues_the_send_span_across_processes;
 pub use waits::{
     a_timed_out_wait_says_what_the_task_is_doing, a_wait_by_id_waits_for_a_task_not_visible_yet,
     a_wait_by_key_waits_for_the_key_and_follows_a_replace,

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use cairnq_core::{ErrorEnvelope, Json, codes};
 use futures::FutureExt;
 use futures::future::{BoxFuture, join_all};
+use tracing::Instrument;
 
 use crate::context::TaskContext;
 use crate::handler::{BatchResult, Handler, SingleResult};
@@ -48,13 +49,23 @@ pub(crate) async fn run_call(core: Arc<Shared>, handler: Handler, contexts: Vec<
         Handler::Single(call) => {
             let mut endings = Vec::with_capacity(contexts.len());
             for ctx in contexts {
-                let ending = timed(&core, guarded(core.options.max_run, call(ctx.clone()))).await;
+                let span = ctx.state().attempt.span(ctx.task(), &core.worker_id);
+                let ending = timed(&core, guarded(core.options.max_run, call(ctx.clone())).instrument(span)).await;
                 endings.push((ctx, ending));
             }
             drop(load);
-            join_all(endings.into_iter().map(|(ctx, ending)| settle_single(&core, ctx, ending))).await;
+            join_all(endings.into_iter().map(|(ctx, ending)| {
+                let span = ctx.state().attempt.span(ctx.task(), &core.worker_id);
+                settle_single(&core, ctx, ending).instrument(span)
+            }))
+            .await;
         }
         Handler::Batch(call) => {
+            // One call runs them all: each task's span is opened (and ends
+            // with its settlement), none is the call's.
+            for ctx in &contexts {
+                drop(ctx.state().attempt.span(ctx.task(), &core.worker_id));
+            }
             let ending = timed(&core, guarded(core.options.max_run, call(contexts.clone()))).await;
             drop(load);
             settle_batch(&core, &contexts, ending).await;

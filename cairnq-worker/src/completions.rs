@@ -6,20 +6,21 @@
 //! last write ran goes out in one `complete_batch`, and a lone completion
 //! is written at once.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use cairnq_core::backend::{Coalescer, lost_lease};
 use cairnq_core::store::{CompleteBatchParams, SettleParams};
-use cairnq_core::{CairnQ, Json, Result};
+use cairnq_core::{CairnQ, Json, Result, TaskStatus};
 
 use crate::retries::with_transient_retries;
 
 /// The most completions one write carries.
 const MAX_BATCH: usize = 512;
 
-/// `(task id, result)` pairs waiting for a shared write.
-pub(crate) type CompletionQueue = Coalescer<(String, Json), ()>;
+/// `(task id, result)` pairs waiting for a shared write; each answers the
+/// status its row was left in (`succeeded`, or `canceled` when a cancel won).
+pub(crate) type CompletionQueue = Coalescer<(String, Json), TaskStatus>;
 
 /// The queue of one worker: completes as `worker_id`, answering
 /// [`LostLease`](cairnq_core::Error::LostLease) for a task no longer its own.
@@ -34,12 +35,12 @@ pub(crate) fn completion_queue(client: CairnQ, worker_id: String) -> Arc<Complet
     )
 }
 
-async fn write_batch(client: &CairnQ, worker_id: &str, batch: Vec<(String, Json)>) -> Vec<Result<()>> {
+async fn write_batch(client: &CairnQ, worker_id: &str, batch: Vec<(String, Json)>) -> Vec<Result<TaskStatus>> {
     let params = CompleteBatchParams::new(worker_id, batch);
     match with_transient_retries(|| client.complete_batch(&params)).await {
         Ok(settled) => {
-            let settled: HashSet<String> = settled.into_iter().map(|t| t.id).collect();
-            let owned = |id: &String| if settled.contains(id) { Ok(()) } else { Err(lost_lease(id, worker_id)) };
+            let settled: HashMap<String, TaskStatus> = settled.into_iter().map(|t| (t.id, t.status)).collect();
+            let owned = |id: &String| settled.get(id).copied().ok_or_else(|| lost_lease(id, worker_id));
             params.completions.iter().map(|(id, _)| owned(id)).collect()
         }
         // One task at a time, so each gets its own outcome: a result the
@@ -47,7 +48,9 @@ async fn write_batch(client: &CairnQ, worker_id: &str, batch: Vec<(String, Json)
         Err(_) => {
             let mut outcomes = Vec::with_capacity(params.completions.len());
             for (task_id, result) in params.completions {
-                outcomes.push(client.complete(&SettleParams::new(task_id, worker_id).result(result)).await.map(drop));
+                outcomes.push(
+                    client.complete(&SettleParams::new(task_id, worker_id).result(result)).await.map(|t| t.status),
+                );
             }
             outcomes
         }

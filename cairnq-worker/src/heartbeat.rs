@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use cairnq_core::observe::Outcome;
 use cairnq_core::store::HeartbeatBatchParams;
 use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
@@ -77,6 +78,7 @@ async fn renew(core: &Shared) {
             None if state.is_settled() => {}
             None => {
                 if state.mark_lost() {
+                    state.attempt.settled(Outcome::LostLease);
                     lost.push(id.clone());
                 }
                 core.leases.remove(&id);

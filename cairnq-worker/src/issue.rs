@@ -1,8 +1,11 @@
 //! What a running worker reports: the problems it survives (or stops for)
 //! and the hook that receives them.
 //!
-//! A worker never prints from library code on its own account beyond the
-//! default hook: every report goes through [`WorkerOptions::on_error`](crate::WorkerOptions::on_error)(crate::WorkerOptions::on_error).
+//! A worker never prints: every report goes to
+//! [`WorkerOptions::on_error`](crate::WorkerOptions::on_error) when set, and
+//! otherwise becomes a `tracing` event (target `cairnq_worker`, with the
+//! fields `worker_id`, `phase`, `task_id` and `error.kind` where they apply),
+//! which the application's subscriber writes wherever it writes its logs.
 
 use std::fmt;
 use std::sync::Arc;
@@ -273,11 +276,32 @@ impl fmt::Display for Call<'_> {
 /// The hook that receives [`WorkerIssue`]s.
 pub type OnError = Arc<dyn Fn(WorkerIssue) + Send + Sync>;
 
-/// Hands `issue` to `hook`, or writes it to stderr naming the worker.
+/// Hands `issue` to `hook`, or logs it naming the worker.
 pub(crate) fn deliver(hook: Option<&OnError>, worker_id: &str, issue: WorkerIssue) {
     match hook {
         Some(hook) => hook(issue),
-        None => eprintln!("cairnq worker {worker_id}: {issue}"),
+        None => log(worker_id, &issue),
+    }
+}
+
+/// The issue as a `tracing` event: a stop asked for is news (info), an
+/// unusable database an error, everything else a warning.
+fn log(worker_id: &str, issue: &WorkerIssue) {
+    let (phase, task_id, error) = match issue {
+        WorkerIssue::Store { phase, task_id, error } | WorkerIssue::Unusable { phase, task_id, error, .. } => {
+            (Some(phase.as_str()), task_id.as_deref(), Some(error))
+        }
+        WorkerIssue::SlowStore { phase, .. } => (Some(phase.as_str()), None, None),
+        WorkerIssue::WakeupsLost { error, .. } => (None, None, Some(error)),
+        _ => (None, None, None),
+    };
+    let kind = error.map(|e| format!("{:?}", e.kind()));
+    match issue {
+        WorkerIssue::Draining { .. } | WorkerIssue::Repaired { .. } => {
+            tracing::info!(worker_id, phase, task_id, error.kind = kind, "{issue}");
+        }
+        WorkerIssue::Unusable { .. } => tracing::error!(worker_id, phase, task_id, error.kind = kind, "{issue}"),
+        _ => tracing::warn!(worker_id, phase, task_id, error.kind = kind, "{issue}"),
     }
 }
 

@@ -154,6 +154,7 @@ pub mod exec;
 mod handler;
 mod heartbeat;
 mod issue;
+mod observe;
 mod options;
 mod quiet_panics;
 mod register;

@@ -79,7 +79,7 @@ pub struct WorkerOptions {
     pub claim_unknown_names: bool,
     /// The worker id; `None`: `worker_` + a fresh ULID.
     pub worker_id: Option<String>,
-    /// Receives what the loop reports; `None`: written to stderr.
+    /// Receives what the loop reports; `None`: logged through `tracing`.
     pub on_error: Option<OnError>,
     /// What to do when the database turns out unusable (stop, by default).
     pub on_unusable: OnUnusable,
@@ -92,6 +92,12 @@ pub struct WorkerOptions {
     pub schedules_every: Option<Duration>,
     /// Schedules declared in code: upserted at start (owner `code`).
     pub schedules: Vec<Schedule>,
+    /// Reads the queue gauges (`cairnq_queue_depth`) this often while the
+    /// worker runs, at most once per interval per process
+    /// ([`QueueGauges`](cairnq_core::observe::QueueGauges)); `None` (the
+    /// default): never, so a worker whose application exports no metrics
+    /// does not count rows for nobody.
+    pub queue_gauges: Option<Duration>,
 }
 
 impl Default for WorkerOptions {
@@ -116,6 +122,7 @@ impl Default for WorkerOptions {
             repair_every: Some(Duration::from_secs(60)),
             schedules_every: Some(Duration::from_secs(1)),
             schedules: Vec::new(),
+            queue_gauges: None,
         }
     }
 }
@@ -239,7 +246,7 @@ impl WorkerOptions {
         self
     }
 
-    /// Sends what the loop reports to `hook` instead of stderr.
+    /// Sends what the loop reports to `hook` instead of the `tracing` log.
     pub fn on_error(mut self, hook: impl Fn(WorkerIssue) + Send + Sync + 'static) -> Self {
         self.on_error = Some(Arc::new(hook));
         self
@@ -270,6 +277,19 @@ impl WorkerOptions {
     /// ```
     pub fn schedule(mut self, schedule: Schedule) -> Self {
         self.schedules.push(schedule);
+        self
+    }
+
+    /// Reads the queue gauges every `interval` while running (`None`:
+    /// never; see [`DEFAULT_GAUGE_INTERVAL`](cairnq_core::observe::DEFAULT_GAUGE_INTERVAL)).
+    ///
+    /// ```
+    /// use cairnq_core::observe::DEFAULT_GAUGE_INTERVAL;
+    /// let options = cairnq_worker::WorkerOptions::new().queue_gauges(Some(DEFAULT_GAUGE_INTERVAL));
+    /// assert_eq!(options.queue_gauges, Some(DEFAULT_GAUGE_INTERVAL));
+    /// ```
+    pub fn queue_gauges(mut self, interval: Option<Duration>) -> Self {
+        self.queue_gauges = interval;
         self
     }
 

@@ -6,7 +6,7 @@
 
 use cairnq_core::backend::lost_lease;
 use cairnq_core::store::{FailParams, SettleParams};
-use cairnq_core::{Error, Json, Result, Task, codes};
+use cairnq_core::{Error, Json, Result, Task, TaskStatus, codes};
 
 use crate::issue::Phase;
 use crate::retries::with_transient_retries;
@@ -21,6 +21,23 @@ pub(crate) enum Settlement {
     Complete(Json),
     /// `fail` with this error (retryable ones get a backoff delay).
     Fail(TaskError),
+}
+
+/// What a settle write answers: the row, or just the status it was left in.
+trait Written {
+    fn status(&self) -> TaskStatus;
+}
+
+impl Written for Task {
+    fn status(&self) -> TaskStatus {
+        self.status
+    }
+}
+
+impl Written for TaskStatus {
+    fn status(&self) -> TaskStatus {
+        *self
+    }
 }
 
 impl Shared {
@@ -80,9 +97,9 @@ impl Shared {
         let written = match how {
             Settlement::Complete(result) => {
                 let completed = self.completions.call((task.id.clone(), result)).await;
-                self.fail_if_refused(task, completed, drop).await
+                self.fail_if_refused(task, completed, |row| row.status).await
             }
-            Settlement::Fail(_) => self.write_settlement(task, &how).await.map(drop),
+            Settlement::Fail(_) => self.write_settlement(task, &how).await.map(|row| row.status),
         };
         self.reported(&task.id, self.finish_write(task, state, written));
     }
@@ -128,12 +145,14 @@ impl Shared {
         self.write_settlement(task, &Settlement::Fail(error)).await.map(when_failed)
     }
 
-    /// After a settle write: stop renewing the lease; a lost lease marks
-    /// the attempt lost.
-    fn finish_write<T>(&self, task: &Task, state: &TaskState, written: Result<T>) -> Result<T> {
+    /// After a settle write: stop renewing the lease; count the outcome; a
+    /// lost lease marks the attempt lost.
+    fn finish_write<T: Written>(&self, task: &Task, state: &TaskState, written: Result<T>) -> Result<T> {
         self.leases.remove(&task.id);
-        if matches!(written, Err(Error::LostLease { .. })) {
-            self.lease_lost(&task.id, state);
+        match &written {
+            Ok(row) => state.attempt.settled_as(row.status()),
+            Err(Error::LostLease { .. }) => self.lease_lost(&task.id, state),
+            Err(_) => {}
         }
         written
     }

@@ -11,11 +11,13 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use cairnq_core::observe::Outcome;
 use cairnq_core::{CairnQ, Error};
 use parking_lot::Mutex;
 
 use crate::completions::{CompletionQueue, completion_queue};
 use crate::issue::{OnError, Phase, WorkerIssue};
+use crate::observe::Meters;
 use crate::options::{OnUnusable, WorkerOptions};
 use crate::state::{Leases, Load, TaskState};
 use crate::stop::{StopLevel, StopSwitch, raise};
@@ -27,6 +29,8 @@ pub(crate) struct Shared {
     pub(crate) leases: Leases,
     pub(crate) load: Arc<Load>,
     pub(crate) completions: Arc<CompletionQueue>,
+    /// The metric handles of the names this worker ran.
+    pub(crate) meters: Meters,
     on_error: Option<OnError>,
     /// The worker's stop switch: an unusable database flips it.
     stop: StopSwitch,
@@ -52,6 +56,7 @@ impl Shared {
             leases: Leases::default(),
             load: Arc::default(),
             completions,
+            meters: Meters::default(),
             on_error,
             stop,
             halted: Mutex::new(None),
@@ -104,6 +109,7 @@ impl Shared {
     /// it, once per task.
     pub(crate) fn lease_lost(&self, task_id: &str, state: &TaskState) {
         if state.mark_lost() {
+            state.attempt.settled(Outcome::LostLease);
             self.report(WorkerIssue::LostLeases { task_ids: vec![task_id.to_string()] });
         }
     }

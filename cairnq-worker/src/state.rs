@@ -12,6 +12,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+
+use crate::observe::Attempt;
 use tokio::sync::{Notify, watch};
 
 /// One claimed task's flags, shared by its context, the call that runs it
@@ -24,15 +26,18 @@ pub(crate) struct TaskState {
     /// When the store last told us whether a cancel is pending (the claim,
     /// then each heartbeat that renewed the lease).
     cancel_checked: Mutex<Instant>,
+    /// The attempt's telemetry (its span, and what its end is counted as).
+    pub(crate) attempt: Attempt,
 }
 
 impl TaskState {
-    pub(crate) fn new(cancel_requested: bool) -> Self {
+    pub(crate) fn new(cancel_requested: bool, attempt: Attempt) -> Self {
         Self {
             settled: AtomicBool::new(false),
             lost: watch::Sender::new(false),
             canceled: watch::Sender::new(cancel_requested),
             cancel_checked: Mutex::new(Instant::now()),
+            attempt,
         }
     }
 

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use cairnq_core::observe::QueueGauges;
 use cairnq_core::{CairnQ, Error, Result, Store};
 
 use crate::claim_loop::{ClaimLoop, Handlers};
@@ -138,6 +139,8 @@ impl Worker {
             return Err(Error::validation("worker", "this worker is already running"));
         }
         let core = Arc::new(Shared::new(self.client.clone(), self.options.clone(), self.stop.clone()));
+        let _gauges =
+            self.options.queue_gauges.map(|every| QueueGauges::new(self.client.clone()).interval(every).spawn());
         ClaimLoop::new(core.clone(), self.handlers.clone(), names, self.stop.subscribe()).run().await;
         self.running.store(false, Ordering::Release);
         match core.take_halt() {

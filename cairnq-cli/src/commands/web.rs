@@ -1,4 +1,4 @@
-//! `cairnq web [--bind ADDR] [--token T] [--read-only]`: serves the
+//! `cairnq web [--bind ADDR] [--token T] [--read-only] [--metrics-addr ADDR]`: serves the
 //! dashboard (cairnq-web) on this database until Ctrl-C or SIGTERM.
 //!
 //! The safety rules are the dashboard's own (loopback by default, a token
@@ -7,6 +7,7 @@
 
 use std::net::SocketAddr;
 
+use cairnq_core::observe::QueueGauges;
 use cairnq_web::{WebError, WebOptions};
 
 use crate::commands::Context;
@@ -23,10 +24,21 @@ pub(crate) struct Args {
     /// Show everything, change nothing: every action is hidden and refused.
     #[arg(long)]
     read_only: bool,
+    /// Also serve Prometheus metrics (queue depths, read every 10 s) at
+    /// http://ADDR/metrics, on a listener of their own.
+    #[arg(long, value_name = "ADDR")]
+    metrics_addr: Option<SocketAddr>,
 }
 
 pub(crate) async fn run(context: &Context, args: Args) -> Result<Exit, Failure> {
     let client = context.existing().await?;
+    let _gauges = match args.metrics_addr {
+        Some(addr) => {
+            crate::metrics::serve(addr).await?;
+            Some(QueueGauges::new(client.clone()).spawn())
+        }
+        None => None,
+    };
     let mut options = WebOptions::new().bind(args.bind);
     if let Some(token) = args.token {
         options = options.token(token);

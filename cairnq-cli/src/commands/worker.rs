@@ -3,8 +3,11 @@
 //! the worker's lifecycle (options, the store, SIGTERM drains); running
 //! one task's command is `cairnq_worker::exec`.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
+use cairnq_core::backend::new_worker_id;
+use cairnq_core::observe::DEFAULT_GAUGE_INTERVAL;
 use cairnq_worker::exec::ExecHandler;
 use cairnq_worker::{Worker, WorkerOptions};
 
@@ -48,13 +51,28 @@ pub(crate) struct Args {
     /// A command running longer is stopped and its attempt fails.
     #[arg(long, value_parser = humanize::duration)]
     max_run: Option<Duration>,
+    /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464),
+    /// queue depths read every 10 s.
+    #[arg(long, value_name = "ADDR")]
+    metrics_addr: Option<SocketAddr>,
 }
 
 impl Args {
     /// The worker options of the arguments, checked by the library.
     fn options(&self) -> Result<WorkerOptions, Failure> {
-        let mut options =
-            WorkerOptions::new().queues(self.queues.iter().cloned()).concurrency(self.concurrency).lease(self.lease);
+        let worker_id = new_worker_id();
+        let reporter = worker_id.clone();
+        let mut options = WorkerOptions::new()
+            .queues(self.queues.iter().cloned())
+            .concurrency(self.concurrency)
+            .lease(self.lease)
+            .worker_id(worker_id)
+            // The library logs through `tracing`; the command has no
+            // subscriber, so it writes the worker's reports itself.
+            .on_error(move |issue| eprintln!("cairnq worker {reporter}: {issue}"));
+        if self.metrics_addr.is_some() {
+            options = options.queue_gauges(Some(DEFAULT_GAUGE_INTERVAL));
+        }
         if let Some(limit) = self.max_run {
             options = options.max_run(limit);
         }
@@ -69,6 +87,9 @@ pub(crate) async fn run(context: &Context, args: Args) -> Result<Exit, Failure> 
     // Bad arguments are refused before the database is opened.
     let options = args.options()?;
     let handler = ExecHandler::new(&args.exec)?;
+    if let Some(addr) = args.metrics_addr {
+        crate::metrics::serve(addr).await?;
+    }
     let client = context.installing().await?;
     let mut worker = Worker::new(client, options)?;
     if args.names.is_empty() {

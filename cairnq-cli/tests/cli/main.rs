@@ -4,6 +4,7 @@
 //! library returns for the same database.
 
 mod bad_input;
+mod metrics;
 mod ops;
 mod python;
 mod scenarios;

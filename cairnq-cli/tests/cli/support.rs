@@ -189,3 +189,25 @@ pub(crate) fn peer(args: &[&str]) -> Value {
 pub(crate) fn as_json<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).expect("serialize")
 }
+
+/// A plain HTTP/1.1 GET, as a script would send it; the body of a 200.
+pub(crate) fn http_get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").expect("send");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    let (head, body) = response.split_once("\r\n\r\n").expect("a response");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    body.to_string()
+}
+
+/// The address a child announced on stderr as `... http://ADDR/...`.
+pub(crate) fn announced_addr(stderr: &mut impl std::io::BufRead) -> String {
+    let mut line = String::new();
+    while !line.contains("http://") {
+        line.clear();
+        assert!(stderr.read_line(&mut line).expect("read stderr") > 0, "the child ended without an address");
+    }
+    line.split("http://").nth(1).and_then(|rest| rest.split('/').next()).expect("an address").to_string()
+}

@@ -19,6 +19,7 @@ use crate::envelope::ErrorEnvelope;
 use crate::error::{Error, Result};
 use crate::keys::{KeyedSubmit, resolve_key_conflict};
 use crate::model::{HeldLease, Task, TaskRef, Undecodable};
+use crate::observe;
 use crate::store::{
     CancelParams, ClaimDraw, ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, NewTask, ProgressParams,
     PurgeFilter, RepairParams, Repaired, RetryParams, SettleParams, SubmitManyParams, TaskRow, TaskSelector,
@@ -44,6 +45,9 @@ pub trait Executor {
     /// The first column of each row as text (ids); a statement returning
     /// nothing gives an empty list.
     fn ids(&self, query: Query) -> impl Future<Output = Result<Vec<String>>>;
+
+    /// `(id, queue)` rows: the tasks a lease recovery moved.
+    fn recovered(&self, query: Query) -> impl Future<Output = Result<Vec<(String, String)>>>;
 
     /// Takes the lock a keyed submit holds until its transaction ends
     /// (Postgres: an advisory lock on the key; SQLite's write transaction
@@ -114,9 +118,9 @@ pub async fn submit_many(exec: &impl Executor, params: &SubmitManyParams) -> Res
 pub async fn claim(exec: &impl Executor, params: &ClaimParams) -> Result<Vec<Task>> {
     let mut plan = params.plan();
     let expired = ErrorEnvelope::lease_expired().to_json();
-    let recover = |sql| exec.ids(Query::new(sql).arg("error", &expired));
+    let recover = |sql| exec.recovered(Query::new(sql).arg("error", &expired));
     let first = params.draws.first().map(|draw| draw_once(exec, params, draw, plan.limit(0)));
-    let (_, _, _, first) = futures::try_join!(
+    let (canceled, requeued, failed, first) = futures::try_join!(
         recover(Sql::RecoverCanceledLeases),
         recover(Sql::RecoverRequeuedLeases),
         recover(Sql::RecoverFailedLeases),
@@ -127,6 +131,7 @@ pub async fn claim(exec: &impl Executor, params: &ClaimParams) -> Result<Vec<Tas
             }
         },
     )?;
+    observe::leases_recovered([canceled, requeued, failed].iter().flatten().map(|(_, queue)| queue.as_str()));
     let (mut claimed, drawn) = first;
     plan.took(0, drawn);
     for (index, draw) in params.draws.iter().enumerate().skip(1) {

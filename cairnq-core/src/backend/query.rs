@@ -200,6 +200,11 @@ impl Query {
         Self::new(sql).filter("queue", params.queue.as_deref())
     }
 
+    /// `oldest_due_by_queue`, for one queue or all.
+    pub fn oldest_due(params: &StatsParams) -> Self {
+        Self::new(Sql::OldestDueByQueue).filter("queue", params.queue.as_deref())
+    }
+
     /// `count_queued`: the bounded count of one queue's queued rows (from
     /// the counter table with `counted`, as [`Query::stats`]).
     pub fn count_queued(params: &CountQueuedParams, counted: bool) -> Self {

@@ -18,10 +18,12 @@ mod watch;
 use std::sync::Arc;
 
 use serde::Serialize;
+use tracing::Instrument;
 
 use crate::backpressure::{Backpressure, BackpressureGate};
 use crate::error::{Error, Result, require_non_empty, require_non_negative, require_positive, require_text};
 use crate::model::{HeldLease, ListCursor, Stats, Task, TaskPage, TaskRef, fold_stats};
+use crate::observe;
 use crate::retention::{Retention, SweeperHandle};
 use crate::store::{
     CancelParams, ClaimParams, CompleteBatchParams, CountQueuedParams, FailParams, GetParams, HeartbeatBatchParams,
@@ -95,7 +97,7 @@ impl CairnQ {
 
     /// The same client with a retention sweeper running in the background
     /// while this client (or a clone) is alive and not closed. Sweep errors
-    /// are written to stderr; use [`Retention::sweeper`] to handle them
+    /// are logged through `tracing` (a warning); use [`Retention::sweeper`] to handle them
     /// yourself. Must be called inside a tokio runtime.
     ///
     /// ```no_run
@@ -107,7 +109,9 @@ impl CairnQ {
     /// ```
     pub fn with_retention(mut self, retention: Retention) -> Result<Self> {
         let sweeper = retention.sweeper(self.store.clone())?;
-        let handle = sweeper.spawn(|e| eprintln!("cairnq retention sweep failed: {e}"));
+        let handle = sweeper.spawn(|error| {
+            tracing::warn!(error.kind = ?error.kind(), %error, "cairnq retention sweep failed");
+        });
         self.sweeper = Some(Arc::new(handle));
         Ok(self)
     }
@@ -125,9 +129,16 @@ impl CairnQ {
 
     /// Submits one task described by a [`TaskSpec`].
     pub async fn submit_spec(&self, spec: &TaskSpec) -> Result<Task> {
-        let task = spec.to_new_task()?;
-        self.admit(&task).await?;
-        self.store.submit(&task).await
+        let mut task = spec.to_new_task()?;
+        let span = observe::send_span(&mut task);
+        async {
+            self.admit(&task).await?;
+            let submitted = self.store.submit(&task).await?;
+            observe::submitted(&task.queue, &task.name);
+            Ok(submitted)
+        }
+        .instrument(span)
+        .await
     }
 
     async fn admit(&self, task: &NewTask) -> Result<()> {
@@ -148,7 +159,14 @@ impl CairnQ {
         for task in &tasks {
             self.admit(task).await?;
         }
-        self.store.submit_many(&SubmitManyParams::new(tasks)).await
+        // One producer span per task; they end when the write is done.
+        let mut tasks = tasks;
+        let _spans: Vec<_> = tasks.iter_mut().map(observe::send_span).collect();
+        let submitted = self.store.submit_many(&SubmitManyParams::new(tasks)).await?;
+        for task in &submitted {
+            observe::submitted(&task.queue, &task.name);
+        }
+        Ok(submitted)
     }
 
     /// The task with this id.

@@ -33,7 +33,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::error::{Error, Result};
-use crate::model::{HeldLease, Task, TaskCount, TaskRef, Undecodable};
+use crate::model::{HeldLease, QueueAge, Task, TaskCount, TaskRef, Undecodable};
 
 pub use feed::{Change, ChangeFeed, FeedParams, WakeupsLost};
 pub use schedule_params::{
@@ -150,6 +150,15 @@ pub trait Store: Send + Sync + 'static {
     /// for one queue or all. A status string no protocol state names is
     /// counted with `status: None`, never an error.
     async fn stats(&self, params: &StatsParams) -> Result<Vec<TaskCount>>;
+
+    /// Per queue (one, or all), how long its oldest due queued task has
+    /// waited since it became due, by the store's clock; a queue with no
+    /// due task is absent. The default reads nothing (`[]`): a store that
+    /// cannot tell reports no queue age.
+    async fn oldest_due(&self, params: &StatsParams) -> Result<Vec<QueueAge>> {
+        let _ = params;
+        Ok(Vec::new())
+    }
 
     /// The number of queued rows on a queue, counting at most `at_most`.
     async fn count_queued(&self, params: &CountQueuedParams) -> Result<u64>;

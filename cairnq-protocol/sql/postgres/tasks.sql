@@ -79,6 +79,15 @@ select queue, status, count(*) as count from cairnq_tasks
 where queue = :queue -- when: queue
 group by queue, status
 
+-- Per queue, how long its oldest due queued task has waited since it
+-- became due (the queue-age gauge).
+-- name: oldest_due_by_queue
+with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms)
+select queue, (select now_ms from clock) - min(run_at_ms) as age_ms from cairnq_tasks
+where status = 'queued' and run_at_ms <= (select now_ms from clock)
+  and queue = :queue -- when: queue
+group by queue
+
 -- Bounded: reads at most :at_most index entries.
 -- name: count_queued
 select count(*) as count from (

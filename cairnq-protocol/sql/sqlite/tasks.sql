@@ -76,6 +76,14 @@ select queue, status, count(*) from cairnq_tasks
 where queue = :queue -- when: queue
 group by queue, status
 
+-- Per queue, how long its oldest due queued task has waited since it
+-- became due (the queue-age gauge).
+-- name: oldest_due_by_queue
+select queue, :now_ms - min(run_at_ms) as age_ms from cairnq_tasks
+where status = 'queued' and run_at_ms <= :now_ms
+  and queue = :queue -- when: queue
+group by queue
+
 -- Bounded: reads at most :at_most index entries.
 -- name: count_queued
 select count(*) from (

@@ -18,6 +18,7 @@ mod processes;
 mod roles;
 mod scale;
 mod soak;
+mod telemetry;
 mod web;
 mod workloads;
 
@@ -146,6 +147,8 @@ pub const WORKLOADS: &[&str] = &[
     "submit_many",
     "burn_down_c8",
     "burn_down_c64",
+    "burn_down_c8_telemetry",
+    "burn_down_c64_telemetry",
     "call_in_process",
     "call_two_processes",
     "wakeup_latency",
@@ -200,8 +203,21 @@ pub async fn run_workload(
         }
         "burn_down_c8" | "burn_down_c64" => {
             let concurrency = if name == "burn_down_c8" { 8 } else { 64 };
-            let rate = burn_down(factory, sizes.burn, concurrency).await?;
+            let rate = burn_down(factory, sizes.burn, concurrency, || Ok(())).await?;
             vec![m(name, "tasks_per_s", rate, format!("{} no-op tasks, concurrency {concurrency}", sizes.burn))]
+        }
+        "burn_down_c8_telemetry" | "burn_down_c64_telemetry" => {
+            let concurrency = if name == "burn_down_c8_telemetry" { 8 } else { 64 };
+            // CAIRNQ_BENCH_TELEMETRY_LATE: on for the worker only, so the
+            // rows carry no traceparent (what propagation costs the store).
+            let late = std::env::var_os("CAIRNQ_BENCH_TELEMETRY_LATE").is_some();
+            if !late {
+                telemetry::install()?;
+            }
+            let rate =
+                burn_down(factory, sizes.burn, concurrency, if late { telemetry::install } else { || Ok(()) }).await?;
+            let detail = format!("as burn_down_c{concurrency}, with a metrics recorder and a span subscriber on");
+            vec![m(name, "tasks_per_s", rate, detail)]
         }
         "call_in_process" => {
             let (p50, p95) = call_in_process(factory, sizes.calls).await?;

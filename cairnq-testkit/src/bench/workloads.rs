@@ -108,10 +108,18 @@ pub(super) async fn wait_for_drain(client: &CairnQ, calls: &AtomicUsize, count: 
     wait_for_count(client, TaskStatus::Succeeded, count, Duration::from_secs(60)).await
 }
 
-pub(super) async fn burn_down(factory: &dyn BackendFactory, count: usize, concurrency: usize) -> Result<f64> {
+/// Drains `count` no-op tasks submitted up front; `submitted` runs between
+/// the submit and the worker's start (untimed).
+pub(super) async fn burn_down(
+    factory: &dyn BackendFactory,
+    count: usize,
+    concurrency: usize,
+    submitted: fn() -> Result<()>,
+) -> Result<f64> {
     let store = factory.fresh().await?.store;
     let client = CairnQ::from_shared(store.clone());
     client.submit_many(&noop_specs(count, &json!({}))).await?;
+    submitted()?;
     let calls = Arc::new(AtomicUsize::new(0));
     let start = Instant::now();
     let handle = noop_worker(store, concurrency, calls.clone())?.spawn();

@@ -13,7 +13,7 @@
 //! cairnq-test-worker (--sqlite PATH | --postgres DSN SCHEMA) --mode MODE
 //!                    [--lease-ms N] [--drain-ms N] [--concurrency N] [--poll-ms N] [--no-listen]
 //!                    [--on-unusable stop|keep] [--report-issues] [--report-claims]
-//!                    [--stop-after N] [--report-rss] [--log PATH] [--schedule NAME=SPEC]
+//!                    [--stop-after N] [--report-rss] [--report-spans] [--log PATH] [--schedule NAME=SPEC]
 //! ```
 //!
 //! Worker modes (a worker with one handler; it prints `ready <pid> <worker
@@ -45,7 +45,9 @@
 //! `--report-claims` every claim attempt prints `claim` before it is made.
 //! `--stop-after N` stops the worker once its handler ran N times and the
 //! store holds N succeeded tasks; `--report-rss` prints `peak_rss_kb <KiB>`
-//! as the process ends. A Postgres store opened with `--no-listen` has no
+//! as the process ends. With `--report-spans` a `tracing` subscriber
+//! records spans and every `process` span prints as `span <JSON>` (a
+//! [`RecordedSpan`](crate::telemetry::RecordedSpan)) as it closes. A Postgres store opened with `--no-listen` has no
 //! LISTEN connection, so the worker finds tasks by polling every
 //! `--poll-ms` only.
 //!
@@ -161,6 +163,8 @@ pub struct ChildArgs {
     pub stop_after: Option<u64>,
     /// Print `peak_rss_kb <KiB>` at the end.
     pub report_rss: bool,
+    /// Print every closed `process` span as `span <JSON>`.
+    pub report_spans: bool,
     /// The run log of [`ChildMode::Record`] (appended to, created if absent).
     pub log: Option<PathBuf>,
     /// A schedule the worker declares, as `NAME=SPEC`, firing the mode's
@@ -186,6 +190,7 @@ impl ChildArgs {
             report_claims: false,
             stop_after: None,
             report_rss: false,
+            report_spans: false,
             log: None,
             schedule: None,
         }
@@ -206,6 +211,7 @@ impl ChildArgs {
             (self.report_issues, "--report-issues"),
             (self.report_claims, "--report-claims"),
             (self.report_rss, "--report-rss"),
+            (self.report_spans, "--report-spans"),
         ];
         args.extend(flags.iter().filter(|(on, _)| *on).map(|(_, flag)| flag.to_string()));
         if self.keep_retrying {
@@ -251,6 +257,7 @@ impl ChildArgs {
                 "--report-claims" => parsed.report_claims = true,
                 "--stop-after" => parsed.stop_after = Some(number(flag, &value()?)?),
                 "--report-rss" => parsed.report_rss = true,
+                "--report-spans" => parsed.report_spans = true,
                 "--log" => parsed.log = Some(PathBuf::from(value()?)),
                 "--schedule" => parsed.schedule = Some(value()?),
                 other => return Err(format!("unknown argument {other:?}")),
@@ -281,6 +288,7 @@ mod tests {
         (args.listen, args.report_issues, args.log) = (false, true, Some("runs.log".into()));
         args.schedule = Some("tick=@every 1s".into());
         (args.keep_retrying, args.report_claims, args.stop_after, args.report_rss) = (true, true, Some(3), true);
+        args.report_spans = true;
         assert_eq!(ChildArgs::parse(&args.to_args()), Ok(args.clone()));
         for &(mode, _) in MODES {
             args.mode = mode;

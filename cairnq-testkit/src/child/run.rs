@@ -17,6 +17,7 @@ use super::record::{RecordLine, RunLog};
 use super::{ChildArgs, ChildMode};
 use crate::StoreLocator;
 use crate::forwarding::{Forward, Forwarding};
+use crate::telemetry::SpanRecorder;
 
 /// The whole child process: parses `args` (the command line after the
 /// program name), runs the mode, prints the closing `exit` line and
@@ -29,6 +30,9 @@ pub fn main(args: &[String]) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if args.report_spans {
+        report_spans();
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(e) => {
@@ -51,6 +55,18 @@ pub fn main(args: &[String]) -> ExitCode {
             println!("exit err {}", one_line(&e.to_string()));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Prints every `process` span as it closes, as `span <JSON>`.
+fn report_spans() {
+    let recorder = SpanRecorder::on_close(|span| {
+        if span.name == "process" {
+            println!("span {}", serde_json::to_string(span).unwrap_or_default());
+        }
+    });
+    if tracing::subscriber::set_global_default(recorder).is_err() {
+        println!("exit err a tracing subscriber was already set");
     }
 }
 

@@ -65,8 +65,10 @@ pub(super) fn recover_leases(txn: &mut Txn<'_>) {
     let now_ms = txn.now_ms;
     let expired: Vec<String> = txn.tables().expired_leases(now_ms).map(str::to_string).collect();
     let envelope = ErrorEnvelope::lease_expired().to_json();
+    let mut queues = Vec::with_capacity(expired.len());
     for id in expired {
         txn.update(&id, |t| {
+            queues.push(t.queue.clone());
             t.lease_until_ms = None;
             if t.cancel_requested_at_ms.is_some() {
                 t.status = TaskStatus::Canceled;
@@ -84,6 +86,7 @@ pub(super) fn recover_leases(txn: &mut Txn<'_>) {
             }
         });
     }
+    cairnq_core::observe::leases_recovered(queues.iter().map(String::as_str));
 }
 
 /// One claim: lease recovery, then each draw within its budgets.

@@ -13,6 +13,7 @@ use crate::call::run_call;
 use crate::context::TaskContext;
 use crate::handler::Handler;
 use crate::issue::{AbandonReason, WorkerIssue};
+use crate::observe::Attempt;
 use crate::settle::Settlement;
 use crate::state::{CallLoad, TaskState};
 use crate::stop::StopLevel;
@@ -44,7 +45,8 @@ impl ClaimLoop {
     pub(super) fn dispatch(&mut self, tasks: Vec<Task>) {
         let mut batches: HashMap<String, Vec<TaskContext>> = HashMap::new();
         for task in tasks {
-            let state = Arc::new(TaskState::new(task.cancel_requested_at_ms.is_some()));
+            let attempt = Attempt::claimed(&task, &self.core.meters);
+            let state = Arc::new(TaskState::new(task.cancel_requested_at_ms.is_some(), attempt));
             self.core.leases.insert(&task.id, state.clone());
             let ctx = TaskContext::new(task, state, self.core.clone());
             match self.handlers.get(ctx.name()).map(|r| &r.handler) {

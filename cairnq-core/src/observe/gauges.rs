@@ -1,0 +1,107 @@
+//! The queue gauges (`cairnq_queue_depth{queue,status}`,
+//! `cairnq_queue_oldest_age_seconds{queue}`), read from the store by one
+//! cached collector: however many workers and dashboards a process runs,
+//! the store is read (two grouped statements) at most once per interval, so
+//! a scrape every second or twenty workers in one process cost the same.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use crate::TaskStatus;
+use crate::client::CairnQ;
+use crate::error::Result;
+use crate::store::StatsParams;
+
+/// How often the queue gauges are read by default.
+pub const DEFAULT_GAUGE_INTERVAL: Duration = Duration::from_secs(10);
+
+/// When any collector of this process last read the store.
+static LAST_READ: Mutex<Option<Instant>> = Mutex::new(None);
+
+/// The collector of the queue gauges for one client.
+///
+/// ```no_run
+/// # async fn demo(client: cairnq_core::CairnQ) {
+/// use cairnq_core::observe::QueueGauges;
+/// let collector = QueueGauges::new(client).spawn(); // reads now, then every 10 s
+/// # drop(collector); }
+/// ```
+#[derive(Debug, Clone)]
+pub struct QueueGauges {
+    client: CairnQ,
+    interval: Duration,
+}
+
+impl QueueGauges {
+    /// A collector reading every [`DEFAULT_GAUGE_INTERVAL`].
+    pub fn new(client: CairnQ) -> Self {
+        Self { client, interval: DEFAULT_GAUGE_INTERVAL }
+    }
+
+    /// Reads at most once per `interval` (per process).
+    pub fn interval(mut self, interval: Duration) -> Self {
+        self.interval = interval.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Reads the counts and sets the gauges, unless some collector of this
+    /// process read them less than an interval ago (then `Ok(false)`).
+    pub async fn collect(&self) -> Result<bool> {
+        if !self.take_turn() {
+            return Ok(false);
+        }
+        let stats = self.client.stats(None).await?;
+        let ages = self.client.store().oldest_due(&StatsParams::new()).await?;
+        for (queue, counts) in &stats {
+            for status in TaskStatus::ALL {
+                let depth = counts.get(status) as f64;
+                metrics::gauge!(super::QUEUE_DEPTH, "queue" => queue.clone(), "status" => status.as_str()).set(depth);
+            }
+            // A queue with nothing due reads 0, not its last age.
+            let age_ms = ages.iter().find(|a| &a.queue == queue).map_or(0, |a| a.age_ms.max(0));
+            metrics::gauge!(super::QUEUE_OLDEST_AGE, "queue" => queue.clone()).set(age_ms as f64 / 1000.0);
+        }
+        Ok(true)
+    }
+
+    fn take_turn(&self) -> bool {
+        let mut last = LAST_READ.lock();
+        let now = Instant::now();
+        if last.is_some_and(|at| now.duration_since(at) < self.interval) {
+            return false;
+        }
+        *last = Some(now);
+        true
+    }
+
+    /// Collects now and then every interval, on the current tokio runtime,
+    /// until the handle is dropped. A failed read is logged and retried at
+    /// the next interval.
+    pub fn spawn(self) -> GaugeHandle {
+        let task = tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(self.interval);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                if let Err(error) = self.collect().await {
+                    tracing::warn!(error.kind = ?error.kind(), %error, "cairnq queue gauges: the read failed");
+                }
+            }
+        });
+        GaugeHandle(Arc::new(task.abort_handle()))
+    }
+}
+
+/// Stops its collector when the last clone is dropped.
+#[derive(Debug, Clone)]
+pub struct GaugeHandle(Arc<tokio::task::AbortHandle>);
+
+impl Drop for GaugeHandle {
+    fn drop(&mut self) {
+        if Arc::strong_count(&self.0) == 1 {
+            self.0.abort();
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! What the metrics say about real work: every submit, claim and
+//! settlement counted exactly once with its outcome, read through the
+//! counting recorder ([`crate::telemetry`]). Each test works on a queue of
+//! its own, the label that keeps its series apart from every other test's
+//! in the same process.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use cairnq_core::observe::{
+    LEASES_RECOVERED, QUEUE_DEPTH, QUEUE_OLDEST_AGE, QueueGauges, TASK_DURATION, TASK_QUEUE_WAIT, TASKS_CLAIMED,
+    TASKS_SETTLED, TASKS_SUBMITTED,
+};
+use cairnq_core::store::HeartbeatBatchParams;
+use cairnq_core::{CairnQ, HeldLease, Result, Store, TaskStatus};
+use cairnq_worker::{TaskContext, TaskError, WorkerOptions};
+use serde_json::{Value, json};
+
+use super::support::{eventually, finished, fresh, quick_options, start};
+use crate::BackendFactory;
+use crate::forwarding::{Forward, Forwarding};
+use crate::telemetry::{CountingRecorder, recorder};
+
+/// A queue no other test uses.
+fn own_queue(what: &str) -> String {
+    format!("metrics-{what}-{:016x}", fastrand::u64(..))
+}
+
+/// Settled attempts on `queue` with `outcome`.
+fn settled(recorder: &CountingRecorder, queue: &str, outcome: &str) -> u64 {
+    recorder.counter(TASKS_SETTLED, &[("queue", queue), ("outcome", outcome)])
+}
+
+/// N tasks run to success: exactly N submitted, N claimed and N settled
+/// succeeded, one duration and one queue wait observed per attempt, and no
+/// other outcome.
+pub async fn metrics_count_each_task_once(factory: &dyn BackendFactory) {
+    const N: u64 = 20;
+    let recorder = recorder();
+    let (client, _fresh) = fresh(factory).await;
+    let queue = own_queue("ok");
+    let _worker = start(&client, quick_options().queues([queue.clone()]).concurrency(4), |w| {
+        w.task("metered", |_: TaskContext, n: u64| async move { Ok::<_, TaskError>(n) }).expect("register");
+    });
+    let mut ids = Vec::new();
+    for n in 0..N {
+        ids.push(client.submit("metered", &n).queue(&queue).await.expect("submit").id);
+    }
+    for id in &ids {
+        assert_eq!(finished(&client, id).await.status, TaskStatus::Succeeded);
+    }
+    eventually("every settlement counted", || async { settled(recorder, &queue, "succeeded") == N }).await;
+    let labels = [("queue", queue.as_str()), ("name", "metered")];
+    assert_eq!(recorder.counter(TASKS_SUBMITTED, &labels), N);
+    assert_eq!(recorder.counter(TASKS_CLAIMED, &labels), N);
+    assert_eq!(recorder.counter(TASKS_SETTLED, &labels), N, "no other outcome");
+    assert_eq!(recorder.observations(TASK_DURATION, &labels), N);
+    assert_eq!(recorder.observations(TASK_QUEUE_WAIT, &labels), N);
+}
+
+/// A task failing on every attempt is counted retried, then failed, each
+/// attempt claimed.
+pub async fn metrics_count_retried_and_failed_attempts(factory: &dyn BackendFactory) {
+    let recorder = recorder();
+    let (client, _fresh) = fresh(factory).await;
+    let queue = own_queue("fail");
+    let _worker = start(&client, quick_options().queues([queue.clone()]), |w| {
+        w.task("doomed", |_: TaskContext, _: Value| async move { Err::<(), _>(TaskError::retryable("no")) })
+            .expect("register");
+    });
+    let task = client.submit("doomed", &json!({})).queue(&queue).max_attempts(3).await.expect("submit");
+    assert_eq!(finished(&client, &task.id).await.status, TaskStatus::Failed);
+    eventually("the failure counted", || async { settled(recorder, &queue, "failed") == 1 }).await;
+    assert_eq!(settled(recorder, &queue, "retried"), 2);
+    assert_eq!(settled(recorder, &queue, "succeeded"), 0);
+    assert_eq!(recorder.counter(TASKS_CLAIMED, &[("queue", &queue)]), 3);
+}
+
+/// A worker whose store stops renewing its lease counts the attempt
+/// `lost_lease`, once, and nothing else for it; the lease then expires and
+/// the next claim recovers it (counted on its queue), failing the task
+/// whose one attempt it was.
+pub async fn metrics_count_a_lost_lease(factory: &dyn BackendFactory) {
+    let recorder = recorder();
+    let (client, _fresh) = fresh(factory).await;
+    let queue = own_queue("lost");
+    let forgetful = CairnQ::new(Forwarding(NoRenewals(client.store().clone())));
+    let options: WorkerOptions = quick_options().queues([queue.clone()]).lease(Duration::from_millis(600));
+    let _worker = start(&forgetful, options, |w| {
+        w.task("held", |ctx: TaskContext, _: Value| async move {
+            while !ctx.lost_lease() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Ok::<_, TaskError>(())
+        })
+        .expect("register");
+    });
+    let task = client.submit("held", &json!({})).queue(&queue).max_attempts(1).await.expect("submit");
+    eventually("the lost lease counted", || async { settled(recorder, &queue, "lost_lease") == 1 }).await;
+    assert_eq!(finished(&client, &task.id).await.status, TaskStatus::Failed, "recovered with no attempt left");
+    eventually("the recovery counted", || async { recorder.counter(LEASES_RECOVERED, &[("queue", &queue)]) == 1 })
+        .await;
+    // The handler returned after the loss: its result is discarded, not counted.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(recorder.counter(TASKS_SETTLED, &[("queue", &queue)]), 1, "only the lost lease");
+}
+
+/// The queue gauges read the store: a series per status for each queue,
+/// and how long the oldest due task has waited. A second collector within
+/// the interval reads nothing.
+pub async fn queue_gauges_read_depth_and_age(factory: &dyn BackendFactory) {
+    let recorder = recorder();
+    let (client, _fresh) = fresh(factory).await;
+    let queue = own_queue("gauges");
+    for n in 0..3 {
+        client.submit("waiting", &n).queue(&queue).await.expect("submit");
+    }
+    client.submit("later", &0).queue(&queue).delay(Duration::from_secs(3600)).await.expect("submit");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Other tests of this process may have collected a moment ago: a
+    // millisecond interval has passed by the time this one asks.
+    let gauges = QueueGauges::new(client.clone()).interval(Duration::from_millis(1));
+    tokio::time::sleep(Duration::from_millis(2)).await;
+    assert!(gauges.collect().await.expect("collect"), "the first collection reads");
+    let slow = QueueGauges::new(client.clone()).interval(Duration::from_secs(3600));
+    assert!(!slow.collect().await.expect("collect"), "within the interval nothing is read");
+    let depth = |status: &str| recorder.gauges(QUEUE_DEPTH, &[("queue", &queue), ("status", status)]);
+    assert_eq!(depth("queued").first().map(|(_, v)| *v), Some(4.0), "delayed tasks are queued too");
+    for status in TaskStatus::ALL {
+        assert_eq!(depth(status.as_str()).len(), 1, "one {status} series");
+    }
+    let age = recorder.gauges(QUEUE_OLDEST_AGE, &[("queue", &queue)]);
+    let age = age.first().map(|(_, v)| *v).expect("an age series");
+    if client.store().oldest_due(&cairnq_core::store::StatsParams::new()).await.expect("read").is_empty() {
+        return eprintln!("skipped the age: {} stores report no queue age", factory.name());
+    }
+    assert!(age >= 0.05, "the oldest due task waited at least the 50 ms slept: {age}");
+}
+
+/// A store that answers every renewal with "you hold none of these leases"
+/// (as it would after another claimer recovered them); forwards the rest.
+struct NoRenewals(Arc<dyn Store>);
+
+#[async_trait]
+impl Forward for NoRenewals {
+    fn inner(&self) -> &dyn Store {
+        self.0.as_ref()
+    }
+
+    async fn heartbeat_batch(&self, _params: &HeartbeatBatchParams) -> Result<Vec<HeldLease>> {
+        Ok(Vec::new())
+    }
+}

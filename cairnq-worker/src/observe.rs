@@ -1,0 +1,141 @@
+//! What a worker tells about each attempt, through the `tracing` and
+//! `metrics` facades: the claim (`cairnq_tasks_claimed_total`, the queue
+//! wait), the consumer span (`process QUEUE`, continuing the submit's trace
+//! from the task's `traceparent`), and the settlement (its outcome counted
+//! once, with the attempt's duration). The metric names live in
+//! [`cairnq_core::observe`].
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use cairnq_core::observe::{Outcome, TASK_DURATION, TASK_QUEUE_WAIT, TASKS_CLAIMED, TASKS_SETTLED, TraceContext};
+use cairnq_core::{Task, TaskStatus};
+use metrics::{Counter, Histogram};
+use parking_lot::Mutex;
+use tracing::Span;
+use tracing::field::Empty;
+
+/// Every outcome, in the order [`NameMeters`] keeps their handles.
+const OUTCOMES: [Outcome; 5] =
+    [Outcome::Succeeded, Outcome::Failed, Outcome::Retried, Outcome::Canceled, Outcome::LostLease];
+
+/// The metric handles of one `(queue, name)`, registered once per worker:
+/// counting an attempt is then a few atomic adds, not a label set built
+/// and looked up in the recorder per task.
+#[derive(Debug)]
+pub(crate) struct NameMeters {
+    claimed: Counter,
+    queue_wait: Histogram,
+    settled: [(Counter, Histogram); 5],
+}
+
+impl NameMeters {
+    fn register(queue: &str, name: &str) -> Self {
+        let labels = [("queue", queue.to_string()), ("name", name.to_string())];
+        let settled = OUTCOMES.map(|outcome| {
+            let labels =
+                [("queue", queue.to_string()), ("name", name.to_string()), ("outcome", outcome.as_str().into())];
+            (metrics::counter!(TASKS_SETTLED, &labels[..]), metrics::histogram!(TASK_DURATION, &labels[..]))
+        });
+        Self {
+            claimed: metrics::counter!(TASKS_CLAIMED, &labels[..]),
+            queue_wait: metrics::histogram!(TASK_QUEUE_WAIT, &labels[..]),
+            settled,
+        }
+    }
+}
+
+/// A worker's [`NameMeters`], by queue then name.
+#[derive(Debug, Default)]
+pub(crate) struct Meters(Mutex<HashMap<String, HashMap<String, Arc<NameMeters>>>>);
+
+impl Meters {
+    fn of(&self, queue: &str, name: &str) -> Arc<NameMeters> {
+        let mut by_queue = self.0.lock();
+        if let Some(meters) = by_queue.get(queue).and_then(|names| names.get(name)) {
+            return meters.clone();
+        }
+        let meters = Arc::new(NameMeters::register(queue, name));
+        by_queue.entry(queue.to_string()).or_default().insert(name.to_string(), meters.clone());
+        meters
+    }
+}
+
+/// One claimed attempt, as the telemetry sees it.
+#[derive(Debug)]
+pub(crate) struct Attempt {
+    meters: Arc<NameMeters>,
+    claimed: Instant,
+    /// Opened when the handler starts, on the call's own task: the claim
+    /// loop dispatches every row of a claim in one pass, and a span
+    /// formatted there for each would slow the one serial path of the
+    /// worker (a buffered task lost before it ran never gets one).
+    span: OnceLock<Span>,
+}
+
+impl Attempt {
+    /// Counts the claim and opens the attempt's `process` span.
+    pub(crate) fn claimed(task: &Task, meters: &Meters) -> Self {
+        let meters = meters.of(&task.queue, &task.name);
+        meters.claimed.increment(1);
+        // The claim stamps updated_at with the database clock, the clock
+        // run_at was written with.
+        let wait_ms = (task.updated_at_ms - task.run_at_ms).max(0);
+        meters.queue_wait.record(wait_ms as f64 / 1000.0);
+        Self { meters, claimed: Instant::now(), span: OnceLock::new() }
+    }
+
+    /// The attempt's `process` span, opened on first use.
+    pub(crate) fn span(&self, task: &Task, worker_id: &str) -> Span {
+        self.span.get_or_init(|| process_span(task, worker_id)).clone()
+    }
+
+    /// Counts the attempt's end (the callers make sure it is counted once).
+    pub(crate) fn settled(&self, outcome: Outcome) {
+        let elapsed = self.claimed.elapsed();
+        let index = OUTCOMES.iter().position(|o| *o == outcome).unwrap_or(0);
+        let (settled, duration) = &self.meters.settled[index];
+        settled.increment(1);
+        duration.record(elapsed.as_secs_f64());
+        let none = Span::none();
+        let span = self.span.get().unwrap_or(&none);
+        span.record("cairnq.outcome", outcome.as_str());
+        let duration_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
+        tracing::debug!(parent: span, outcome = outcome.as_str(), duration_ms, "cairnq task settled");
+    }
+
+    /// Counts the attempt's end from the status its settle write left.
+    pub(crate) fn settled_as(&self, status: TaskStatus) {
+        self.settled(Outcome::of_status(status));
+    }
+}
+
+/// The consumer span of one attempt (`process QUEUE`): a child of the
+/// submit's `send` span when the task carries a valid `traceparent`, a new
+/// trace otherwise. Every field is given at creation (none recorded
+/// later but the outcome): a formatting subscriber then formats the span
+/// once, which is most of what a span costs.
+fn process_span(task: &Task, worker_id: &str) -> Span {
+    if !tracing::enabled!(tracing::Level::INFO) {
+        return Span::none();
+    }
+    let parent = TraceContext::from_metadata(&task.metadata);
+    let context = parent.map_or_else(TraceContext::root, |p| p.child());
+    tracing::info_span!(
+        "process",
+        otel.name = %format_args!("process {}", task.queue),
+        otel.kind = "consumer",
+        messaging.system = "cairnq",
+        messaging.operation.type = "process",
+        messaging.destination.name = %task.queue,
+        messaging.message.id = %task.id,
+        cairnq.task.name = %task.name,
+        cairnq.attempt = task.attempt,
+        cairnq.worker_id = worker_id,
+        cairnq.outcome = Empty,
+        trace_id = %context.trace_id(),
+        span_id = %context.span_id(),
+        parent_span_id = parent.map(|p| p.span_id()),
+    )
+}
