@@ -30,9 +30,11 @@ const QUEUED_INDEXES: &[&str] =
 /// What may read terminal rows by completion time.
 const COMPLETED_INDEXES: &[&str] = &["cairnq_tasks_completed_idx", "cairnq_tasks_status_completed_idx"];
 
-/// A schema holding 6,000 tasks over three queues, five names and fifty
-/// correlations, some succeeded and some running, analyzed; and a raw
-/// session on it.
+/// A schema holding 6,000 tasks over three queues, five names and 2,000
+/// correlations (three tasks each, as real correlation ids are nearly
+/// unique: with few, many-row values the generic plan may rightly walk the
+/// list-order index instead), some succeeded and some running, analyzed;
+/// and a raw session on it.
 async fn populated() -> (tokio_postgres::Client, String) {
     let (client, _store, schema) = fresh_client().await;
     fill(&client).await;
@@ -46,7 +48,7 @@ async fn fill(client: &CairnQ) {
         .map(|n| {
             let options = SubmitOptions::new()
                 .queue(format!("q{}", n % 3))
-                .correlation_id(format!("c{}", n % 50))
+                .correlation_id(format!("c{}", n % 2_000))
                 .priority(n % 4);
             TaskSpec::new(format!("job{}", n % 5), &serde_json::json!({ "n": n })).options(options)
         })
