@@ -70,8 +70,6 @@ fn cairnq_protocol_names() -> Vec<&'static str> {
         "0008_claim_due_index.sql",
         "0009_purge_queue_index.sql",
         "0010_drop_status_index.sql",
-        "ext_0002_task_counts.sql",
-        "ext_0003_list_order_index.sql",
     ]
 }
 
