@@ -3,6 +3,7 @@
 //! ([`Install::Existing`]); only `submit`, `worker` and `migrate` may, as an
 //! application would.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use cairnq_core::{CairnQ, Install, MigrationStatus};
@@ -63,6 +64,22 @@ impl Target {
         Ok(match self {
             Self::Sqlite(path) => SqliteStore::migrations(path).await?,
             Self::Postgres { dsn, .. } => PostgresStore::migrations(dsn, self.postgres_options()).await?,
+        })
+    }
+
+    /// What opening would run now, as one script to run as is.
+    pub(crate) async fn migration_script(&self) -> Result<String, Failure> {
+        Ok(match self {
+            Self::Sqlite(path) => SqliteStore::migration_script(path).await?,
+            Self::Postgres { dsn, .. } => PostgresStore::migration_script(dsn, self.postgres_options()).await?,
+        })
+    }
+
+    /// The database's `cairnq_meta` rows, read without installing.
+    pub(crate) async fn meta(&self) -> Result<BTreeMap<String, String>, Failure> {
+        Ok(match self {
+            Self::Sqlite(path) => SqliteStore::meta(path).await?,
+            Self::Postgres { dsn, .. } => PostgresStore::meta(dsn, self.postgres_options()).await?,
         })
     }
 

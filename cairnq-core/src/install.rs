@@ -69,6 +69,22 @@ impl MigrationStatus {
         self.applied_at_ms.is_some()
     }
 
+    /// Whether this is a migration of the shared protocol, which every SDK
+    /// ships under the same name (`NNNN_what.sql`), rather than an
+    /// extension of one SDK's own (PROTOCOL.md "Extensions": any other
+    /// name, such as this SDK's `ext_NNNN_what.sql`). Only shared ones
+    /// make up the schema version.
+    ///
+    /// ```
+    /// use cairnq_core::MigrationStatus;
+    /// assert!(MigrationStatus::applied("0010_drop_status_index.sql", 1, None).is_shared());
+    /// assert!(!MigrationStatus::applied("ext_0001_schedules.sql", 1, None).is_shared());
+    /// ```
+    pub fn is_shared(&self) -> bool {
+        let bytes = self.name.as_bytes();
+        bytes.len() > 4 && bytes[..4].iter().all(u8::is_ascii_digit) && bytes[4] == b'_'
+    }
+
     /// The ledger (`name`, `applied_at_ms`) merged with the migrations this
     /// SDK ships (`name`, SQL), in file-name order: what a backend's
     /// migration status returns.

@@ -1,6 +1,8 @@
 //! Looking at a database without connecting a store to it: the migration
-//! ledger, for operators' tools (`cairnq migrate status`, `cairnq doctor`).
+//! ledger and the meta rows, for operators' tools (`cairnq migrate status`, `cairnq doctor`).
 //! A store's connect installs; this only reads, on one connection.
+
+use std::collections::BTreeMap;
 
 use cairnq_core::backend::{Query, Sql};
 use cairnq_core::{MigrationStatus, Result};
@@ -26,13 +28,29 @@ pub(crate) async fn connect_once(dsn: &str, options: &PostgresOptions) -> Result
 /// The ledger this connection reaches, merged with the shipped migrations.
 pub(crate) async fn ledger(client: &Client) -> Result<Vec<MigrationStatus>> {
     let shipped: Vec<_> = postgres::MIGRATIONS.iter().map(|m| (m.file_name, m.sql)).collect();
+    Ok(MigrationStatus::merge(ledger_entries(client).await?.unwrap_or_default(), &shipped))
+}
+
+/// The ledger's entries (name, applied_at_ms); `None` when this connection
+/// reaches no ledger table.
+pub(crate) async fn ledger_entries(client: &Client) -> Result<Option<Vec<(String, i64)>>> {
     if !table_exists(client, "cairnq_migrations").await? {
-        return Ok(MigrationStatus::merge(Vec::new(), &shipped));
+        return Ok(None);
     }
     let entries = rows(client, &Query::new(Sql::ReadMigrationLedger)).await?;
     let ledger = entries
         .iter()
         .map(|row| Ok((col::<String>(row, "name")?, col::<i64>(row, "applied_at_ms")?)))
         .collect::<Result<Vec<_>>>()?;
-    Ok(MigrationStatus::merge(ledger, &shipped))
+    Ok(Some(ledger))
+}
+
+/// Every row of the `cairnq_meta` this connection reaches; none without
+/// such a table.
+pub(crate) async fn meta(client: &Client) -> Result<BTreeMap<String, String>> {
+    if !table_exists(client, "cairnq_meta").await? {
+        return Ok(BTreeMap::new());
+    }
+    let found = rows(client, &Query::new(Sql::ReadAllMeta)).await?;
+    found.iter().map(|row| Ok((col::<String>(row, "key")?, col::<String>(row, "value")?))).collect()
 }

@@ -99,6 +99,7 @@ mod options;
 mod pool;
 mod read;
 mod row;
+mod script;
 mod sql;
 mod store;
 mod tls;

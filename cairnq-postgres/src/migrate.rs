@@ -26,14 +26,14 @@ use crate::row::col;
 
 /// Serializes installation work of concurrent connectors (any SDK version
 /// of ours) on one database.
-const LOCK_INSTALL: &str = "select pg_advisory_xact_lock(hashtextextended('cairnq:install', 0))";
+pub(crate) const LOCK_INSTALL: &str = "select pg_advisory_xact_lock(hashtextextended('cairnq:install', 0))";
 const SCHEMA_EXISTS: &str = "select exists (select 1 from pg_namespace where nspname = $1)";
 /// Every schema holding a cairnq installation, wherever the search_path is.
 pub(crate) const INSTALLATIONS: &str = "select n.nspname from pg_class c join pg_namespace n on n.oid = c.relnamespace \
      where c.relname = 'cairnq_tasks' and c.relkind in ('r', 'p') order by 1";
 const SEARCH_PATH: &str = "select current_setting('search_path') as search_path";
 const CURRENT_SCHEMA: &str = "select current_schema() as current";
-const LOCK_LEDGER: &str = "lock table cairnq_migrations in exclusive mode";
+pub(crate) const LOCK_LEDGER: &str = "lock table cairnq_migrations in exclusive mode";
 
 /// Whose pool the store runs on, which says who puts the schema on the
 /// connections' search_path (and who closes the pool).
@@ -118,7 +118,7 @@ async fn create_schema_if_absent(tx: &Transaction<'_>, schema: &str) -> Result<(
 /// No schema was given: the search_path decides where the tables live. If
 /// it reaches none but installations exist elsewhere, connecting would
 /// create a second one and split the queue.
-async fn refuse_second_installation(tx: &Transaction<'_>) -> Result<()> {
+pub(crate) async fn refuse_second_installation(tx: &impl Exec) -> Result<()> {
     if table_exists(tx, "cairnq_tasks").await? {
         return Ok(());
     }

@@ -183,6 +183,47 @@ impl PostgresStore {
         crate::inspect::ledger(&client).await
     }
 
+    /// The SQL that connecting a store would run on the database at `dsn`
+    /// right now, as one script to run as is (`psql -v ON_ERROR_STOP=1 -f
+    /// SCRIPT DSN`) for teams whose schema changes go through their own
+    /// tool: with the options' schema, its search_path and its creation;
+    /// the ledger when there is none (under the installation lock); each
+    /// pending migration in its own transaction under `lock table
+    /// cairnq_migrations in exclusive mode`, with its ledger row; and the
+    /// first `ANALYZE` of a new installation. Only what the ledger lacks is
+    /// in it. Reads on one connection without installing anything; refused
+    /// as a connect would be: [`Error::ProtocolVersionMismatch`](cairnq_core::Error::ProtocolVersionMismatch), or
+    /// [`Error::SchemaMismatch`](cairnq_core::Error::SchemaMismatch) when, without a schema, it would start a
+    /// second installation.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> cairnq_core::Result<()> {
+    /// use cairnq_postgres::{PostgresOptions, PostgresStore};
+    /// let options = PostgresOptions::new().schema("jobs");
+    /// let script = PostgresStore::migration_script("postgres://app@127.0.0.1/app", options).await?;
+    /// std::fs::write("cairnq.sql", script).expect("write the script");
+    /// # Ok(()) }
+    /// ```
+    pub async fn migration_script(dsn: &str, options: PostgresOptions) -> Result<String> {
+        crate::script::migration_script(dsn, &options).await
+    }
+
+    /// Every row of the `cairnq_meta` table the connection reaches
+    /// (`protocol_version`, `schema_version`, ...) as stored; empty without
+    /// such a table. Reads on one connection without installing anything.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> cairnq_core::Result<()> {
+    /// use cairnq_postgres::{PostgresOptions, PostgresStore};
+    /// let meta = PostgresStore::meta("postgres://app@127.0.0.1/app", PostgresOptions::new()).await?;
+    /// println!("protocol {:?}", meta.get("protocol_version"));
+    /// # Ok(()) }
+    /// ```
+    pub async fn meta(dsn: &str, options: PostgresOptions) -> Result<std::collections::BTreeMap<String, String>> {
+        let client = crate::inspect::connect_once(dsn, &options).await?;
+        crate::inspect::meta(&client).await
+    }
+
     /// Every schema of the database at `dsn` holding a cairnq installation
     /// (more than one splits queues between them). Reads only.
     ///

@@ -47,6 +47,66 @@ pub struct Rendering {
     pub params: &'static [&'static str],
 }
 
+impl Rendering {
+    /// The SQL with each placeholder written out as the SQL text given for
+    /// its parameter: for scripts printed for people to run (`cairnq
+    /// migrate sql`). Statements a backend executes bind their values
+    /// instead. A placeholder-like text inside a quoted string is left alone.
+    ///
+    /// ```
+    /// use cairnq_protocol::{Dialect, Sql, sql_string};
+    /// let record = Dialect::Postgres.statement(Sql::RecordMigrationInScript).base();
+    /// let sql = record.inline(&[("name", &sql_string("0001_init.sql"))]).unwrap();
+    /// assert!(sql.contains("values ('0001_init.sql', floor("));
+    /// assert!(record.inline(&[]).is_err());
+    /// ```
+    pub fn inline(&self, values: &[(&str, &str)]) -> Result<String, MissingValue> {
+        let mut out = String::with_capacity(self.sql.len());
+        let mut rest = self.sql;
+        let mut quoted = false;
+        while let Some(c) = rest.chars().next() {
+            rest = &rest[c.len_utf8()..];
+            let digits = rest.len() - rest.trim_start_matches(|d: char| d.is_ascii_digit()).len();
+            if quoted || !matches!(c, '?' | '$') || digits == 0 {
+                quoted ^= c == '\'';
+                out.push(c);
+                continue;
+            }
+            let position: usize = rest[..digits].parse().unwrap_or(0);
+            let param = position.checked_sub(1).and_then(|i| self.params.get(i)).copied().unwrap_or("");
+            let value = values.iter().find(|(name, _)| *name == param).ok_or(MissingValue { param })?;
+            out.push_str(value.1);
+            rest = &rest[digits..];
+        }
+        Ok(out)
+    }
+}
+
+/// A parameter [`Rendering::inline`] was given no SQL text for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingValue {
+    /// The parameter's name (empty for a placeholder the rendering does not list).
+    pub param: &'static str,
+}
+
+impl std::fmt::Display for MissingValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "no SQL text given for parameter {:?}", self.param)
+    }
+}
+
+impl std::error::Error for MissingValue {}
+
+/// `text` as an SQL string literal, the same in both dialects (`'` doubled;
+/// Postgres reads it so with `standard_conforming_strings`, its default).
+///
+/// ```
+/// assert_eq!(cairnq_protocol::sql_string("it's"), "'it''s'");
+/// ```
+pub fn sql_string(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
 /// A named SQL statement, rendered at build time for every combination of
 /// the flags its optional (`-- when:`) lines respond to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,8 +1,9 @@
 //! Looking at a database file without opening a store on it: the migration
-//! ledger and the file's health, for operators' tools (`cairnq migrate
-//! status`, `cairnq doctor`). A store's open migrates; these only read,
+//! ledger, the meta rows and the file's health, for operators' tools
+//! (`cairnq migrate status`, `cairnq doctor`). A store's open migrates; these only read,
 //! on a read-only connection, and never create the file.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use cairnq_core::backend::{Query, Sql};
@@ -42,22 +43,55 @@ impl FileHealth {
 pub(crate) async fn migrations(path: PathBuf) -> Result<Vec<MigrationStatus>> {
     off_runtime(move || {
         let shipped: Vec<_> = sqlite::MIGRATIONS.iter().map(|m| (m.file_name, m.sql)).collect();
-        let Some(conn) = read_only(&path)? else { return Ok(MigrationStatus::merge(Vec::new(), &shipped)) };
-        let ledger = if query_int(&conn, &Query::new(Sql::TableExists).arg("table", "cairnq_migrations"))
-            .map_err(|e| opening(&path, e))?
-            == 0
-        {
-            Vec::new()
-        } else {
-            query(&conn, &Query::new(Sql::ReadMigrationLedger), |row| {
-                let name = first_text(row)?;
-                let at = row.get::<_, i64>(1).map_err(|e| sqlite_error("read ledger", e))?;
-                Ok((name, at))
-            })?
+        let ledger = match read_only(&path)? {
+            Some(conn) => ledger(&conn, &path)?.unwrap_or_default(),
+            None => Vec::new(),
         };
         Ok(MigrationStatus::merge(ledger, &shipped))
     })
     .await
+}
+
+/// The ledger's entries (name, applied_at_ms); `None` when there is no
+/// ledger table.
+pub(crate) fn ledger(conn: &Connection, path: &Path) -> Result<Option<Vec<(String, i64)>>> {
+    if !table_exists(conn, path, "cairnq_migrations")? {
+        return Ok(None);
+    }
+    let entries = query(conn, &Query::new(Sql::ReadMigrationLedger), |row| {
+        let name = first_text(row)?;
+        let at = row.get::<_, i64>(1).map_err(|e| sqlite_error("read ledger", e))?;
+        Ok((name, at))
+    })?;
+    Ok(Some(entries))
+}
+
+/// Every row of `cairnq_meta` at `path` (see [`SqliteStore::meta`](crate::SqliteStore::meta)).
+pub(crate) async fn meta(path: PathBuf) -> Result<BTreeMap<String, String>> {
+    off_runtime(move || {
+        let Some(conn) = read_only(&path)? else { return Ok(BTreeMap::new()) };
+        meta_rows(&conn, &path)
+    })
+    .await
+}
+
+/// Every row of `cairnq_meta`; none when there is no such table.
+pub(crate) fn meta_rows(conn: &Connection, path: &Path) -> Result<BTreeMap<String, String>> {
+    if !table_exists(conn, path, "cairnq_meta")? {
+        return Ok(BTreeMap::new());
+    }
+    let rows = query(conn, &Query::new(Sql::ReadAllMeta), |row| {
+        let key = first_text(row)?;
+        let value = row.get::<_, String>(1).map_err(|e| sqlite_error("read meta", e))?;
+        Ok((key, value))
+    })?;
+    Ok(rows.into_iter().collect())
+}
+
+/// Whether the database holds `table`.
+pub(crate) fn table_exists(conn: &Connection, path: &Path, table: &'static str) -> Result<bool> {
+    let exists = query_int(conn, &Query::new(Sql::TableExists).arg("table", table)).map_err(|e| opening(path, e))?;
+    Ok(exists != 0)
 }
 
 /// The health of the file at `path` (see [`SqliteStore::file_health`](crate::SqliteStore::file_health)).
@@ -94,7 +128,7 @@ pub(crate) async fn file_health(path: PathBuf) -> Result<FileHealth> {
 /// A read-only connection to the file at `path`; `None` when there is no
 /// such file (nothing is created). A database in memory is refused: no
 /// other connection can see it.
-fn read_only(path: &Path) -> Result<Option<Connection>> {
+pub(crate) fn read_only(path: &Path) -> Result<Option<Connection>> {
     let file = match Location::parse(path)? {
         Location::File(file) => file,
         Location::Memory { .. } => {
@@ -113,6 +147,6 @@ fn read_only(path: &Path) -> Result<Option<Connection>> {
 }
 
 /// Runs blocking SQLite work on the blocking pool, not the async runtime.
-async fn off_runtime<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+pub(crate) async fn off_runtime<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
     tokio::task::spawn_blocking(work).await.map_err(|e| Error::storage("a SQLite inspection thread failed", e))?
 }

@@ -168,6 +168,7 @@ mod read;
 mod reader;
 mod registry;
 mod row;
+mod script;
 mod sql;
 mod store;
 

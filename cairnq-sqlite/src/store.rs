@@ -205,6 +205,52 @@ impl SqliteStore {
         crate::inspect::migrations(path.as_ref().to_path_buf()).await
     }
 
+    /// The SQL that opening a store would run on the file at `path` right
+    /// now, as one script to run as is (`sqlite3 -bail FILE < SCRIPT`) for
+    /// teams whose schema changes go through their own tool: the WAL
+    /// switch, the ledger when there is none, each pending migration in
+    /// its own `BEGIN IMMEDIATE` transaction with its ledger row, and the
+    /// first `ANALYZE` of a new database. Only what the ledger lacks is in
+    /// it. Reads only (nothing is created); a database of another protocol
+    /// version is refused with [`Error::ProtocolVersionMismatch`].
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> cairnq_core::Result<()> {
+    /// use cairnq_core::Store;
+    /// use cairnq_sqlite::SqliteStore;
+    /// let dir = tempfile::tempdir().expect("temp dir");
+    /// let path = dir.path().join("q.db");
+    /// let script = SqliteStore::migration_script(&path).await?;
+    /// assert!(script.contains("-- migration: 0001_init.sql") && !path.exists());
+    /// SqliteStore::open(&path).await?.close().await?;
+    /// assert!(!SqliteStore::migration_script(&path).await?.contains("-- migration:"));
+    /// # Ok(()) }
+    /// ```
+    pub async fn migration_script(path: impl AsRef<Path>) -> Result<String> {
+        crate::script::migration_script(path.as_ref().to_path_buf()).await
+    }
+
+    /// Every row of the database's `cairnq_meta` table (`protocol_version`,
+    /// `schema_version`, ...) as stored, read without opening a store;
+    /// empty when there is no file or no such table.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> cairnq_core::Result<()> {
+    /// use cairnq_core::Store;
+    /// use cairnq_sqlite::SqliteStore;
+    /// let dir = tempfile::tempdir().expect("temp dir");
+    /// let path = dir.path().join("q.db");
+    /// SqliteStore::open(&path).await?.close().await?;
+    /// let meta = SqliteStore::meta(&path).await?;
+    /// assert_eq!(meta.get("protocol_version").map(String::as_str), Some("1"));
+    /// # Ok(()) }
+    /// ```
+    pub async fn meta(path: impl AsRef<Path>) -> Result<std::collections::BTreeMap<String, String>> {
+        crate::inspect::meta(path.as_ref().to_path_buf()).await
+    }
+
     /// The health of the database file at `path`: `PRAGMA quick_check`,
     /// the journal mode, the sizes of the file and its `-wal`. Read-only;
     /// a missing file is [`Error::Unusable`].

@@ -23,15 +23,26 @@ pub(crate) struct Args {
 enum Action {
     /// The ledger: each migration applied (and when) or pending. Changes nothing.
     Status,
-    /// The SQL of every pending migration, in order. Changes nothing.
+    /// The SQL opening would run now, as one script to run as is through your own tool: the
+    /// ledger if missing, then each pending migration in a transaction with its ledger row
+    /// (-o json: {backend, pending: [{name, sql}], script}; -o jsonl: one pending migration
+    /// per line). Changes nothing.
     Sql,
 }
 
-/// One pending migration in `migrate sql -o json`.
+/// One pending migration in `migrate sql -o json` (its SQL alone).
 #[derive(Serialize)]
 struct PendingSql<'a> {
     name: &'a str,
     sql: &'a str,
+}
+
+/// `migrate sql -o json`: the pending migrations and the whole script.
+#[derive(Serialize)]
+struct Script<'a> {
+    backend: &'static str,
+    pending: Vec<PendingSql<'a>>,
+    script: &'a str,
 }
 
 pub(crate) async fn run(context: &Context, args: Args) -> Result<Exit, Failure> {
@@ -54,7 +65,10 @@ pub(crate) async fn run(context: &Context, args: Args) -> Result<Exit, Failure> 
                 hint(&format!("{pending} pending: `cairnq migrate` applies them, `cairnq migrate sql` prints them"));
             }
         }
-        Some(Action::Sql) => print_sql(context, &target, &target.migrations().await?)?,
+        Some(Action::Sql) => {
+            let script = target.migration_script().await?;
+            print_sql(context, &target, &target.migrations().await?, &script)?;
+        }
     }
     Ok(Exit::Ok)
 }
@@ -79,27 +93,15 @@ fn print_status(context: &Context, ledger: &[MigrationStatus]) -> Result<(), Fai
     context.out.text(&table.render(context.out.colour))
 }
 
-fn print_sql(context: &Context, target: &Target, ledger: &[MigrationStatus]) -> Result<(), Failure> {
+fn print_sql(context: &Context, target: &Target, ledger: &[MigrationStatus], script: &str) -> Result<(), Failure> {
     let pending: Vec<PendingSql<'_>> = ledger
         .iter()
         .filter(|m| !m.is_applied())
         .filter_map(|m| m.sql.map(|sql| PendingSql { name: &m.name, sql }))
         .collect();
     match context.out.format {
-        Format::Json => context.out.json(&pending),
+        Format::Json => context.out.json(&Script { backend: target.backend(), pending, script }),
         Format::Jsonl => pending.iter().try_for_each(|p| context.out.json(p)),
-        Format::Table => {
-            let mut script = format!(
-                "-- cairnq: {} pending migration(s) for {}, in order.\n\
-                 -- Record each one applied in cairnq_migrations (name, applied_at_ms), as `cairnq migrate` does,\n\
-                 -- so that SDKs connecting later do not apply it again.\n",
-                pending.len(),
-                target.backend()
-            );
-            for migration in &pending {
-                script.push_str(&format!("\n-- migration: {}\n{}\n", migration.name, migration.sql.trim_end()));
-            }
-            context.out.text(&script)
-        }
+        Format::Table => context.out.text(script),
     }
 }

@@ -5,6 +5,7 @@
 
 mod bad_input;
 mod metrics;
+mod migrate_sql;
 mod ops;
 mod python;
 mod scenarios;

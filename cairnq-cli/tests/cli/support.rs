@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use cairnq_core::store::{ClaimDraw, ClaimParams, FailParams};
+use cairnq_core::store::{ClaimDraw, ClaimParams, FailParams, SettleParams};
 use cairnq_core::{CairnQ, ErrorEnvelope, Task};
 use cairnq_postgres::PostgresOptions;
 use cairnq_sqlite::SqliteStore;
@@ -142,21 +142,29 @@ impl Fixture {
         cairnq_testkit::postgres::raw(&dsn).await.batch_execute(&drop).await.expect("drop database");
     }
 
+    /// Claims `task` (and whatever else of its name and queue is due) as a
+    /// worker would.
+    async fn claim_like(&self, task: &Task) -> Vec<Task> {
+        let draw = ClaimDraw::new(vec![task.queue.clone()]).names(vec![task.name.clone()]).limit(100);
+        let claimed = self.client.claim(&ClaimParams::new("worker_test", 30_000).draw(draw)).await.expect("claim");
+        assert!(claimed.iter().any(|t| t.id == task.id), "claimed {}", task.id);
+        claimed
+    }
+
     /// Claims `task` and fails it for good (as a worker would).
     pub(crate) async fn fail(&self, task: &Task) {
-        let claimed = self
-            .client
-            .claim(
-                &ClaimParams::new("worker_test", 30_000)
-                    .draw(ClaimDraw::new(vec![task.queue.clone()]).names(vec![task.name.clone()]).limit(100)),
-            )
-            .await
-            .expect("claim");
-        assert!(claimed.iter().any(|t| t.id == task.id), "claimed {}", task.id);
-        for claimed in claimed {
+        for claimed in self.claim_like(task).await {
             let envelope = ErrorEnvelope::new("boom", format!("failed {}", claimed.id)).retryable(false);
             let params = FailParams::new(&claimed.id, "worker_test").error(envelope.to_json()).retryable(false);
             self.client.fail(&params).await.expect("fail");
+        }
+    }
+
+    /// Claims `task` and completes it with `{"ok": true}`.
+    pub(crate) async fn succeed(&self, task: &Task) {
+        for claimed in self.claim_like(task).await {
+            let params = SettleParams::new(&claimed.id, "worker_test").result(serde_json::json!({"ok": true}));
+            self.client.complete(&params).await.expect("complete");
         }
     }
 }

@@ -18,12 +18,23 @@ select name, applied_at_ms from cairnq_migrations order by name
 insert into cairnq_migrations (name, applied_at_ms)
 values (:name, floor(extract(epoch from clock_timestamp()) * 1000)::bigint)
 
+-- The same row in a script printed for people to run (`cairnq migrate sql`):
+-- a migration already recorded makes the insert fail, so its transaction
+-- applies nothing.
+-- name: record_migration_in_script
+insert into cairnq_migrations (name, applied_at_ms)
+values (:name, floor(extract(epoch from clock_timestamp()) * 1000)::bigint)
+
 -- Visible through this connection's search_path (the installation it uses).
 -- name: table_exists
 select to_regclass(:table::text) is not null
 
 -- name: read_meta
 select value from cairnq_meta where key = :key
+
+-- Every meta row (protocol_version, schema_version, ...), for tools.
+-- name: read_all_meta
+select key, value from cairnq_meta order by key
 
 -- name: tasks_analyzed
 select exists (

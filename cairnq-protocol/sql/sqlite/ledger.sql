@@ -15,11 +15,23 @@ select name, applied_at_ms from cairnq_migrations order by name
 -- name: record_migration
 insert into cairnq_migrations (name, applied_at_ms) values (:name, :now_ms)
 
+-- The same row in a script printed for people to run (`cairnq migrate sql`):
+-- the time is the database's when the script runs, and a migration already
+-- recorded makes the insert fail, so its transaction applies nothing.
+-- julianday (not unixepoch) runs on every SQLite that can read the schema.
+-- name: record_migration_in_script
+insert into cairnq_migrations (name, applied_at_ms)
+values (:name, cast(round((julianday('now') - 2440587.5) * 86400000) as integer))
+
 -- name: table_exists
 select exists (select 1 from sqlite_master where type = 'table' and name = :table)
 
 -- name: read_meta
 select value from cairnq_meta where key = :key
+
+-- Every meta row (protocol_version, schema_version, ...), for tools.
+-- name: read_all_meta
+select key, value from cairnq_meta order by key
 
 -- Only valid once `table_exists` confirmed sqlite_stat1: ANALYZE creates it.
 -- name: tasks_analyzed

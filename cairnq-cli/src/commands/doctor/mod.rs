@@ -1,0 +1,181 @@
+//! `cairnq doctor`: what an operator checks first when a queue misbehaves,
+//! in one read-only pass: the protocol version the database holds beside
+//! this SDK's, the schema version (the last shared migration applied) and
+//! the extensions, the whole migration ledger, Postgres installations (more
+//! than one splits a queue), SQLite integrity and WAL size, expired leases
+//! (a worker died), the oldest queued task, and task names that seem to
+//! have no worker. Exit 1 when it found a problem.
+//!
+//! A database of another protocol version is reported, not refused: its
+//! versions and ledger are still read, only its tasks are not (no store of
+//! this SDK opens it).
+
+mod render;
+mod tasks;
+
+use std::collections::BTreeMap;
+
+use cairnq_core::{MigrationStatus, PROTOCOL_VERSION};
+use cairnq_postgres::PostgresStore;
+use cairnq_sqlite::SqliteStore;
+use serde::Serialize;
+
+use crate::commands::Context;
+use crate::db::Target;
+use crate::exit::{Exit, Failure};
+use crate::output::Format;
+
+/// A WAL this large means checkpoints cannot keep up.
+const LARGE_WAL: u64 = 256 * 1024 * 1024;
+
+#[derive(Serialize)]
+struct Report {
+    backend: &'static str,
+    protocol_version: ProtocolVersion,
+    schema_version: SchemaVersion,
+    /// The extension migrations applied (this SDK's `ext_*`, or another's).
+    extensions: Vec<String>,
+    /// Every migration the ledger records, in name order.
+    ledger: Vec<LedgerEntry>,
+    migrations_pending: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    postgres_installations: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sqlite: Option<SqliteReport>,
+    /// Absent when the tasks could not be read (another protocol version).
+    #[serde(flatten)]
+    tasks: Option<tasks::Findings>,
+    problems: Vec<String>,
+}
+
+/// The protocol version in `cairnq_meta`, beside the one this SDK speaks.
+#[derive(Serialize)]
+struct ProtocolVersion {
+    database: Option<String>,
+    sdk: String,
+}
+
+#[derive(Serialize)]
+struct SchemaVersion {
+    /// The last shared migration the ledger records (extensions aside).
+    last_shared_migration: Option<String>,
+    /// `schema_version` in `cairnq_meta`, as stored.
+    database: Option<String>,
+}
+
+#[derive(Serialize)]
+struct LedgerEntry {
+    name: String,
+    applied_at_ms: i64,
+}
+
+#[derive(Serialize)]
+struct SqliteReport {
+    integrity: String,
+    journal_mode: String,
+    file_bytes: u64,
+    wal_bytes: u64,
+}
+
+pub(crate) async fn run(context: &Context) -> Result<Exit, Failure> {
+    let target = context.target()?;
+    let meta = target.meta().await?;
+    let ledger = target.migrations().await?;
+    let mut problems = Vec::new();
+    let protocol_version =
+        ProtocolVersion { database: meta.get("protocol_version").cloned(), sdk: PROTOCOL_VERSION.to_string() };
+    // Another protocol's database is reported; anything else a store cannot
+    // open (no file, not a cairnq database) is refused as every command does.
+    let readable = match &protocol_version.database {
+        Some(found) if found.trim() != protocol_version.sdk => {
+            problems.push(format!(
+                "the database holds protocol version {found}, this SDK speaks {}: no store of this SDK opens it \
+                 (its tasks were not checked)",
+                protocol_version.sdk
+            ));
+            false
+        }
+        _ => true,
+    };
+    let client = if readable { Some(context.existing().await?) } else { None };
+    let migrations_pending: Vec<String> = ledger.iter().filter(|m| !m.is_applied()).map(|m| m.name.clone()).collect();
+    if !migrations_pending.is_empty() {
+        problems.push(format!("{} migration(s) pending: run `cairnq migrate`", migrations_pending.len()));
+    }
+    let (postgres_installations, sqlite) = backend_checks(&target, &mut problems).await?;
+    let tasks = match &client {
+        Some(client) => Some(tasks::check(client, &mut problems).await?),
+        None => None,
+    };
+    let report = Report {
+        backend: target.backend(),
+        protocol_version,
+        schema_version: schema_version(&ledger, &meta),
+        extensions: ledger.iter().filter(|m| m.is_applied() && !m.is_shared()).map(|m| m.name.clone()).collect(),
+        ledger: ledger
+            .iter()
+            .filter_map(|m| m.applied_at_ms.map(|at| LedgerEntry { name: m.name.clone(), applied_at_ms: at }))
+            .collect(),
+        migrations_pending,
+        postgres_installations,
+        sqlite,
+        tasks,
+        problems,
+    };
+    match context.out.format {
+        Format::Table => context.out.text(&render::report(&report))?,
+        _ => context.out.json(&report)?,
+    }
+    Ok(if report.problems.is_empty() { Exit::Ok } else { Exit::Failed })
+}
+
+fn schema_version(ledger: &[MigrationStatus], meta: &BTreeMap<String, String>) -> SchemaVersion {
+    SchemaVersion {
+        last_shared_migration: ledger.iter().filter(|m| m.is_applied() && m.is_shared()).map(|m| m.name.clone()).last(),
+        database: meta.get("schema_version").cloned(),
+    }
+}
+
+async fn backend_checks(
+    target: &Target,
+    problems: &mut Vec<String>,
+) -> Result<(Option<Vec<String>>, Option<SqliteReport>), Failure> {
+    match target {
+        Target::Sqlite(path) => {
+            let health = SqliteStore::file_health(path).await?;
+            if !health.is_ok() {
+                problems.push(format!("SQLite integrity check failed: {}", health.integrity));
+            }
+            if health.journal_mode != "wal" {
+                problems.push(format!(
+                    "journal mode is {}, not wal: readers and the writer block each other",
+                    health.journal_mode
+                ));
+            }
+            if health.wal_bytes > LARGE_WAL {
+                problems.push(format!(
+                    "the WAL holds {} MiB: checkpoints cannot keep up (a long-lived reader?)",
+                    health.wal_bytes >> 20
+                ));
+            }
+            let report = SqliteReport {
+                integrity: health.integrity,
+                journal_mode: health.journal_mode,
+                file_bytes: health.file_bytes,
+                wal_bytes: health.wal_bytes,
+            };
+            Ok((None, Some(report)))
+        }
+        Target::Postgres { dsn, .. } => {
+            let schemas = PostgresStore::installations(dsn, target.postgres_options()).await?;
+            if schemas.len() > 1 {
+                problems.push(format!(
+                    "cairnq is installed in {} schemas ({}): processes on different ones never see each other's tasks",
+                    schemas.len(),
+                    render::few(&schemas)
+                ));
+            }
+            Ok((Some(schemas), None))
+        }
+    }
+}

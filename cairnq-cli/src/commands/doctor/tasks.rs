@@ -1,0 +1,121 @@
+//! The doctor's look at the tasks themselves: running ones whose lease
+//! expired (their worker died or stalled), the oldest queued task, and
+//! names whose due tasks wait while nothing of that name runs or finished
+//! lately (no worker claims them). Reads pages of the library's `list`,
+//! capped, so a doctor never becomes a load test.
+
+use std::collections::BTreeMap;
+
+use cairnq_core::{CairnQ, ListFilter, Task, TaskStatus};
+use serde::Serialize;
+
+use crate::exit::Failure;
+use crate::humanize::{now_ms, short};
+
+/// Rows read per page when scanning running and queued tasks.
+const PAGE: u32 = 1000;
+/// The most rows a scan reads.
+pub(super) const SCAN_CAP: usize = 100_000;
+/// A due task waiting longer than this, whose name nothing has run
+/// recently, looks unclaimed.
+const UNCLAIMED_AFTER_MS: i64 = 5 * 60_000;
+
+/// What the task checks found (flattened into the report).
+#[derive(Serialize)]
+pub(super) struct Findings {
+    pub(super) expired_leases: Vec<String>,
+    pub(super) oldest_queued: Option<Oldest>,
+    pub(super) unclaimed_names: Vec<Unclaimed>,
+    /// True when a scan stopped at its cap.
+    pub(super) scan_capped: bool,
+}
+
+#[derive(Serialize)]
+pub(super) struct Oldest {
+    pub(super) id: String,
+    pub(super) name: String,
+    pub(super) queue: String,
+    pub(super) age_ms: i64,
+}
+
+#[derive(Serialize)]
+pub(super) struct Unclaimed {
+    name: String,
+    queue: String,
+    waiting: u64,
+    oldest_age_ms: i64,
+}
+
+/// Runs every task check, adding what looks wrong to `problems`.
+pub(super) async fn check(client: &CairnQ, problems: &mut Vec<String>) -> Result<Findings, Failure> {
+    let now = now_ms();
+    let (running, running_capped) = scan(client, TaskStatus::Running).await?;
+    let expired_leases: Vec<String> =
+        running.iter().filter(|t| t.lease_until_ms.is_some_and(|until| until < now)).map(|t| t.id.clone()).collect();
+    if !expired_leases.is_empty() {
+        problems.push(format!(
+            "{} running task(s) hold expired leases (their worker died or stalled; the next claim recovers them)",
+            expired_leases.len()
+        ));
+    }
+    let (queued, queued_capped) = scan(client, TaskStatus::Queued).await?;
+    let oldest_queued = queued.iter().min_by_key(|t| t.created_at_ms).map(|t| Oldest {
+        id: t.id.clone(),
+        name: t.name.clone(),
+        queue: t.queue.clone(),
+        age_ms: now - t.created_at_ms,
+    });
+    let unclaimed_names = unclaimed(client, &queued, &running, now).await?;
+    for u in &unclaimed_names {
+        problems.push(format!(
+            "{} task(s) of {:?} on queue {:?} wait (oldest {}) and none of that name ran lately: is a worker for it running?",
+            u.waiting,
+            u.name,
+            u.queue,
+            short(u.oldest_age_ms.unsigned_abs())
+        ));
+    }
+    Ok(Findings { expired_leases, oldest_queued, unclaimed_names, scan_capped: running_capped || queued_capped })
+}
+
+/// Every task in `status` (newest first), up to [`SCAN_CAP`]; whether the
+/// cap was hit.
+async fn scan(client: &CairnQ, status: TaskStatus) -> Result<(Vec<Task>, bool), Failure> {
+    let mut filter = ListFilter::new().status(status).limit(PAGE);
+    let mut tasks = Vec::new();
+    loop {
+        let page = client.list(&filter).await?;
+        tasks.extend(page.tasks);
+        if tasks.len() >= SCAN_CAP {
+            return Ok((tasks, true));
+        }
+        match page.next {
+            Some(next) => filter = filter.after(next),
+            None => return Ok((tasks, false)),
+        }
+    }
+}
+
+/// Names with due tasks waiting past [`UNCLAIMED_AFTER_MS`] that nothing
+/// runs now and nothing finished lately.
+async fn unclaimed(client: &CairnQ, queued: &[Task], running: &[Task], now: i64) -> Result<Vec<Unclaimed>, Failure> {
+    let mut stale: BTreeMap<(String, String), (u64, i64)> = BTreeMap::new();
+    for task in queued.iter().filter(|t| t.attempt == 0 && t.run_at_ms < now - UNCLAIMED_AFTER_MS) {
+        let entry = stale.entry((task.name.clone(), task.queue.clone())).or_insert((0, now));
+        entry.0 += 1;
+        entry.1 = entry.1.min(task.run_at_ms);
+    }
+    let mut found = Vec::new();
+    for ((name, queue), (waiting, oldest)) in stale {
+        if running.iter().any(|t| t.name == name && t.queue == queue) {
+            continue;
+        }
+        let filter = ListFilter::new().name(&name).queue(&queue).status(TaskStatus::Succeeded).limit(1);
+        let recent = client.list(&filter).await?.tasks.first().and_then(|t| t.completed_at_ms);
+        if recent.is_some_and(|at| at > now - UNCLAIMED_AFTER_MS) {
+            continue;
+        }
+        found.push(Unclaimed { name, queue, waiting, oldest_age_ms: now - oldest });
+    }
+    Ok(found)
+}
