@@ -54,8 +54,19 @@ impl Output {
         let text = match self.format {
             Format::Json => serde_json::to_string_pretty(value),
             _ => serde_json::to_string(value),
-        }
-        .map_err(|e| Failure::new(crate::exit::Exit::Failed, format!("cannot write JSON: {e}")))?;
+        };
+        self.json_text(text)
+    }
+
+    /// Writes one JSON document on one line, whatever the format: one of a
+    /// stream (`stats --watch`), where a document spread over lines could
+    /// not be told from the next.
+    pub(crate) fn json_line<T: Serialize + ?Sized>(&self, value: &T) -> Result<(), Failure> {
+        self.json_text(serde_json::to_string(value))
+    }
+
+    fn json_text(&self, text: serde_json::Result<String>) -> Result<(), Failure> {
+        let text = text.map_err(|e| Failure::new(crate::exit::Exit::Failed, format!("cannot write JSON: {e}")))?;
         self.text(&format!("{text}\n"))
     }
 

@@ -2,6 +2,9 @@
 //! database (README "Schedules"), managed as an application would through
 //! `CairnQ`. `add` checks the spec, zone and payload before the database
 //! opens, so bad input writes nothing; a name that matches nothing exits 3.
+//! `add` is a write like `submit` and, like it, creates and migrates a
+//! database where there is none (a schedule needs its table); the others
+//! open the database as it is.
 
 use std::time::Duration;
 
@@ -24,7 +27,8 @@ pub(crate) struct Args {
 enum Action {
     /// Every schedule: spec, zone, next fire, missed slots, paused.
     Ls,
-    /// Create a schedule, or update the one with this name.
+    /// Create a schedule, or update the one with this name. Like submit, a write: it creates
+    /// and migrates the database when there is none.
     Add(AddArgs),
     /// Stop a schedule firing.
     Pause(NameArg),
@@ -32,7 +36,7 @@ enum Action {
     Resume(NameArg),
     /// Fire a schedule once now (paused or not); prints the task.
     Trigger(NameArg),
-    /// Delete a schedule (its fired tasks stay).
+    /// Delete a schedule (its fired tasks stay); -o json prints {"deleted": NAME}.
     Rm(NameArg),
 }
 
@@ -59,9 +63,10 @@ struct AddArgs {
     /// The payload of every fired task, as JSON (default: {}).
     #[arg(long)]
     payload: Option<String>,
-    /// The IANA time zone of the cron spec (e.g. Europe/Berlin).
-    #[arg(long, default_value = "UTC")]
-    tz: String,
+    /// The IANA time zone of the cron spec (e.g. Europe/Berlin; default UTC). Not with
+    /// --every, whose slots are multiples of the interval since the epoch in any zone.
+    #[arg(long, conflicts_with = "every")]
+    tz: Option<String>,
     /// The queue of the fired tasks.
     #[arg(long, default_value = "default")]
     queue: String,
@@ -166,10 +171,19 @@ pub(crate) async fn run(context: &Context, args: Args) -> Result<Exit, Failure> 
             if !context.existing().await?.delete_schedule(&name).await? {
                 return Err(not_found(&name));
             }
-            crate::output::hint(&format!("deleted schedule {name}"));
+            match context.out.format {
+                Format::Table => crate::output::hint(&format!("deleted schedule {name}")),
+                _ => context.out.json(&Deleted { deleted: &name })?,
+            }
         }
     }
     Ok(Exit::Ok)
+}
+
+/// What `schedule rm -o json` prints.
+#[derive(Serialize)]
+struct Deleted<'a> {
+    deleted: &'a str,
 }
 
 fn not_found(name: &str) -> Failure {
@@ -179,7 +193,7 @@ fn not_found(name: &str) -> Failure {
 /// The schedule `add` saves, checked before anything is opened.
 fn schedule(add: AddArgs) -> Result<Schedule, Failure> {
     let base = match (add.cron, add.every) {
-        (Some(cron), None) => Schedule::cron(add.name, &cron, add.task)?.tz(&add.tz)?,
+        (Some(cron), None) => Schedule::cron(add.name, &cron, add.task)?.tz(add.tz.as_deref().unwrap_or("UTC"))?,
         (None, Some(every)) => Schedule::every(add.name, every, add.task)?,
         _ => return Err(Failure::usage("give exactly one of --cron and --every")),
     };

@@ -1,5 +1,7 @@
 //! `cairnq stats [--queue Q] [--watch 2s]`: task counts per queue and
-//! status, once or every interval until Ctrl-C.
+//! status, once or every interval until Ctrl-C. A watch is a stream: as
+//! JSON, one compact document per line per interval, so a reader can take
+//! each line as it comes.
 
 use std::time::Duration;
 
@@ -16,7 +18,8 @@ pub(crate) struct Args {
     /// Only this queue (shown even when empty).
     #[arg(long)]
     queue: Option<String>,
-    /// Print again every interval (e.g. 2s) until Ctrl-C.
+    /// Print again every interval (e.g. 2s) until Ctrl-C. Watching is a stream: with -o json
+    /// or jsonl, one compact JSON document per line per interval.
     #[arg(long, value_name = "INTERVAL", value_parser = humanize::duration)]
     watch: Option<Duration>,
 }
@@ -48,6 +51,7 @@ fn print(context: &Context, stats: &Stats, watching: bool) -> Result<(), Failure
             let clear = if watching && context.out.terminal { "\x1b[H\x1b[2J" } else { "" };
             context.out.text(&format!("{clear}{}", stats_table(stats).render(context.out.colour)))
         }
+        _ if watching => context.out.json_line(stats),
         _ => context.out.json(stats),
     }
 }

@@ -6,8 +6,9 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use cairnq_core::{Conflict, Json, SubmitOptions, TaskSpec};
+use cairnq_core::{CairnQ, Conflict, Json, SubmitOptions, TaskSpec};
 
+use crate::commands::read::find;
 use crate::commands::{Context, json_arg};
 use crate::exit::{Exit, Failure};
 use crate::humanize;
@@ -43,7 +44,8 @@ pub(crate) struct Args {
     /// Caller metadata, a JSON object.
     #[arg(long)]
     metadata: Option<String>,
-    /// The submitting task's id.
+    /// The submitting task's id: the new task joins its chain (its root, and its correlation
+    /// id unless --correlation is given), as a handler's child submit does. It must exist.
     #[arg(long, value_name = "ID")]
     parent: Option<String>,
     /// A correlation id tying related tasks together.
@@ -89,16 +91,21 @@ pub(crate) async fn run(context: &Context, args: Args) -> Result<Exit, Failure> 
         }
         options = options.metadata(metadata);
     }
-    if let Some(parent) = args.parent {
-        options = options.parent_id(parent);
-    }
     if let Some(correlation) = args.correlation {
         options = options.correlation_id(correlation);
     }
     // Everything the library checks is checked before the database opens.
     options.to_new_task(&args.name, payload.clone())?;
+    let client = match &args.parent {
+        // A parent must be there already: its database is not created.
+        Some(parent) => {
+            let client = context.existing().await?;
+            options = join_chain(&client, options, parent).await?;
+            client
+        }
+        None => context.installing().await?,
+    };
     let spec = TaskSpec::new(args.name, &payload).options(options);
-    let client = context.installing().await?;
     let task = client.submit_spec(&spec).await?;
     // One row in a table (`cairnq get` shows every field); the row as JSON.
     match context.out.format {
@@ -106,6 +113,17 @@ pub(crate) async fn run(context: &Context, args: Args) -> Result<Exit, Failure> 
         _ => context.out.task(&task)?,
     }
     Ok(Exit::Ok)
+}
+
+/// `options` for a child of the task `parent_id`: its parent, root and
+/// (unless one is given) correlation id; exit 3 when there is no such task.
+async fn join_chain(client: &CairnQ, options: SubmitOptions, parent_id: &str) -> Result<SubmitOptions, Failure> {
+    let parent = find(client, Some(parent_id), None).await?;
+    let options = options.parent_id(&parent.id).root_id(parent.root_id.as_deref().unwrap_or(&parent.id));
+    Ok(match (&options.correlation_id, parent.correlation_id) {
+        (None, Some(correlation)) => options.correlation_id(correlation),
+        _ => options,
+    })
 }
 
 /// The payload from `--payload JSON`, `--payload -` (stdin) or

@@ -14,6 +14,8 @@ use crate::commands::Context;
 use crate::exit::{Exit, Failure};
 
 #[derive(Debug, clap::Args)]
+#[command(after_help = "-o does not apply: the dashboard serves its pages and JSON API over HTTP; the command \
+                        prints only where it listens, on stderr.")]
 pub(crate) struct Args {
     /// The address to listen on. Anything but loopback needs --token.
     #[arg(long, default_value_t = cairnq_web::DEFAULT_BIND)]

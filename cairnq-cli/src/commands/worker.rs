@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use cairnq_core::backend::new_worker_id;
 use cairnq_core::observe::DEFAULT_GAUGE_INTERVAL;
-use cairnq_worker::exec::ExecHandler;
+use cairnq_worker::exec::{ExecHandler, ExecOptions};
 use cairnq_worker::{Worker, WorkerOptions};
 
 use crate::commands::Context;
@@ -25,8 +25,11 @@ The command runs through `sh -c`, once per task:
                of the rest go into a failure's error envelope
   exit code    0 succeeded; 65 (EX_DATAERR) failed for good; 75 (EX_TEMPFAIL) or
                any other code failed, retried while attempts are left
-A cancel or a lost lease sends the command SIGTERM, then SIGKILL. SIGTERM or
-Ctrl-C to the worker drains (running commands finish); a second one stops at once.";
+A cancel or a lost lease sends the command SIGTERM, then SIGKILL --kill-grace later.
+SIGTERM or Ctrl-C to the worker drains: it claims nothing more and running commands
+finish (for up to 30 s); a second signal stops at once.
+
+-o does not apply: the worker prints no data, only its reports on stderr.";
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = CONTRACT)]
@@ -51,6 +54,10 @@ pub(crate) struct Args {
     /// A command running longer is stopped and its attempt fails.
     #[arg(long, value_parser = humanize::duration)]
     max_run: Option<Duration>,
+    /// How long a command sent SIGTERM (a cancel, a lost lease, --max-run near) gets to
+    /// end before SIGKILL.
+    #[arg(long, default_value = "10s", value_parser = humanize::duration)]
+    kill_grace: Duration,
     /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464),
     /// queue depths read every 10 s.
     #[arg(long, value_name = "ADDR")]
@@ -86,7 +93,7 @@ impl Args {
 pub(crate) async fn run(context: &Context, args: Args) -> Result<Exit, Failure> {
     // Bad arguments are refused before the database is opened.
     let options = args.options()?;
-    let handler = ExecHandler::new(&args.exec)?;
+    let handler = ExecHandler::with_options(&args.exec, ExecOptions::new().kill_grace(args.kill_grace))?;
     if let Some(addr) = args.metrics_addr {
         crate::metrics::serve(addr).await?;
     }

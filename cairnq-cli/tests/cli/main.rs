@@ -4,9 +4,11 @@
 //! library returns for the same database.
 
 mod bad_input;
+mod flags;
 mod metrics;
 mod migrate_sql;
 mod ops;
+mod output;
 mod python;
 mod scenarios;
 mod schedule;

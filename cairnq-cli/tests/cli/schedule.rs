@@ -1,6 +1,7 @@
 //! `cairnq schedule`: add (cron with a zone, every), ls in every format,
-//! pause, trigger, resume, rm, and the refusals (bad spec, zone or payload:
-//! exit 2, nothing written; an unknown name: exit 3), on both backends.
+//! pause, trigger, resume, rm, and the refusals (bad spec, zone or payload,
+//! a zone for an interval: exit 2, nothing written; an unknown name: exit
+//! 3), on both backends; add creates a database as submit does.
 
 use serde_json::{Value, json};
 
@@ -61,6 +62,7 @@ async fn schedules_through_the_binary(fixture: &Fixture) {
         (vec!["--cron", "0 3 * * *", "--tz", "Mars/Olympus"], "tz"),
         (vec!["--every", "30s", "--payload", "{nope"], "--payload"),
         (vec!["--every", "30s", "--max-attempts", "0"], "max-attempts"),
+        (vec!["--every", "30s", "--tz", "Europe/Berlin"], "cannot be used with '--tz"),
     ] {
         let mut all = vec!["schedule", "add", "bad", "--task", "x"];
         all.extend(args);
@@ -78,4 +80,17 @@ async fn schedule_commands_on_sqlite() {
 #[tokio::test(flavor = "multi_thread")]
 async fn schedule_commands_on_postgres() {
     schedules_through_the_binary(&Fixture::postgres().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn schedule_add_creates_a_database_as_submit_does_and_ls_does_not() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("new.db");
+    let cli = crate::support::Cli { db: crate::support::path_text(&path), schema: None };
+    cli.run(&["schedule", "ls"]).refused(1, "no such file");
+    assert!(!path.exists(), "ls only looks");
+    cli.json(&["-o", "json", "schedule", "add", "tick", "--every", "1m", "--task", "tick"]);
+    let status = cli.json(&["-o", "json", "migrate", "status"]);
+    assert!(status.as_array().is_some_and(|all| all.iter().all(|m| m["applied_at_ms"].is_i64())), "{status}");
+    assert_eq!(cli.json(&["-o", "json", "schedule", "ls"])[0]["name"], "tick");
 }

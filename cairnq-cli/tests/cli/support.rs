@@ -23,7 +23,7 @@ pub(crate) struct Ran {
 }
 
 impl Ran {
-    fn from(output: Output) -> Self {
+    pub(crate) fn from(output: Output) -> Self {
         Self {
             code: output.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),

@@ -1,6 +1,9 @@
 //! `cairnq worker --exec`: a shell script as the worker of tasks the
-//! Python SDK submitted, end to end through real processes.
+//! Python SDK submitted, end to end through real processes; SIGTERM to the
+//! worker drains a running command; a command deaf to SIGTERM is killed
+//! after `--kill-grace`.
 
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -106,4 +109,96 @@ async fn drains(fixture: Fixture, peer_db: &str, count: usize) {
     let flaky = fixture.client.get(&flaky.id).await.expect("get").expect("flaky");
     assert_eq!((flaky.status, flaky.attempt), (TaskStatus::Succeeded, 2));
     assert_eq!(flaky.result.expect("result").to_value().expect("json"), json!({"doubled": 42, "by": "flaky"}));
+}
+
+/// Reads the worker's stderr until a line holds `says`.
+fn until_stderr_says(stderr: &mut impl BufRead, says: &str) {
+    let mut line = String::new();
+    while !line.contains(says) {
+        line.clear();
+        assert!(stderr.read_line(&mut line).expect("read stderr") > 0, "the worker ended before saying {says:?}");
+    }
+}
+
+/// Waits (bounded, for a stuck worker) until `path` exists.
+fn until_exists(path: &std::path::Path) {
+    let start = Instant::now();
+    while !path.exists() {
+        assert!(start.elapsed() < Duration::from_secs(60), "{} never appeared", path.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_while_a_command_runs_lets_it_finish_and_claims_nothing_more() {
+    let fixture = Fixture::sqlite().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (started, go) = (dir.path().join("started"), dir.path().join("go"));
+    // Says it started, then runs until the test lets it finish.
+    let command = format!(
+        "cat > /dev/null; echo \"$CAIRNQ_TASK_ID\" > {started}; while [ ! -f {go} ]; do sleep 0.05; done; echo '{{\"drained\": true}}'",
+        started = started.display(),
+        go = go.display()
+    );
+    let first = fixture.client.submit("slow", &json!({})).priority(1).await.expect("submit");
+    let second = fixture.client.submit("slow", &json!({})).await.expect("submit");
+    let child = fixture
+        .cli
+        .command(&["worker", "--exec", &command, "--concurrency", "1", "--kill-grace", "10s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the worker");
+    let mut worker = Worker(child);
+    let mut stderr = BufReader::new(worker.0.stderr.take().expect("stderr"));
+    until_exists(&started);
+
+    let pid = worker.0.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().expect("kill").success());
+    // Only once the worker has stopped claiming does the command finish.
+    until_stderr_says(&mut stderr, "claiming nothing more");
+    std::fs::write(&go, "").expect("let the command finish");
+    let status = worker.0.wait().expect("wait for the worker");
+    assert_eq!(status.code(), Some(0), "the worker exits 0 after a drain");
+
+    let ran = fixture.client.get(&first.id).await.expect("get").expect("first");
+    assert_eq!(std::fs::read_to_string(&started).expect("started").trim(), first.id);
+    assert_eq!(ran.status, TaskStatus::Succeeded, "the running command finished its task");
+    assert_eq!(ran.result.expect("result").to_value().expect("json"), json!({"drained": true}));
+    let left = fixture.client.get(&second.id).await.expect("get").expect("second");
+    assert_eq!((left.status, left.attempt), (TaskStatus::Queued, 0), "nothing else was claimed");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_command_that_ignores_sigterm_is_killed_after_the_kill_grace() {
+    let fixture = Fixture::sqlite().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (started, termed) = (dir.path().join("started"), dir.path().join("termed"));
+    let command = format!(
+        "trap 'touch {termed}' TERM; touch {started}; while true; do sleep 0.05; done",
+        started = started.display(),
+        termed = termed.display()
+    );
+    fixture.cli.run(&["worker", "--exec", &command, "--kill-grace", "soon"]).refused(2, "is not a duration");
+    let task = fixture.client.submit("stubborn", &json!({})).await.expect("submit");
+    let child = fixture
+        .cli
+        .command(&["worker", "--exec", &command, "--kill-grace", "200ms"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the worker");
+    let _worker = Worker(child);
+    until_exists(&started);
+    fixture.client.cancel(&task.id).await.expect("cancel");
+    let start = Instant::now();
+    loop {
+        let now = fixture.client.get(&task.id).await.expect("get").expect("task");
+        if now.status == TaskStatus::Canceled {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "never canceled: {:?}", now.status);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(termed.exists(), "the command got SIGTERM first, ignored it, and was killed");
 }

@@ -21,6 +21,8 @@ use crate::humanize;
 pub(crate) use snapshot::Snapshot;
 
 #[derive(Debug, clap::Args)]
+#[command(after_help = "-o does not apply: top draws on the terminal. For data, `stats --watch 2s -o jsonl` \
+                        prints one JSON document per line per interval.")]
 pub(crate) struct Args {
     /// How often to refresh.
     #[arg(long, default_value = "1s", value_parser = humanize::duration)]
