@@ -32,7 +32,8 @@ impl From<Exit> for std::process::ExitCode {
 pub(crate) const EXIT_CODES: &str = "\
 Exit codes:
   0  done
-  1  failed: the database could not do it, or the task waited for failed or was canceled
+  1  failed: the database could not do it, the task waited for failed or was canceled,
+     or doctor found a problem
   2  usage: bad input (arguments, JSON, durations, filters); nothing was written
   3  not found: no task has that id or key (no schedule has that name)
   4  timeout: a wait ran out of time (the task keeps running)

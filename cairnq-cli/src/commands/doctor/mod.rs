@@ -131,7 +131,11 @@ pub(crate) async fn run(context: &Context) -> Result<Exit, Failure> {
 
 fn schema_version(ledger: &[MigrationStatus], meta: &BTreeMap<String, String>) -> SchemaVersion {
     SchemaVersion {
-        last_shared_migration: ledger.iter().filter(|m| m.is_applied() && m.is_shared()).map(|m| m.name.clone()).last(),
+        last_shared_migration: ledger
+            .iter()
+            .filter(|m| m.is_applied() && m.is_shared())
+            .map(|m| m.name.clone())
+            .next_back(),
         database: meta.get("schema_version").cloned(),
     }
 }
