@@ -30,9 +30,16 @@ pub async fn a_process_span_continues_the_send_span_across_processes(factory: &d
         client.submit("noop", &json!({})).await.expect("submit")
     };
     let send = spans.closed().into_iter().find(|s| s.name == "send").expect("a send span");
-    assert_eq!(send.field("messaging.message.id"), task.id);
-    assert_eq!(send.field("messaging.destination.name"), "default");
-    assert_eq!(send.field("otel.name"), "send default");
+    for (field, value) in [
+        ("otel.name", "send default"),
+        ("otel.kind", "producer"),
+        ("messaging.system", "cairnq"),
+        ("messaging.destination.name", "default"),
+        ("messaging.message.id", task.id.as_str()),
+        ("cairnq.task.name", "noop"),
+    ] {
+        assert_eq!(send.field(field), value, "{field}: {send:?}");
+    }
     let metadata: Value = task.metadata.to_value().expect("metadata");
     let expected = format!("00-{}-{}-01", send.field("trace_id"), send.field("span_id"));
     assert_eq!(metadata[TRACEPARENT], json!(expected), "the send span's context rides in the metadata");
@@ -52,6 +59,7 @@ pub async fn a_process_span_continues_the_send_span_across_processes(factory: &d
     assert_ne!(process.field("span_id"), send.field("span_id"));
     for (field, value) in [
         ("otel.name", "process default"),
+        ("otel.kind", "consumer"),
         ("messaging.system", "cairnq"),
         ("messaging.destination.name", "default"),
         ("messaging.message.id", task.id.as_str()),
