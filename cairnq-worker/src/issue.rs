@@ -63,9 +63,10 @@ pub enum WorkerIssue {
     /// The worker lost the leases of these tasks: it did not renew them in
     /// time (a suspended process, a blocked runtime, a store too slow to
     /// answer), so another worker may run them now and whatever this worker
-    /// still does with them is discarded. Each task is reported once.
+    /// still does with them is discarded. Each task is reported once, in a
+    /// report of its own (so its event names it).
     LostLeases {
-        /// The tasks whose lease was lost.
+        /// The task whose lease was lost (one per report).
         task_ids: Vec<String>,
     },
     /// A store call took this long, more than a third of the lease: leases

@@ -40,26 +40,26 @@ impl Written for Task {
     }
 }
 
-/// What the completion path wrote: the status a completion shared with
-/// others' left, or the row of a failure written alone.
-enum Wrote {
-    Status(TaskStatus),
-    Row(Task),
+/// What the completion path wrote: the status it left (a completion
+/// shared with others' answers no more), and the envelope of a failure.
+struct Wrote {
+    status: TaskStatus,
+    error: Option<Json>,
+}
+
+impl From<Task> for Wrote {
+    fn from(row: Task) -> Self {
+        Self { status: row.status, error: row.error }
+    }
 }
 
 impl Written for Wrote {
     fn status(&self) -> TaskStatus {
-        match self {
-            Self::Status(status) => *status,
-            Self::Row(row) => row.status,
-        }
+        self.status
     }
 
     fn error(&self) -> Option<&Json> {
-        match self {
-            Self::Status(_) => None,
-            Self::Row(row) => row.error.as_ref(),
-        }
+        self.error.as_ref()
     }
 }
 
@@ -119,10 +119,11 @@ impl Shared {
         }
         let written = match how {
             Settlement::Complete(result) => {
-                let completed = self.completions.call((task.id.clone(), result)).await.map(Wrote::Status);
-                self.fail_if_refused(task, completed, Wrote::Row).await
+                let completed = self.completions.call((task.id.clone(), result)).await;
+                let completed = completed.map(|status| Wrote { status, error: None });
+                self.fail_if_refused(task, completed, Wrote::from).await
             }
-            Settlement::Fail(_) => self.write_settlement(task, &how).await.map(Wrote::Row),
+            Settlement::Fail(_) => self.write_settlement(task, &how).await.map(Wrote::from),
         };
         self.reported(state, self.finish_write(task, state, written));
     }

@@ -4,20 +4,19 @@
 //! settlement and every report about it.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use cairnq_core::{CairnQ, TaskStatus};
+use cairnq_core::TaskStatus;
 use cairnq_worker::{TaskContext, TaskError};
 use serde_json::{Value, json};
 
 use super::support::{eventually, finished, fresh, quick_options, start};
-use super::telemetry::NoRenewals;
+use super::telemetry::start_forgetful;
 use crate::BackendFactory;
-use crate::forwarding::Forwarding;
 use crate::telemetry::{RecordedEvent, SpanRecorder};
 
 /// The settled event of a success and of a failure, and the report of a
-/// lost lease (a store that renews no lease), each naming its attempt.
+/// lost lease (a worker whose store renews no lease), each naming its
+/// attempt.
 ///
 /// Run on a current-thread runtime: every task of the workers then runs on
 /// the test's thread, the only one whose events this test records (other
@@ -31,17 +30,7 @@ pub async fn worker_events_name_their_attempt(factory: &dyn BackendFactory) {
         w.task("breaks", |_: TaskContext, _: Value| async move { Err::<(), _>(TaskError::new("no")) })
             .expect("register");
     });
-    let forgetful = CairnQ::new(Forwarding(NoRenewals(client.store().clone())));
-    let options = quick_options().worker_id("w-forgetful").queues(["held"]).lease(Duration::from_millis(600));
-    let _forgetful = start(&forgetful, options, |w| {
-        w.task("held", |ctx: TaskContext, _: Value| async move {
-            while !ctx.lost_lease() {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            Ok::<_, TaskError>(())
-        })
-        .expect("register");
-    });
+    let _forgetful = start_forgetful(&client, quick_options().worker_id("w-forgetful").queues(["held"]));
     let works = client.submit("works", &json!({})).await.expect("submit");
     let breaks = client.submit("breaks", &json!({})).max_attempts(1).await.expect("submit");
     let held = client.submit("held", &json!({})).queue("held").max_attempts(1).await.expect("submit");

@@ -91,8 +91,10 @@ async fn assert_caught_up(client: &CairnQ, report: &FireReport, newest: i64) {
 /// a store whose clock the test moves (`clock` is `client`'s store's):
 /// schedules saved at T0 (a whole minute) fire next at T0+60s; the clock
 /// jumps to T0+690s, so slots T0+60s..=T0+660s (11) are older than the
-/// on-time grace ([`assert_caught_up`] says what each policy fires). Then,
-/// at T0+721s, each fires exactly its on-time slot T0+720s.
+/// on-time grace. Then `skip` fires none (11 missed), `latest` T0+660s (10
+/// missed), `all` (window 5 min, cap 3) T0+540s, +600s and +660s (8
+/// missed); each fires next at T0+720s, and a second pass fires nothing.
+/// At T0+721s each fires exactly its on-time slot T0+720s.
 pub async fn catch_up_after_an_outage(client: &CairnQ, clock: &ManualClock) {
     const T0: i64 = 1_700_000_040_000;
     clock.set(T0);
@@ -113,7 +115,7 @@ pub async fn catch_up_after_an_outage(client: &CairnQ, clock: &ManualClock) {
 /// which no test can move): each schedule's row is rewound to hold the slot
 /// ten minutes before its newest missed one, exactly what a row keeps when
 /// no process fired it for ten minutes; then one pass fires what each
-/// policy promises ([`assert_caught_up`]).
+/// policy promises, as in [`catch_up_after_an_outage`].
 pub async fn catch_up_after_an_outage_on_the_store_clock(factory: &dyn BackendFactory) {
     let (client, _fresh) = fresh(factory).await;
     let (spec, newest) = half_a_minute_off(&client).await;
@@ -230,9 +232,7 @@ pub(super) fn every_minute(name: &str) -> Schedule {
 /// row holds when spec and zone are unchanged, though recomputing would
 /// give another (another process fired meanwhile); a changed zone or spec
 /// recomputes it from the store's now.
-pub async fn a_redeclared_schedule_keeps_its_next_fire_unless_its_spec_or_zone_changed(
-    factory: &dyn BackendFactory,
-) {
+pub async fn a_redeclared_schedule_keeps_its_next_fire_unless_its_spec_or_zone_changed(factory: &dyn BackendFactory) {
     const DAY: i64 = 24 * 60 * MINUTE;
     let (client, _fresh) = fresh(factory).await;
     let nightly = Schedule::cron("nightly", "0 3 * * *", "report").expect("valid");

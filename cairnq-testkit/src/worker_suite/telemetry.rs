@@ -14,7 +14,7 @@ use cairnq_core::observe::{
 };
 use cairnq_core::store::HeartbeatBatchParams;
 use cairnq_core::{CairnQ, HeldLease, Result, Store, TaskStatus};
-use cairnq_worker::{TaskContext, TaskError, WorkerOptions};
+use cairnq_worker::{TaskContext, TaskError, WorkerHandle, WorkerOptions};
 use serde_json::{Value, json};
 
 use super::support::{eventually, finished, fresh, quick_options, start};
@@ -85,17 +85,7 @@ pub async fn metrics_count_a_lost_lease(factory: &dyn BackendFactory) {
     let recorder = recorder();
     let (client, _fresh) = fresh(factory).await;
     let queue = own_queue("lost");
-    let forgetful = CairnQ::new(Forwarding(NoRenewals(client.store().clone())));
-    let options: WorkerOptions = quick_options().queues([queue.clone()]).lease(Duration::from_millis(600));
-    let _worker = start(&forgetful, options, |w| {
-        w.task("held", |ctx: TaskContext, _: Value| async move {
-            while !ctx.lost_lease() {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            Ok::<_, TaskError>(())
-        })
-        .expect("register");
-    });
+    let _worker = start_forgetful(&client, quick_options().queues([queue.clone()]));
     let task = client.submit("held", &json!({})).queue(&queue).max_attempts(1).await.expect("submit");
     eventually("the lost lease counted", || async { settled(recorder, &queue, "lost_lease") == 1 }).await;
     assert_eq!(finished(&client, &task.id).await.status, TaskStatus::Failed, "recovered with no attempt left");
@@ -163,9 +153,25 @@ pub async fn metrics_count_a_canceled_attempt(factory: &dyn BackendFactory) {
     assert_eq!(recorder.counter(TASKS_SETTLED, &[("queue", &queue)]), 1, "only the cancel");
 }
 
+/// A worker over `client`'s store through [`NoRenewals`], with a lease of
+/// 600 ms: its handler `held` runs until it sees its lease lost, then
+/// returns (its result to be discarded).
+pub(super) fn start_forgetful(client: &CairnQ, options: WorkerOptions) -> WorkerHandle {
+    let forgetful = CairnQ::new(Forwarding(NoRenewals(client.store().clone())));
+    start(&forgetful, options.lease(Duration::from_millis(600)), |w| {
+        w.task("held", |ctx: TaskContext, _: Value| async move {
+            while !ctx.lost_lease() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Ok::<_, TaskError>(())
+        })
+        .expect("register");
+    })
+}
+
 /// A store that answers every renewal with "you hold none of these leases"
 /// (as it would after another claimer recovered them); forwards the rest.
-pub(super) struct NoRenewals(pub(super) Arc<dyn Store>);
+struct NoRenewals(Arc<dyn Store>);
 
 #[async_trait]
 impl Forward for NoRenewals {

@@ -112,21 +112,9 @@ fn catch_up_walks_a_dst_night_backwards_to_the_same_slots() {
 /// the day before, the day of the change, the day after.
 pub(crate) fn dst_vectors() -> [(&'static str, &'static str, [i64; 3]); 4] {
     [
-        (
-            "30 2 * * *",
-            "Europe/Berlin",
-            [utc(2026, 3, 28, 1, 30), utc(2026, 3, 29, 1, 0), utc(2026, 3, 30, 0, 30)],
-        ),
-        (
-            "30 2 * * *",
-            "Europe/Berlin",
-            [utc(2026, 10, 24, 0, 30), utc(2026, 10, 25, 0, 30), utc(2026, 10, 26, 1, 30)],
-        ),
-        (
-            "30 2 * * *",
-            "America/New_York",
-            [utc(2026, 3, 7, 7, 30), utc(2026, 3, 8, 7, 0), utc(2026, 3, 9, 6, 30)],
-        ),
+        ("30 2 * * *", "Europe/Berlin", [utc(2026, 3, 28, 1, 30), utc(2026, 3, 29, 1, 0), utc(2026, 3, 30, 0, 30)]),
+        ("30 2 * * *", "Europe/Berlin", [utc(2026, 10, 24, 0, 30), utc(2026, 10, 25, 0, 30), utc(2026, 10, 26, 1, 30)]),
+        ("30 2 * * *", "America/New_York", [utc(2026, 3, 7, 7, 30), utc(2026, 3, 8, 7, 0), utc(2026, 3, 9, 6, 30)]),
         (
             "30 1 * * *",
             "America/New_York",
