@@ -44,6 +44,13 @@ pub const QUEUE_DEPTH: &str = "cairnq_queue_depth";
 /// Gauge `{queue}`: seconds the oldest due queued task has waited since it
 /// became due (0 when none waits), from [`QueueGauges`].
 pub const QUEUE_OLDEST_AGE: &str = "cairnq_queue_oldest_age_seconds";
+/// Counter `{schedule}`: slots a schedule fired, one task each (a
+/// trigger-now included), counted by the process whose fire won. The label
+/// is the schedule's name: as many series as the application declares.
+pub const SCHEDULE_FIRES: &str = "cairnq_schedule_fires_total";
+/// Counter `{schedule}`: slots a schedule passed over (catch-up `skip`,
+/// beyond `all`'s window or cap, older than `latest`'s one, overlap `skip`).
+pub const SCHEDULE_MISSED: &str = "cairnq_schedule_missed_total";
 
 /// How an attempt ended, the `outcome` label of [`TASKS_SETTLED`] and
 /// [`TASK_DURATION`].
@@ -114,4 +121,14 @@ pub fn leases_recovered<'a>(queues: impl Iterator<Item = &'a str>) {
 /// Counts one submitted task.
 pub(crate) fn submitted(queue: &str, name: &str) {
     metrics::counter!(TASKS_SUBMITTED, "queue" => queue.to_string(), "name" => name.to_string()).increment(1);
+}
+
+/// Counts one won fire of `schedule`: each fired task as submitted, the
+/// slots fired and the slots passed over.
+pub(crate) fn schedule_fired(schedule: &str, fired: &[crate::Task], missed: u64) {
+    for task in fired {
+        submitted(&task.queue, &task.name);
+    }
+    metrics::counter!(SCHEDULE_FIRES, "schedule" => schedule.to_string()).increment(fired.len() as u64);
+    metrics::counter!(SCHEDULE_MISSED, "schedule" => schedule.to_string()).increment(missed);
 }

@@ -7,7 +7,8 @@
 //! failed assertion. Call them from a backend's or the worker's test crate
 //! on a multi-thread runtime (except
 //! [`blocking_handlers_do_not_block_the_runtime`], which means most on a
-//! current-thread one):
+//! current-thread one, and [`worker_events_name_their_attempt`], which
+//! records the events of its own thread only):
 //!
 //! ```no_run
 //! # async fn demo(factory: &dyn cairnq_testkit::BackendFactory) {
@@ -21,11 +22,14 @@
 
 mod chaos;
 mod clients;
+mod events;
 mod handler_api;
 mod lifecycle;
 mod limits;
 mod outcomes;
 mod queue_ops;
+mod schedule_policies;
+mod schedule_workers;
 mod schedules;
 mod settling;
 mod support;
@@ -40,6 +44,7 @@ pub use clients::{
     concurrent_claimers_never_take_the_same_row, keyed_submits_from_concurrent_producers_keep_one_live_task_per_key,
     submit_many_is_all_or_nothing,
 };
+pub use events::worker_events_name_their_attempt;
 pub use handler_api::{
     a_batch_item_that_does_not_decode_fails_alone, canceled_reads_the_store_when_the_heartbeat_is_stale,
     handler_failures_follow_the_sdk_defaults,
@@ -63,14 +68,23 @@ pub use outcomes::{
 pub use queue_ops::{
     a_submit_returns_the_row_it_wrote, backpressure_refuses_submits_to_a_full_queue, retention_sweeps_by_rule,
 };
+pub use schedule_policies::{
+    a_fire_holding_a_stale_slot_changes_nothing,
+    a_redeclared_schedule_keeps_its_next_fire_unless_its_spec_or_zone_changed, catch_up_after_an_outage,
+    catch_up_after_an_outage_on_the_store_clock, jitter_delays_each_fired_task_within_its_bound,
+    overlap_skip_holds_while_the_previous_fire_is_queued, overlap_skip_holds_while_the_previous_fire_runs,
+};
+pub use schedule_workers::{
+    a_worker_fires_due_schedules_unless_opted_out, a_worker_reports_schedules_it_no_longer_declares,
+    schedule_fires_are_counted_and_traced_as_submits,
+};
 pub use schedules::{
-    a_shared_schedule_fires_each_slot_once_across_processes, catch_up_after_an_outage,
-    overlap_skip_holds_while_the_previous_fire_runs, schedules_are_managed_through_the_client,
+    a_shared_schedule_fires_each_slot_once_across_processes, schedules_are_managed_through_the_client,
 };
 pub use settling::{a_refused_result_fails_only_its_own_task, complete_batch_settles_each_task_as_complete_would};
 pub use telemetry::{
-    metrics_count_a_lost_lease, metrics_count_each_task_once, metrics_count_retried_and_failed_attempts,
-    queue_gauges_read_depth_and_age,
+    metrics_count_a_canceled_attempt, metrics_count_a_lost_lease, metrics_count_each_task_once,
+    metrics_count_retried_and_failed_attempts, queue_gauges_read_depth_and_age,
 };
 pub use traces::a_process_span_continues_the_send_span_across_processes;
 pub use waits::{

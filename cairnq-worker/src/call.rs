@@ -49,13 +49,13 @@ pub(crate) async fn run_call(core: Arc<Shared>, handler: Handler, contexts: Vec<
         Handler::Single(call) => {
             let mut endings = Vec::with_capacity(contexts.len());
             for ctx in contexts {
-                let span = ctx.state().attempt.span(ctx.task(), &core.worker_id);
+                let span = ctx.state().attempt.span(ctx.task());
                 let ending = timed(&core, guarded(core.options.max_run, call(ctx.clone())).instrument(span)).await;
                 endings.push((ctx, ending));
             }
             drop(load);
             join_all(endings.into_iter().map(|(ctx, ending)| {
-                let span = ctx.state().attempt.span(ctx.task(), &core.worker_id);
+                let span = ctx.state().attempt.span(ctx.task());
                 settle_single(&core, ctx, ending).instrument(span)
             }))
             .await;
@@ -64,7 +64,7 @@ pub(crate) async fn run_call(core: Arc<Shared>, handler: Handler, contexts: Vec<
             // One call runs them all: each task's span is opened (and ends
             // with its settlement), none is the call's.
             for ctx in &contexts {
-                drop(ctx.state().attempt.span(ctx.task(), &core.worker_id));
+                drop(ctx.state().attempt.span(ctx.task()));
             }
             let ending = timed(&core, guarded(core.options.max_run, call(contexts.clone()))).await;
             drop(load);

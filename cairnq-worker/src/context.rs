@@ -304,7 +304,7 @@ impl TaskContext {
         }
         let written = write.await;
         if matches!(written, Err(Error::LostLease { .. })) {
-            self.core.lease_lost(&self.task.id, &self.state);
+            self.core.lease_lost(&self.state);
         }
         written
     }

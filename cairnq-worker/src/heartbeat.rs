@@ -17,7 +17,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cairnq_core::observe::Outcome;
 use cairnq_core::store::HeartbeatBatchParams;
 use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
@@ -69,7 +68,6 @@ async fn renew(core: &Shared) {
         Err(error) => return core.store_failed(Phase::Heartbeat, None, error),
     };
     let kept: HashMap<String, bool> = kept.into_iter().map(|l| (l.id.clone(), l.cancel_requested())).collect();
-    let mut lost = Vec::new();
     for (id, state) in held {
         match kept.get(&id) {
             Some(true) => state.mark_canceled(),
@@ -77,15 +75,10 @@ async fn renew(core: &Shared) {
             // Settled between the snapshot and the reply: not a lost lease.
             None if state.is_settled() => {}
             None => {
-                if state.mark_lost() {
-                    state.attempt.settled(Outcome::LostLease);
-                    lost.push(id.clone());
-                }
+                // One report per task, so each event names its task.
+                core.lease_lost(&state);
                 core.leases.remove(&id);
             }
         }
-    }
-    if !lost.is_empty() {
-        core.report(WorkerIssue::LostLeases { task_ids: lost });
     }
 }

@@ -4,14 +4,19 @@
 //! A worker never prints: every report goes to
 //! [`WorkerOptions::on_error`](crate::WorkerOptions::on_error) when set, and
 //! otherwise becomes a `tracing` event (target `cairnq_worker`, with the
-//! fields `worker_id`, `phase`, `task_id` and `error.kind` where they apply),
-//! which the application's subscriber writes wherever it writes its logs.
+//! fields `worker_id`, `phase` and `error.kind` where they apply, and, for a
+//! report about one attempt, `task_id`, `name`, `queue`, `attempt` and
+//! `outcome` as every event about an attempt names them), which the
+//! application's subscriber writes wherever it writes its logs.
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use cairnq_core::Error;
+use cairnq_core::observe::Outcome;
+
+use crate::observe::Attempt;
 
 /// Something the worker loop ran into, reported through
 /// [`WorkerOptions::on_error`](crate::WorkerOptions::on_error). Every issue but an [`Unusable`] database
@@ -58,9 +63,10 @@ pub enum WorkerIssue {
     /// The worker lost the leases of these tasks: it did not renew them in
     /// time (a suspended process, a blocked runtime, a store too slow to
     /// answer), so another worker may run them now and whatever this worker
-    /// still does with them is discarded. Each task is reported once.
+    /// still does with them is discarded. Each task is reported once, in a
+    /// report of its own (so its event names it).
     LostLeases {
-        /// The tasks whose lease was lost.
+        /// The task whose lease was lost (one per report).
         task_ids: Vec<String>,
     },
     /// A store call took this long, more than a third of the lease: leases
@@ -276,17 +282,20 @@ impl fmt::Display for Call<'_> {
 /// The hook that receives [`WorkerIssue`]s.
 pub type OnError = Arc<dyn Fn(WorkerIssue) + Send + Sync>;
 
-/// Hands `issue` to `hook`, or logs it naming the worker.
-pub(crate) fn deliver(hook: Option<&OnError>, worker_id: &str, issue: WorkerIssue) {
+/// Hands `issue` to `hook`, or logs it naming the worker and, when it is
+/// about one attempt, the task.
+pub(crate) fn deliver(hook: Option<&OnError>, worker_id: &str, about: Option<&Attempt>, issue: WorkerIssue) {
     match hook {
         Some(hook) => hook(issue),
-        None => log(worker_id, &issue),
+        None => log(worker_id, about, &issue),
     }
 }
 
 /// The issue as a `tracing` event: a stop asked for is news (info), an
-/// unusable database an error, everything else a warning.
-fn log(worker_id: &str, issue: &WorkerIssue) {
+/// unusable database an error, everything else a warning. An event about
+/// an attempt names it as the settled event does (task_id, name, queue,
+/// attempt), and a lost lease its outcome.
+fn log(worker_id: &str, about: Option<&Attempt>, issue: &WorkerIssue) {
     let (phase, task_id, error) = match issue {
         WorkerIssue::Store { phase, task_id, error } | WorkerIssue::Unusable { phase, task_id, error, .. } => {
             (Some(phase.as_str()), task_id.as_deref(), Some(error))
@@ -295,13 +304,19 @@ fn log(worker_id: &str, issue: &WorkerIssue) {
         WorkerIssue::WakeupsLost { error, .. } => (None, None, Some(error)),
         _ => (None, None, None),
     };
+    let task_id = about.map(Attempt::task_id).or(task_id);
+    let (name, queue, attempt) = (about.map(Attempt::name), about.map(Attempt::queue), about.map(Attempt::number));
+    let outcome = matches!(issue, WorkerIssue::LostLeases { .. }).then(|| Outcome::LostLease.as_str());
     let kind = error.map(|e| format!("{:?}", e.kind()));
+    macro_rules! event {
+        ($level:ident) => {
+            tracing::$level!(worker_id, phase, task_id, name, queue, attempt, outcome, error.kind = kind, "{issue}")
+        };
+    }
     match issue {
-        WorkerIssue::Draining { .. } | WorkerIssue::Repaired { .. } => {
-            tracing::info!(worker_id, phase, task_id, error.kind = kind, "{issue}");
-        }
-        WorkerIssue::Unusable { .. } => tracing::error!(worker_id, phase, task_id, error.kind = kind, "{issue}"),
-        _ => tracing::warn!(worker_id, phase, task_id, error.kind = kind, "{issue}"),
+        WorkerIssue::Draining { .. } | WorkerIssue::Repaired { .. } => event!(info),
+        WorkerIssue::Unusable { .. } => event!(error),
+        _ => event!(warn),
     }
 }
 

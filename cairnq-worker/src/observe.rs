@@ -4,13 +4,18 @@
 //! from the task's `traceparent`), and the settlement (its outcome counted
 //! once, with the attempt's duration). The metric names live in
 //! [`cairnq_core::observe`].
+//!
+//! Every event about an attempt (its settlement here, the reports of
+//! [`crate::issue`] about it) names it with the same fields: `task_id`,
+//! `name`, `queue`, `attempt`, `worker_id`, and `outcome`, `duration_ms`
+//! and `error.kind` where there are some; [`Attempt`] keeps them.
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use cairnq_core::observe::{Outcome, TASK_DURATION, TASK_QUEUE_WAIT, TASKS_CLAIMED, TASKS_SETTLED, TraceContext};
-use cairnq_core::{Task, TaskStatus};
+use cairnq_core::{ErrorEnvelope, Json, Task, TaskStatus};
 use metrics::{Counter, Histogram};
 use parking_lot::Mutex;
 use tracing::Span;
@@ -25,6 +30,8 @@ const OUTCOMES: [Outcome; 5] =
 /// and looked up in the recorder per task.
 #[derive(Debug)]
 pub(crate) struct NameMeters {
+    queue: String,
+    name: String,
     claimed: Counter,
     queue_wait: Histogram,
     settled: [(Counter, Histogram); 5],
@@ -39,6 +46,8 @@ impl NameMeters {
             (metrics::counter!(TASKS_SETTLED, &labels[..]), metrics::histogram!(TASK_DURATION, &labels[..]))
         });
         Self {
+            queue: queue.to_string(),
+            name: name.to_string(),
             claimed: metrics::counter!(TASKS_CLAIMED, &labels[..]),
             queue_wait: metrics::histogram!(TASK_QUEUE_WAIT, &labels[..]),
             settled,
@@ -46,13 +55,20 @@ impl NameMeters {
     }
 }
 
-/// A worker's [`NameMeters`], by queue then name.
-#[derive(Debug, Default)]
-pub(crate) struct Meters(Mutex<HashMap<String, HashMap<String, Arc<NameMeters>>>>);
+/// A worker's [`NameMeters`], by queue then name, and its id.
+#[derive(Debug)]
+pub(crate) struct Meters {
+    worker_id: Arc<str>,
+    by_queue: Mutex<HashMap<String, HashMap<String, Arc<NameMeters>>>>,
+}
 
 impl Meters {
+    pub(crate) fn new(worker_id: &str) -> Self {
+        Self { worker_id: worker_id.into(), by_queue: Mutex::default() }
+    }
+
     fn of(&self, queue: &str, name: &str) -> Arc<NameMeters> {
-        let mut by_queue = self.0.lock();
+        let mut by_queue = self.by_queue.lock();
         if let Some(meters) = by_queue.get(queue).and_then(|names| names.get(name)) {
             return meters.clone();
         }
@@ -66,6 +82,9 @@ impl Meters {
 #[derive(Debug)]
 pub(crate) struct Attempt {
     meters: Arc<NameMeters>,
+    task_id: String,
+    number: u32,
+    worker_id: Arc<str>,
     claimed: Instant,
     /// Opened when the handler starts, on the call's own task: the claim
     /// loop dispatches every row of a claim in one pass, and a span
@@ -77,22 +96,45 @@ pub(crate) struct Attempt {
 impl Attempt {
     /// Counts the claim and opens the attempt's `process` span.
     pub(crate) fn claimed(task: &Task, meters: &Meters) -> Self {
+        let worker_id = meters.worker_id.clone();
         let meters = meters.of(&task.queue, &task.name);
         meters.claimed.increment(1);
         // The claim stamps updated_at with the database clock, the clock
         // run_at was written with.
         let wait_ms = (task.updated_at_ms - task.run_at_ms).max(0);
         meters.queue_wait.record(wait_ms as f64 / 1000.0);
-        Self { meters, claimed: Instant::now(), span: OnceLock::new() }
+        let (task_id, number) = (task.id.clone(), task.attempt);
+        Self { meters, task_id, number, worker_id, claimed: Instant::now(), span: OnceLock::new() }
     }
 
     /// The attempt's `process` span, opened on first use.
-    pub(crate) fn span(&self, task: &Task, worker_id: &str) -> Span {
-        self.span.get_or_init(|| process_span(task, worker_id)).clone()
+    pub(crate) fn span(&self, task: &Task) -> Span {
+        self.span.get_or_init(|| process_span(task, &self.worker_id)).clone()
     }
 
-    /// Counts the attempt's end (the callers make sure it is counted once).
-    pub(crate) fn settled(&self, outcome: Outcome) {
+    /// The task's id.
+    pub(crate) fn task_id(&self) -> &str {
+        &self.task_id
+    }
+
+    /// The task's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.meters.name
+    }
+
+    /// The task's queue.
+    pub(crate) fn queue(&self) -> &str {
+        &self.meters.queue
+    }
+
+    /// Which attempt of the task this is (1 for the first).
+    pub(crate) fn number(&self) -> u32 {
+        self.number
+    }
+
+    /// Counts the attempt's end (the callers make sure it is counted once)
+    /// and tells it as an event; `error` is the envelope a failure wrote.
+    pub(crate) fn settled(&self, outcome: Outcome, error: Option<&Json>) {
         let elapsed = self.claimed.elapsed();
         let index = OUTCOMES.iter().position(|o| *o == outcome).unwrap_or(0);
         let (settled, duration) = &self.meters.settled[index];
@@ -102,13 +144,36 @@ impl Attempt {
         let span = self.span.get().unwrap_or(&none);
         span.record("cairnq.outcome", outcome.as_str());
         let duration_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
-        tracing::debug!(parent: span, outcome = outcome.as_str(), duration_ms, "cairnq task settled");
+        // Field values are evaluated only when the event is enabled.
+        tracing::debug!(
+            parent: span,
+            task_id = self.task_id(),
+            name = self.name(),
+            queue = self.queue(),
+            attempt = self.number,
+            worker_id = &*self.worker_id,
+            outcome = outcome.as_str(),
+            duration_ms,
+            error.kind = failure_code(outcome, error),
+            "cairnq task settled"
+        );
     }
 
-    /// Counts the attempt's end from the status its settle write left.
-    pub(crate) fn settled_as(&self, status: TaskStatus) {
-        self.settled(Outcome::of_status(status));
+    /// Counts the attempt's end from the row its settle write left (its
+    /// status, and the envelope of a failure).
+    pub(crate) fn settled_as(&self, status: TaskStatus, error: Option<&Json>) {
+        self.settled(Outcome::of_status(status), error);
     }
+}
+
+/// The `error.kind` of a settlement: the code of the envelope a failure
+/// wrote (`task_error`, `handler_timeout`, ...), a small set of names
+/// rather than the message.
+fn failure_code(outcome: Outcome, error: Option<&Json>) -> Option<String> {
+    if !matches!(outcome, Outcome::Failed | Outcome::Retried) {
+        return None;
+    }
+    error.and_then(ErrorEnvelope::from_json).map(|envelope| envelope.code)
 }
 
 /// The consumer span of one attempt (`process QUEUE`): a child of the

@@ -23,20 +23,43 @@ pub(crate) enum Settlement {
     Fail(TaskError),
 }
 
-/// What a settle write answers: the row, or just the status it was left in.
+/// What a settle write answers: the status it left the row in, and the
+/// envelope of a failure it wrote (the settled event names its code).
 trait Written {
     fn status(&self) -> TaskStatus;
+    fn error(&self) -> Option<&Json>;
 }
 
 impl Written for Task {
     fn status(&self) -> TaskStatus {
         self.status
     }
+
+    fn error(&self) -> Option<&Json> {
+        self.error.as_ref()
+    }
 }
 
-impl Written for TaskStatus {
+/// What the completion path wrote: the status it left (a completion
+/// shared with others' answers no more), and the envelope of a failure.
+struct Wrote {
+    status: TaskStatus,
+    error: Option<Json>,
+}
+
+impl From<Task> for Wrote {
+    fn from(row: Task) -> Self {
+        Self { status: row.status, error: row.error }
+    }
+}
+
+impl Written for Wrote {
     fn status(&self) -> TaskStatus {
-        *self
+        self.status
+    }
+
+    fn error(&self) -> Option<&Json> {
+        self.error.as_ref()
     }
 }
 
@@ -97,11 +120,12 @@ impl Shared {
         let written = match how {
             Settlement::Complete(result) => {
                 let completed = self.completions.call((task.id.clone(), result)).await;
-                self.fail_if_refused(task, completed, |row| row.status).await
+                let completed = completed.map(|status| Wrote { status, error: None });
+                self.fail_if_refused(task, completed, Wrote::from).await
             }
-            Settlement::Fail(_) => self.write_settlement(task, &how).await.map(|row| row.status),
+            Settlement::Fail(_) => self.write_settlement(task, &how).await.map(Wrote::from),
         };
-        self.reported(&task.id, self.finish_write(task, state, written));
+        self.reported(state, self.finish_write(task, state, written));
     }
 
     /// Gives up an attempt that outran `max_run`: the context reads as
@@ -111,15 +135,15 @@ impl Shared {
         let settling = state.begin_settle();
         state.mark_lost();
         if settling {
-            self.reported(&task.id, self.write_once(task, state, Settlement::Fail(error)).await);
+            self.reported(state, self.write_once(task, state, Settlement::Fail(error)).await);
         }
     }
 
-    fn reported<T>(&self, task_id: &str, written: Result<T>) {
+    fn reported<T>(&self, state: &TaskState, written: Result<T>) {
         match written {
             // A lost lease is an answer from a working store.
             Ok(_) | Err(Error::LostLease { .. }) => self.store_ok(),
-            Err(error) => self.store_failed(Phase::Settle, Some(task_id), error),
+            Err(error) => self.store_failed(Phase::Settle, Some(&state.attempt), error),
         }
     }
 
@@ -150,8 +174,8 @@ impl Shared {
     fn finish_write<T: Written>(&self, task: &Task, state: &TaskState, written: Result<T>) -> Result<T> {
         self.leases.remove(&task.id);
         match &written {
-            Ok(row) => state.attempt.settled_as(row.status()),
-            Err(Error::LostLease { .. }) => self.lease_lost(&task.id, state),
+            Ok(row) => state.attempt.settled_as(row.status(), row.error()),
+            Err(Error::LostLease { .. }) => self.lease_lost(state),
             Err(_) => {}
         }
         written

@@ -17,7 +17,7 @@ use parking_lot::Mutex;
 
 use crate::completions::{CompletionQueue, completion_queue};
 use crate::issue::{OnError, Phase, WorkerIssue};
-use crate::observe::Meters;
+use crate::observe::{Attempt, Meters};
 use crate::options::{OnUnusable, WorkerOptions};
 use crate::state::{Leases, Load, TaskState};
 use crate::stop::{StopLevel, StopSwitch, raise};
@@ -49,6 +49,7 @@ impl Shared {
         };
         let on_error = options.on_error.clone();
         let completions = completion_queue(client.clone(), worker_id.clone());
+        let meters = Meters::new(&worker_id);
         Self {
             client,
             options,
@@ -56,7 +57,7 @@ impl Shared {
             leases: Leases::default(),
             load: Arc::default(),
             completions,
-            meters: Meters::default(),
+            meters,
             on_error,
             stop,
             halted: Mutex::new(None),
@@ -64,9 +65,15 @@ impl Shared {
         }
     }
 
-    /// Hands an issue to the hook (stderr by default).
+    /// Hands an issue to the hook (a `tracing` event by default).
     pub(crate) fn report(&self, issue: WorkerIssue) {
-        crate::issue::deliver(self.on_error.as_ref(), &self.worker_id, issue);
+        crate::issue::deliver(self.on_error.as_ref(), &self.worker_id, None, issue);
+    }
+
+    /// Hands an issue about one attempt to the hook; its event names the
+    /// task as every event about an attempt does.
+    pub(crate) fn report_about(&self, attempt: &Attempt, issue: WorkerIssue) {
+        crate::issue::deliver(self.on_error.as_ref(), &self.worker_id, Some(attempt), issue);
     }
 
     /// A store call of the loop succeeded: any outage is over, and the next
@@ -75,16 +82,17 @@ impl Shared {
         self.unusable_reported.store(false, Ordering::Relaxed);
     }
 
-    /// A store call of the loop failed in `phase`, about `task_id` when it
+    /// A store call of the loop failed in `phase`, about `attempt` when it
     /// was about one task. A healable error is reported as it comes (the
     /// callers pace their retries). An unusable one is reported once until
     /// a store call succeeds again and, under [`OnUnusable::Stop`], stops
     /// the worker: claims end, running calls drain, and `Worker::run`
     /// returns the error.
-    pub(crate) fn store_failed(&self, phase: Phase, task_id: Option<&str>, error: Error) {
-        let task_id = task_id.map(str::to_string);
+    pub(crate) fn store_failed(&self, phase: Phase, attempt: Option<&Attempt>, error: Error) {
+        let task_id = attempt.map(|a| a.task_id().to_string());
+        let deliver = |issue| crate::issue::deliver(self.on_error.as_ref(), &self.worker_id, attempt, issue);
         if !error.is_unusable() {
-            return self.report(WorkerIssue::Store { phase, task_id, error });
+            return deliver(WorkerIssue::Store { phase, task_id, error });
         }
         if self.halted.lock().is_some() || self.unusable_reported.swap(true, Ordering::Relaxed) {
             return;
@@ -99,18 +107,19 @@ impl Shared {
         } else {
             error
         };
-        self.report(WorkerIssue::Unusable { phase, task_id, error: reported, stopping });
+        deliver(WorkerIssue::Unusable { phase, task_id, error: reported, stopping });
         if stopping {
             raise(&self.stop, StopLevel::Draining);
         }
     }
 
-    /// The lease of `task_id` turned out lost: marks the attempt and reports
-    /// it, once per task.
-    pub(crate) fn lease_lost(&self, task_id: &str, state: &TaskState) {
+    /// The lease of the attempt turned out lost (a settle write or a
+    /// heartbeat said so): marks it and reports it, once per task.
+    pub(crate) fn lease_lost(&self, state: &TaskState) {
         if state.mark_lost() {
-            state.attempt.settled(Outcome::LostLease);
-            self.report(WorkerIssue::LostLeases { task_ids: vec![task_id.to_string()] });
+            state.attempt.settled(Outcome::LostLease, None);
+            let task_ids = vec![state.attempt.task_id().to_string()];
+            self.report_about(&state.attempt, WorkerIssue::LostLeases { task_ids });
         }
     }
 

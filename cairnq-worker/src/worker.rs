@@ -209,7 +209,7 @@ impl Worker {
             _ = signals.next() => self.stop(),
         }
         let draining = WorkerIssue::Draining { drain_timeout: self.options.drain_timeout };
-        deliver(self.options.on_error.as_ref(), self.worker_id(), draining);
+        deliver(self.options.on_error.as_ref(), self.worker_id(), None, draining);
         tokio::select! {
             done = &mut run => return done,
             _ = signals.next() => self.stop_now(),

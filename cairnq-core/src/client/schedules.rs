@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::json::Json;
 use crate::keys::Conflict;
 use crate::model::Task;
+use crate::observe;
 use crate::schedule::{FirePlan, Overlap, Schedule, ScheduleInfo, ScheduleOwner, plan_fire, slot_key};
 use crate::store::{
     DeleteScheduleParams, FireScheduleParams, NewTask, PauseScheduleParams, SaveScheduleParams, ScheduleQuery,
@@ -134,7 +135,7 @@ impl CairnQ {
                 .last_slot_ms(Some(read.now_ms).max(row.last_slot_ms))
                 .even_paused()
                 .tasks(vec![task]);
-            if let Some(mut fired) = self.store.fire_schedule(&params).await? {
+            if let Some(mut fired) = self.fire(params, 0).await? {
                 return Ok(fired.pop());
             }
         }
@@ -173,7 +174,19 @@ impl CairnQ {
             .last_slot_ms(plan.slots.last().copied())
             .missed(i64::try_from(plan.missed).unwrap_or(i64::MAX))
             .tasks(tasks);
-        Ok(self.store.fire_schedule(&params).await?.map(|tasks| (tasks, plan.missed)))
+        Ok(self.fire(params, plan.missed).await?.map(|tasks| (tasks, plan.missed)))
+    }
+
+    /// One fire through the store, its tasks submitted as any submit is: a
+    /// `send` span each (their `traceparent` in the metadata) and counted
+    /// as submitted, with the schedule's fires and misses, when it won.
+    async fn fire(&self, mut params: FireScheduleParams, missed: u64) -> Result<Option<Vec<Task>>> {
+        let _spans: Vec<_> = params.tasks.iter_mut().map(observe::send_span).collect();
+        let fired = self.store.fire_schedule(&params).await?;
+        if let Some(tasks) = &fired {
+            observe::schedule_fired(&params.name, tasks, missed);
+        }
+        Ok(fired)
     }
 
     async fn is_live(&self, key: &str) -> Result<bool> {

@@ -1,10 +1,11 @@
 //! The queue gauges (`cairnq_queue_depth{queue,status}`,
 //! `cairnq_queue_oldest_age_seconds{queue}`), read from the store by one
-//! cached collector: however many workers and dashboards a process runs,
-//! the store is read (two grouped statements) at most once per interval, so
-//! a scrape every second or twenty workers in one process cost the same.
+//! cached collector per store: however many workers and dashboards of a
+//! process share a store, it is read (two grouped statements) at most once
+//! per interval, so a scrape every second or twenty workers cost the same,
+//! and a second store (another database) keeps its own turn.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -12,13 +13,16 @@ use parking_lot::Mutex;
 use crate::TaskStatus;
 use crate::client::CairnQ;
 use crate::error::Result;
-use crate::store::StatsParams;
+use crate::store::{StatsParams, Store};
 
 /// How often the queue gauges are read by default.
 pub const DEFAULT_GAUGE_INTERVAL: Duration = Duration::from_secs(10);
 
-/// When any collector of this process last read the store.
-static LAST_READ: Mutex<Option<Instant>> = Mutex::new(None);
+/// When each store's gauges were last read, by store. The store is known
+/// by its `Arc` (every client and worker over it holds the same one): the
+/// `Weak` keeps that allocation, so no other store can take its address
+/// while the entry lives, and an entry whose store is gone is dropped.
+static LAST_READ: Mutex<Vec<(Weak<dyn Store>, Instant)>> = Mutex::new(Vec::new());
 
 /// The collector of the queue gauges for one client.
 ///
@@ -40,14 +44,15 @@ impl QueueGauges {
         Self { client, interval: DEFAULT_GAUGE_INTERVAL }
     }
 
-    /// Reads at most once per `interval` (per process).
+    /// Reads at most once per `interval` (per store, in this process).
     pub fn interval(mut self, interval: Duration) -> Self {
         self.interval = interval.max(Duration::from_millis(1));
         self
     }
 
     /// Reads the counts and sets the gauges, unless some collector of this
-    /// process read them less than an interval ago (then `Ok(false)`).
+    /// process read the same store less than an interval ago (then
+    /// `Ok(false)`).
     pub async fn collect(&self) -> Result<bool> {
         if !self.take_turn() {
             return Ok(false);
@@ -67,13 +72,21 @@ impl QueueGauges {
     }
 
     fn take_turn(&self) -> bool {
-        let mut last = LAST_READ.lock();
+        let store = Arc::downgrade(self.client.store());
+        let mut reads = LAST_READ.lock();
+        reads.retain(|(read, _)| read.strong_count() > 0);
         let now = Instant::now();
-        if last.is_some_and(|at| now.duration_since(at) < self.interval) {
-            return false;
+        match reads.iter_mut().find(|(read, _)| read.ptr_eq(&store)) {
+            Some((_, at)) if now.duration_since(*at) < self.interval => false,
+            Some((_, at)) => {
+                *at = now;
+                true
+            }
+            None => {
+                reads.push((store, now));
+                true
+            }
         }
-        *last = Some(now);
-        true
     }
 
     /// Collects now and then every interval, on the current tokio runtime,

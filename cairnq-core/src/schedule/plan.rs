@@ -81,6 +81,18 @@ mod tests {
         }
     }
 
+    /// A cron slot fired within its first second (a worker checks every
+    /// second, so the first check after a slot usually is) fires, and the
+    /// next fire moves past it; at the slot's very millisecond too.
+    #[test]
+    fn a_cron_slot_fires_when_checked_within_its_first_second() {
+        let spec = ScheduleSpec::parse("* * * * *", "UTC").expect("parses");
+        for now in [MIN, MIN + 1, MIN + 400, MIN + 999, MIN + 1_000] {
+            let plan = plan_fire(&spec, CatchUp::Latest, MIN, now, false).expect("plans");
+            assert_eq!(plan, FirePlan { slots: vec![MIN], missed: 0, next_fire_ms: Some(2 * MIN) }, "at {now}");
+        }
+    }
+
     #[test]
     fn skip_fires_only_the_slots_within_the_grace() {
         let plan = after_outage(CatchUp::Skip);
@@ -103,6 +115,23 @@ mod tests {
         let all = CatchUp::All { window: Duration::from_secs(5 * 60), max: 3 };
         let plan = plan_fire(&spec, all, 0, 10 * MIN + 30_000, false).expect("plans");
         assert_eq!(plan, FirePlan { slots: vec![8 * MIN, 9 * MIN, 10 * MIN], missed: 8, next_fire_ms: Some(11 * MIN) });
+    }
+
+    /// Every process was down across a DST night (the vectors of the spec
+    /// tests): `all` replays the three daily slots, the changed day's once;
+    /// `latest` fires the newest and counts two missed.
+    #[test]
+    fn catch_up_across_a_dst_change_fires_each_local_slot_once() {
+        for (spec, tz, [first, second, third]) in crate::schedule::spec::tests::dst_vectors() {
+            let spec = ScheduleSpec::parse(spec, tz).expect("parses");
+            let now = third + 12 * 60 * MIN;
+            let all = CatchUp::All { window: Duration::from_secs(7 * 24 * 3600), max: 100 };
+            let next = spec.next_after(now).expect("in range");
+            let plan = plan_fire(&spec, all, first, now, false).expect("plans");
+            assert_eq!(plan, FirePlan { slots: vec![first, second, third], missed: 0, next_fire_ms: next }, "{tz}");
+            let plan = plan_fire(&spec, CatchUp::Latest, first, now, false).expect("plans");
+            assert_eq!(plan, FirePlan { slots: vec![third], missed: 2, next_fire_ms: next }, "{tz}");
+        }
     }
 
     #[test]

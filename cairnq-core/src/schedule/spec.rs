@@ -115,7 +115,12 @@ impl ScheduleSpec {
         match &self.kind {
             Kind::Every(step) => Ok((before_ms - 1).div_euclid(*step).checked_mul(*step)),
             Kind::Cron(cron) => {
-                let mut from = self.at(before_ms)?;
+                // croner searches whole seconds, dropping the milliseconds of
+                // `from`: from a slot's own second plus some milliseconds it
+                // would skip that slot. Start at `before_ms` rounded up to a
+                // whole second instead (cron slots are whole seconds, so
+                // none lies in between).
+                let mut from = self.at(before_ms.saturating_add(999).div_euclid(1000).saturating_mul(1000))?;
                 loop {
                     let Ok(prev) = cron.find_previous_occurrence(&from, false) else { return Ok(None) };
                     if prev.timestamp_millis() < before_ms {
@@ -220,4 +225,4 @@ fn parse_interval(text: &str) -> Result<i64> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

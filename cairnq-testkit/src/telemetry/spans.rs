@@ -1,6 +1,7 @@
 //! A test subscriber for `tracing`: it keeps every span's name and fields
 //! (as text) and, when a span closes, hands it to a callback and keeps it,
-//! so a test can check the spans cairnq opened without any exporter.
+//! and keeps every event's fields, so a test can check the spans cairnq
+//! opened and the events it told without any exporter.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -28,6 +29,23 @@ impl RecordedSpan {
     }
 }
 
+/// One event as recorded: its level and every field (the text under
+/// `message`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedEvent {
+    /// `ERROR`, `WARN`, `INFO`, `DEBUG` or `TRACE`.
+    pub level: String,
+    /// Field name to value, as text.
+    pub fields: BTreeMap<String, String>,
+}
+
+impl RecordedEvent {
+    /// The value of a field, or `""`.
+    pub fn field(&self, name: &str) -> &str {
+        self.fields.get(name).map_or("", String::as_str)
+    }
+}
+
 /// Called with each span as it closes.
 type OnClose = Box<dyn Fn(&RecordedSpan) + Send + Sync>;
 
@@ -48,6 +66,7 @@ pub struct SpanRecorder {
     /// Open spans with their reference counts.
     open: Mutex<HashMap<u64, (RecordedSpan, usize)>>,
     closed: Mutex<Vec<RecordedSpan>>,
+    events: Mutex<Vec<RecordedEvent>>,
     on_close: Option<OnClose>,
 }
 
@@ -71,6 +90,11 @@ impl SpanRecorder {
     /// Every span closed so far, in closing order.
     pub fn closed(&self) -> Vec<RecordedSpan> {
         self.closed.lock().clone()
+    }
+
+    /// Every event so far, in order.
+    pub fn events(&self) -> Vec<RecordedEvent> {
+        self.events.lock().clone()
     }
 }
 
@@ -108,7 +132,11 @@ impl Subscriber for SpanRecorder {
 
     fn record_follows_from(&self, _span: &Id, _follows: &Id) {}
 
-    fn event(&self, _event: &Event<'_>) {}
+    fn event(&self, event: &Event<'_>) {
+        let mut recorded = RecordedEvent { level: event.metadata().level().to_string(), fields: BTreeMap::new() };
+        event.record(&mut Fields(&mut recorded.fields));
+        self.events.lock().push(recorded);
+    }
 
     fn enter(&self, _span: &Id) {}
 

@@ -14,7 +14,7 @@ use cairnq_core::observe::{
 };
 use cairnq_core::store::HeartbeatBatchParams;
 use cairnq_core::{CairnQ, HeldLease, Result, Store, TaskStatus};
-use cairnq_worker::{TaskContext, TaskError, WorkerOptions};
+use cairnq_worker::{TaskContext, TaskError, WorkerHandle, WorkerOptions};
 use serde_json::{Value, json};
 
 use super::support::{eventually, finished, fresh, quick_options, start};
@@ -85,17 +85,7 @@ pub async fn metrics_count_a_lost_lease(factory: &dyn BackendFactory) {
     let recorder = recorder();
     let (client, _fresh) = fresh(factory).await;
     let queue = own_queue("lost");
-    let forgetful = CairnQ::new(Forwarding(NoRenewals(client.store().clone())));
-    let options: WorkerOptions = quick_options().queues([queue.clone()]).lease(Duration::from_millis(600));
-    let _worker = start(&forgetful, options, |w| {
-        w.task("held", |ctx: TaskContext, _: Value| async move {
-            while !ctx.lost_lease() {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            Ok::<_, TaskError>(())
-        })
-        .expect("register");
-    });
+    let _worker = start_forgetful(&client, quick_options().queues([queue.clone()]));
     let task = client.submit("held", &json!({})).queue(&queue).max_attempts(1).await.expect("submit");
     eventually("the lost lease counted", || async { settled(recorder, &queue, "lost_lease") == 1 }).await;
     assert_eq!(finished(&client, &task.id).await.status, TaskStatus::Failed, "recovered with no attempt left");
@@ -107,28 +97,29 @@ pub async fn metrics_count_a_lost_lease(factory: &dyn BackendFactory) {
 }
 
 /// The queue gauges read the store: a series per status for each queue,
-/// and how long the oldest due task has waited. A second collector within
-/// the interval reads nothing.
+/// and how long the oldest due task has waited. The collectors of one
+/// store take turns (a second one within the interval reads nothing), and
+/// a store of another database in the same process keeps its own turn.
 pub async fn queue_gauges_read_depth_and_age(factory: &dyn BackendFactory) {
     let recorder = recorder();
     let (client, _fresh) = fresh(factory).await;
-    let queue = own_queue("gauges");
+    let (other, _other_fresh) = fresh(factory).await;
+    let (queue, elsewhere) = (own_queue("gauges"), own_queue("gauges-elsewhere"));
     for n in 0..3 {
         client.submit("waiting", &n).queue(&queue).await.expect("submit");
     }
     client.submit("later", &0).queue(&queue).delay(Duration::from_secs(3600)).await.expect("submit");
+    other.submit("waiting", &0).queue(&elsewhere).await.expect("submit");
     tokio::time::sleep(Duration::from_millis(50)).await;
-    // Other tests of this process may have collected a moment ago: a
-    // millisecond interval has passed by the time this one asks.
-    let gauges = QueueGauges::new(client.clone()).interval(Duration::from_millis(1));
-    tokio::time::sleep(Duration::from_millis(2)).await;
-    assert!(gauges.collect().await.expect("collect"), "the first collection reads");
-    let slow = QueueGauges::new(client.clone()).interval(Duration::from_secs(3600));
-    assert!(!slow.collect().await.expect("collect"), "within the interval nothing is read");
-    let depth = |status: &str| recorder.gauges(QUEUE_DEPTH, &[("queue", &queue), ("status", status)]);
-    assert_eq!(depth("queued").first().map(|(_, v)| *v), Some(4.0), "delayed tasks are queued too");
+    let hourly = |client: &CairnQ| QueueGauges::new(client.clone()).interval(Duration::from_secs(3600));
+    assert!(hourly(&client).collect().await.expect("collect"), "the first collection of a store reads");
+    assert!(!hourly(&client).collect().await.expect("collect"), "within the interval that store is not read");
+    assert!(hourly(&other).collect().await.expect("collect"), "another store is not starved by the first");
+    let depth = |queue: &str, status: &str| recorder.gauges(QUEUE_DEPTH, &[("queue", queue), ("status", status)]);
+    assert_eq!(depth(&queue, "queued").first().map(|(_, v)| *v), Some(4.0), "delayed tasks are queued too");
+    assert_eq!(depth(&elsewhere, "queued").first().map(|(_, v)| *v), Some(1.0), "the other store's queue");
     for status in TaskStatus::ALL {
-        assert_eq!(depth(status.as_str()).len(), 1, "one {status} series");
+        assert_eq!(depth(&queue, status.as_str()).len(), 1, "one {status} series");
     }
     let age = recorder.gauges(QUEUE_OLDEST_AGE, &[("queue", &queue)]);
     let age = age.first().map(|(_, v)| *v).expect("an age series");
@@ -136,6 +127,46 @@ pub async fn queue_gauges_read_depth_and_age(factory: &dyn BackendFactory) {
         return eprintln!("skipped the age: {} stores report no queue age", factory.name());
     }
     assert!(age >= 0.05, "the oldest due task waited at least the 50 ms slept: {age}");
+}
+
+/// A handler that returns after a cancel reached it is counted `canceled`
+/// (the cancel won over its result), once, and nothing else.
+pub async fn metrics_count_a_canceled_attempt(factory: &dyn BackendFactory) {
+    let recorder = recorder();
+    let (client, _fresh) = fresh(factory).await;
+    let queue = own_queue("canceled");
+    let _worker = start(&client, quick_options().queues([queue.clone()]), |w| {
+        w.task("cancelable", |ctx: TaskContext, _: Value| async move {
+            ctx.on_cancel().await;
+            Ok::<_, TaskError>("finished anyway")
+        })
+        .expect("register");
+    });
+    let task = client.submit("cancelable", &json!({})).queue(&queue).await.expect("submit");
+    eventually("the task runs", || async {
+        client.get(&task.id).await.expect("get").is_some_and(|t| t.status == TaskStatus::Running)
+    })
+    .await;
+    client.cancel(&task.id).await.expect("cancel");
+    assert_eq!(finished(&client, &task.id).await.status, TaskStatus::Canceled);
+    eventually("the cancel counted", || async { settled(recorder, &queue, "canceled") == 1 }).await;
+    assert_eq!(recorder.counter(TASKS_SETTLED, &[("queue", &queue)]), 1, "only the cancel");
+}
+
+/// A worker over `client`'s store through [`NoRenewals`], with a lease of
+/// 600 ms: its handler `held` runs until it sees its lease lost, then
+/// returns (its result to be discarded).
+pub(super) fn start_forgetful(client: &CairnQ, options: WorkerOptions) -> WorkerHandle {
+    let forgetful = CairnQ::new(Forwarding(NoRenewals(client.store().clone())));
+    start(&forgetful, options.lease(Duration::from_millis(600)), |w| {
+        w.task("held", |ctx: TaskContext, _: Value| async move {
+            while !ctx.lost_lease() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Ok::<_, TaskError>(())
+        })
+        .expect("register");
+    })
 }
 
 /// A store that answers every renewal with "you hold none of these leases"

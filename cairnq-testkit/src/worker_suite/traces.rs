@@ -30,9 +30,7 @@ pub async fn a_process_span_continues_the_send_span_across_processes(factory: &d
         client.submit("noop", &json!({})).await.expect("submit")
     };
     let send = spans.closed().into_iter().find(|s| s.name == "send").expect("a send span");
-    assert_eq!(send.field("messaging.message.id"), task.id);
-    assert_eq!(send.field("messaging.destination.name"), "default");
-    assert_eq!(send.field("otel.name"), "send default");
+    assert_fields(&send, &task.id, &[("otel.name", "send default"), ("otel.kind", "producer")]);
     let metadata: Value = task.metadata.to_value().expect("metadata");
     let expected = format!("00-{}-{}-01", send.field("trace_id"), send.field("span_id"));
     assert_eq!(metadata[TRACEPARENT], json!(expected), "the send span's context rides in the metadata");
@@ -50,17 +48,27 @@ pub async fn a_process_span_continues_the_send_span_across_processes(factory: &d
     assert_eq!(process.field("trace_id"), send.field("trace_id"), "one trace: {process:?}");
     assert_eq!(process.field("parent_span_id"), send.field("span_id"), "the send span is the parent");
     assert_ne!(process.field("span_id"), send.field("span_id"));
-    for (field, value) in [
+    let own = [
         ("otel.name", "process default"),
-        ("messaging.system", "cairnq"),
-        ("messaging.destination.name", "default"),
-        ("messaging.message.id", task.id.as_str()),
-        ("cairnq.task.name", "noop"),
+        ("otel.kind", "consumer"),
         ("cairnq.attempt", "1"),
         ("cairnq.worker_id", worker_id.as_str()),
         ("cairnq.outcome", "succeeded"),
-    ] {
-        assert_eq!(process.field(field), value, "{field}: {process:?}");
+    ];
+    assert_fields(&process, &task.id, &own);
+}
+
+/// `span`, of either kind, carries the messaging attributes of the `noop`
+/// task `task_id` on `default`, and the fields `own`.
+fn assert_fields(span: &RecordedSpan, task_id: &str, own: &[(&str, &str)]) {
+    let messaging = [
+        ("messaging.system", "cairnq"),
+        ("messaging.destination.name", "default"),
+        ("messaging.message.id", task_id),
+        ("cairnq.task.name", "noop"),
+    ];
+    for (field, value) in messaging.iter().chain(own) {
+        assert_eq!(span.field(field), *value, "{field}: {span:?}");
     }
 }
 

@@ -13,16 +13,16 @@ use cairnq_protocol::Dialect;
 
 use crate::support::{extension_migrations, peer, peer_error, python_task_matches};
 
-fn dsn() -> String {
+pub(crate) fn dsn() -> String {
     test_dsn().expect("a test Postgres server")
 }
 
 /// The peer's spelling of "this DSN, with the schema option".
-fn with_schema(dsn: &str, schema: &str) -> String {
+pub(crate) fn with_schema(dsn: &str, schema: &str) -> String {
     format!("{dsn}#schema={schema}")
 }
 
-async fn rust_store(dsn: &str, schema: &str) -> PostgresStore {
+pub(crate) async fn rust_store(dsn: &str, schema: &str) -> PostgresStore {
     PostgresStore::connect_with(dsn, PostgresOptions::new().schema(schema).listen(false)).await.expect("connect")
 }
 

@@ -1,7 +1,7 @@
-//! The schedules extension seen from the Python SDK: a file holding
-//! `cairnq_schedules` and its ledger row opens in Python, which submits and
-//! claims as before, and a Python worker runs a task a Rust schedule fired
-//! (an ordinary keyed task).
+//! The schedules extension seen from the Python SDK, on SQLite and on
+//! Postgres: a database holding `cairnq_schedules` and its ledger row opens
+//! in Python, which submits and claims as before, and a Python worker runs a
+//! task a Rust schedule fired (an ordinary keyed task).
 
 use std::time::Duration;
 
@@ -17,33 +17,41 @@ async fn python_works_on_a_database_with_schedules_and_runs_a_fired_task() {
     let path = dir.path().join("scheduled.db");
     let db = path.to_str().expect("utf-8 path");
     let client = CairnQ::new(SqliteStore::open(&path).await.expect("open"));
-    let every = Schedule::every("py", Duration::from_secs(1), "scheduled_py").expect("valid");
-    client.save_schedule(&every.payload(&json!({"from": "schedule"})).expect("json")).await.expect("save");
-    let fired = fire_one(&client).await;
+    let fired = schedule_and_fire(&client).await;
     client.close().await.expect("close");
 
     let schema = peer(&["schema", db]);
     let tables: Vec<&str> =
         schema["objects"].as_array().expect("objects").iter().filter_map(|o| o[2].as_str()).collect();
     assert!(tables.contains(&"cairnq_schedules"), "the file holds the extension table: {tables:?}");
-    let submitted = peer(&["submit", db, "py_job", r#"{"n":1}"#]);
-    let claimed = peer(&["claim-complete", db, "py_job", r#"{"ok":true}"#]);
-    assert_eq!(claimed["claimed"]["id"], submitted["id"], "Python claims as before");
-    assert_eq!(claimed["completed"]["status"], "succeeded");
-
-    let ran = peer(&["worker", db, "scheduled_py", "2"]);
-    assert_eq!(ran["terminal"], 2, "the Python job and the fired task");
+    python_works_as_before(db);
     let client = CairnQ::new(SqliteStore::open(&path).await.expect("reopen"));
-    let done = client.get(&fired.0).await.expect("get").expect("exists");
-    assert_eq!(done.status, TaskStatus::Succeeded);
-    assert_eq!(done.result, Some(json!({"echo": {"from": "schedule"}, "by": "python"}).into()));
-    let by_key = client.get_by_key(&slot_key("py", fired.1)).await.expect("by key").map(|t| t.id);
-    assert_eq!(by_key, Some(fired.0));
+    assert_ran_by_python(&client, fired).await;
     client.close().await.expect("close");
 }
 
-/// Fires until a slot of the schedule fired: (task id, slot ms).
-async fn fire_one(client: &CairnQ) -> (String, i64) {
+/// The same on a Postgres schema, both sides connected at once.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_works_on_a_postgres_schema_with_schedules_and_runs_a_fired_task() {
+    use crate::postgres::{dsn, rust_store, with_schema};
+    let (dsn, schema) = (dsn(), cairnq_testkit::postgres::fresh_schema_name());
+    let client = CairnQ::new(rust_store(&dsn, &schema).await);
+    let fired = schedule_and_fire(&client).await;
+    let table = format!("{schema}.cairnq_schedules");
+    let found = cairnq_testkit::postgres::raw(&dsn).await.query_one("select to_regclass($1)::text", &[&table]).await;
+    let found: Option<String> = found.expect("look the table up").get(0);
+    assert_eq!(found.as_deref(), Some(table.as_str()), "the schema holds the extension table");
+    python_works_as_before(&with_schema(&dsn, &schema));
+    assert_ran_by_python(&client, fired).await;
+    client.close().await.expect("close");
+}
+
+/// Saves `py` (`@every 1s`, task `scheduled_py`) and fires one of its
+/// slots: (task id, slot ms).
+async fn schedule_and_fire(client: &CairnQ) -> (String, i64) {
+    let every = Schedule::every("py", Duration::from_secs(1), "scheduled_py").expect("valid");
+    client.save_schedule(&every.payload(&json!({"from": "schedule"})).expect("json")).await.expect("save");
     for _ in 0..100 {
         if let Some(task) = client.fire_due_schedules().await.expect("fire").fired.into_iter().next() {
             let meta: Value = task.metadata.to_value().expect("json");
@@ -52,6 +60,27 @@ async fn fire_one(client: &CairnQ) -> (String, i64) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("the schedule never fired");
+}
+
+/// On `db` (the peer's spelling), Python submits and claims as before, and
+/// its worker runs the fired task beside its own job.
+fn python_works_as_before(db: &str) {
+    let submitted = peer(&["submit", db, "py_job", r#"{"n":1}"#]);
+    let claimed = peer(&["claim-complete", db, "py_job", r#"{"ok":true}"#]);
+    assert_eq!(claimed["claimed"]["id"], submitted["id"], "Python claims as before");
+    assert_eq!(claimed["completed"]["status"], "succeeded");
+    let ran = peer(&["worker", db, "scheduled_py", "2"]);
+    assert_eq!(ran["terminal"], 2, "the Python job and the fired task");
+}
+
+/// The fired task (id, slot) succeeded with the Python worker's result and
+/// is still the task its slot key names.
+async fn assert_ran_by_python(client: &CairnQ, (id, slot): (String, i64)) {
+    let done = client.get(&id).await.expect("get").expect("exists");
+    assert_eq!(done.status, TaskStatus::Succeeded);
+    assert_eq!(done.result, Some(json!({"echo": {"from": "schedule"}, "by": "python"}).into()));
+    let by_key = client.get_by_key(&slot_key("py", slot)).await.expect("by key").map(|t| t.id);
+    assert_eq!(by_key, Some(id));
 }
 
 /// A database the Python SDK created, opened as it is (`Install::Existing`:

@@ -90,3 +90,35 @@ fn counting_and_newest_agree_for_cron_and_intervals() {
         assert_eq!(spec.prev_before(60_000).expect("prev"), Some(0));
     }
 }
+
+/// Every DST vector above, walked backwards as catch-up does
+/// (`prev_before`, `newest_between`) and counted (`count_between`): the
+/// same slots as walking forwards, the missing local time once, the
+/// repeated one once.
+#[test]
+fn catch_up_walks_a_dst_night_backwards_to_the_same_slots() {
+    for (spec, tz, expected) in dst_vectors() {
+        let parsed = ScheduleSpec::parse(spec, tz).expect("spec parses");
+        let (from, until) = (expected[0], expected[2] + 1);
+        assert_eq!(parsed.newest_between(from, until, 10).expect("in range"), expected, "{spec} in {tz}");
+        assert_eq!(parsed.newest_between(from, until, 1).expect("in range"), [expected[2]], "{spec} in {tz}");
+        assert_eq!(parsed.count_between(from, until, u64::MAX).expect("in range"), 3, "{spec} in {tz}");
+        assert_eq!(parsed.prev_before(expected[2]).expect("in range"), Some(expected[1]), "{spec} in {tz}");
+        assert_eq!(fires(spec, tz, from - 1, 3), expected, "forwards agrees: {spec} in {tz}");
+    }
+}
+
+/// Three consecutive daily fires around each DST change of the vectors:
+/// the day before, the day of the change, the day after.
+pub(crate) fn dst_vectors() -> [(&'static str, &'static str, [i64; 3]); 4] {
+    [
+        ("30 2 * * *", "Europe/Berlin", [utc(2026, 3, 28, 1, 30), utc(2026, 3, 29, 1, 0), utc(2026, 3, 30, 0, 30)]),
+        ("30 2 * * *", "Europe/Berlin", [utc(2026, 10, 24, 0, 30), utc(2026, 10, 25, 0, 30), utc(2026, 10, 26, 1, 30)]),
+        ("30 2 * * *", "America/New_York", [utc(2026, 3, 7, 7, 30), utc(2026, 3, 8, 7, 0), utc(2026, 3, 9, 6, 30)]),
+        (
+            "30 1 * * *",
+            "America/New_York",
+            [utc(2026, 10, 31, 5, 30), utc(2026, 11, 1, 5, 30), utc(2026, 11, 2, 6, 30)],
+        ),
+    ]
+}
