@@ -137,13 +137,13 @@ async fn settle_batch(core: &Shared, contexts: &[TaskContext], ending: Ending<Ba
 /// lease marked lost so whatever the handler still does is discarded.
 async fn abandon(core: &Shared, ctx: &TaskContext, limit: Duration) {
     let message = format!("the attempt ran longer than max_run ({} ms) and was abandoned", limit.as_millis());
-    let envelope = ErrorEnvelope::new(codes::HANDLER_TIMEOUT, message).error_type("HandlerTimeout").retryable(true);
+    let envelope = ErrorEnvelope::retryable(codes::HANDLER_TIMEOUT, message).error_type("HandlerTimeout");
     core.abandon(ctx.task(), ctx.state(), TaskError::from_envelope(envelope)).await;
 }
 
 fn panic_error(message: &str) -> TaskError {
     let message = format!("the handler panicked: {message}");
-    let envelope = ErrorEnvelope::new(codes::HANDLER_ERROR, message).error_type("Panic").retryable(true);
+    let envelope = ErrorEnvelope::retryable(codes::HANDLER_ERROR, message).error_type("Panic");
     TaskError::from_envelope(envelope)
 }
 

@@ -154,7 +154,7 @@ impl Fixture {
             .expect("claim");
         assert!(claimed.iter().any(|t| t.id == task.id), "claimed {}", task.id);
         for claimed in claimed {
-            let envelope = ErrorEnvelope::new("boom", format!("failed {}", claimed.id)).retryable(false);
+            let envelope = ErrorEnvelope::new("boom", format!("failed {}", claimed.id));
             let params = FailParams::new(&claimed.id, "worker_test").error(envelope.to_json()).retryable(false);
             self.client.fail(&params).await.expect("fail");
         }
