@@ -226,11 +226,36 @@ async def echo_docs(database, count):
     return await with_store(database, act)
 
 
+class ReportingResolutions:
+    """The store, forwarded whole, except that every change in what
+    `get_status_by_key` (the probe the SDK's `wait_by_key` polls) resolves to
+    is printed at once as a `{"resolved": id or null}` line. The test reads
+    these lines to know, not guess, that the wait is under way and which
+    task it has seen, before it changes the key."""
+
+    def __init__(self, store):
+        self._store = store
+        self._last = ()
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+    async def get_status_by_key(self, key):
+        ref = await self._store.get_status_by_key(key)
+        resolved = None if ref is None else ref.id
+        if resolved != self._last:
+            self._last = resolved
+            print(json.dumps({"resolved": resolved}), flush=True)
+        return ref
+
+
 async def wait_key(database, key, timeout_ms):
-    """Waits for whatever task `key` points at (re-resolved on every poll)."""
+    """Waits for whatever task `key` points at (re-resolved on every poll),
+    reporting each resolution as it changes (see ReportingResolutions)."""
 
     async def act(store):
-        task = await cairnq.CairnQ(store).wait_by_key(key, timeout_ms=int(timeout_ms), poll_ms=20, max_poll_ms=100)
+        client = cairnq.CairnQ(ReportingResolutions(store))
+        task = await client.wait_by_key(key, timeout_ms=int(timeout_ms), poll_ms=20, max_poll_ms=100)
         return task_json(task)
 
     return await with_store(database, act)

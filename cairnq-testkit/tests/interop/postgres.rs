@@ -18,7 +18,7 @@ fn dsn() -> String {
 }
 
 /// The peer's spelling of "this DSN, with the schema option".
-fn with_schema(dsn: &str, schema: &str) -> String {
+pub(crate) fn with_schema(dsn: &str, schema: &str) -> String {
     format!("{dsn}#schema={schema}")
 }
 
