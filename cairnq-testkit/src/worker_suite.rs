@@ -45,8 +45,9 @@ pub use handler_api::{
     handler_failures_follow_the_sdk_defaults,
 };
 pub use lifecycle::{
-    a_killed_worker_is_recovered_after_its_lease, a_second_sigterm_stops_at_once, a_stopped_worker_claims_nothing_more,
-    a_suspended_worker_reports_its_lost_leases, cancel_wins_on_every_path, sigterm_drains_then_abandons,
+    a_killed_worker_is_recovered_after_its_lease, a_second_sigint_stops_at_once, a_second_sigterm_stops_at_once,
+    a_stopped_worker_claims_nothing_more, a_suspended_worker_reports_its_lost_leases, cancel_wins_on_every_path,
+    sigterm_drains_then_abandons,
 };
 pub use limits::{
     a_batch_call_settles_what_it_left_open, a_failed_batch_call_fails_what_it_left_open,
@@ -67,7 +68,10 @@ pub use schedules::{
     a_shared_schedule_fires_each_slot_once_across_processes, catch_up_after_an_outage,
     overlap_skip_holds_while_the_previous_fire_runs, schedules_are_managed_through_the_client,
 };
-pub use settling::{a_refused_result_fails_only_its_own_task, complete_batch_settles_each_task_as_complete_would};
+pub use settling::{
+    a_failed_settle_is_reported_with_its_phase_and_task, a_refused_result_fails_only_its_own_task,
+    complete_batch_settles_each_task_as_complete_would,
+};
 pub use telemetry::{
     metrics_count_a_lost_lease, metrics_count_each_task_once, metrics_count_retried_and_failed_attempts,
     queue_gauges_read_depth_and_age,
