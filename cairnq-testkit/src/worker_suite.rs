@@ -41,8 +41,8 @@ pub use clients::{
     submit_many_is_all_or_nothing,
 };
 pub use handler_api::{
-    a_batch_item_that_does_not_decode_fails_alone, canceled_reads_the_store_when_the_heartbeat_is_stale,
-    handler_failures_follow_the_sdk_defaults,
+    a_batch_item_that_does_not_decode_fails_alone, a_context_that_lost_its_lease_submits_no_children,
+    canceled_reads_the_store_when_the_heartbeat_is_stale, handler_failures_follow_the_sdk_defaults,
 };
 pub use lifecycle::{
     a_killed_worker_is_recovered_after_its_lease, a_second_sigint_stops_at_once, a_second_sigterm_stops_at_once,
