@@ -62,7 +62,8 @@ pub use outcomes::{
     retries_follow_the_backoff_windows,
 };
 pub use queue_ops::{
-    a_submit_returns_the_row_it_wrote, backpressure_refuses_submits_to_a_full_queue, retention_sweeps_by_rule,
+    a_submit_returns_the_row_it_wrote, a_typed_call_writes_its_submit_options,
+    backpressure_refuses_submits_to_a_full_queue, retention_sweeps_by_rule,
 };
 pub use schedules::{
     a_shared_schedule_fires_each_slot_once_across_processes, catch_up_after_an_outage,
