@@ -31,36 +31,43 @@ impl Backoff {
     /// ```
     /// use std::time::Duration;
     /// use cairnq_core::Backoff;
-    /// let b = Backoff::new(Duration::from_millis(1000), Duration::from_millis(30_000));
-    /// assert_eq!(b.window_ms(1), 1000);
-    /// assert_eq!(b.window_ms(3), 4000);
-    /// assert_eq!(b.window_ms(40), 30_000);
+    /// let b = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
+    /// assert_eq!(b.window(1), Duration::from_secs(1));
+    /// assert_eq!(b.window(3), Duration::from_secs(4));
+    /// assert_eq!(b.window(40), Duration::from_secs(30));
     /// ```
-    pub fn window_ms(&self, attempt: u32) -> u64 {
-        let doublings = attempt.max(1) - 1;
-        let grown = if doublings >= 63 { u64::MAX } else { self.base_ms.saturating_mul(1 << doublings) };
-        grown.min(self.cap_ms)
+    pub fn window(&self, attempt: u32) -> Duration {
+        Duration::from_millis(self.window_ms(attempt))
     }
 
     /// The delay for an attempt, drawing from `uniform_below(n)`, which must
-    /// return a value in `[0, n)`.
+    /// return a value in `[0, n)`: the offset into the window's upper half,
+    /// in milliseconds (the resolution the store keeps times in).
     ///
     /// ```
+    /// use std::time::Duration;
     /// use cairnq_core::Backoff;
     /// let b = Backoff::default();
-    /// assert_eq!(b.delay_ms_with(2, |_| 0), 1000); // window 2000: lower edge
-    /// assert_eq!(b.delay_ms_with(2, |n| n - 1), 1999); // upper edge
+    /// assert_eq!(b.delay_with(2, |_| 0), Duration::from_secs(1)); // window 2 s: lower edge
+    /// assert_eq!(b.delay_with(2, |n| n - 1), Duration::from_millis(1999)); // upper edge
     /// ```
-    pub fn delay_ms_with(&self, attempt: u32, uniform_below: impl FnOnce(u64) -> u64) -> u64 {
+    pub fn delay_with(&self, attempt: u32, uniform_below: impl FnOnce(u64) -> u64) -> Duration {
         let window = self.window_ms(attempt);
         let floor = window / 2;
         let spread = window - floor;
-        if spread == 0 { floor } else { floor + uniform_below(spread).min(spread - 1) }
+        let ms = if spread == 0 { floor } else { floor + uniform_below(spread).min(spread - 1) };
+        Duration::from_millis(ms)
     }
 
     /// The delay for an attempt, with process-wide randomness.
-    pub fn delay_ms(&self, attempt: u32) -> u64 {
-        self.delay_ms_with(attempt, |n| fastrand::u64(0..n))
+    pub fn delay(&self, attempt: u32) -> Duration {
+        self.delay_with(attempt, |n| fastrand::u64(0..n))
+    }
+
+    fn window_ms(&self, attempt: u32) -> u64 {
+        let doublings = attempt.max(1) - 1;
+        let grown = if doublings >= 63 { u64::MAX } else { self.base_ms.saturating_mul(1 << doublings) };
+        grown.min(self.cap_ms)
     }
 }
 

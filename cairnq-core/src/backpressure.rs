@@ -115,8 +115,7 @@ impl BackpressureGate {
             }
             let waited = started.elapsed();
             if waited >= self.settings.max_wait {
-                let waited_ms = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX);
-                return Err(Error::QueueFull { queue: queue.to_string(), max_depth, waited_ms });
+                return Err(Error::QueueFull { queue: queue.to_string(), max_depth, waited });
             }
             tokio::time::sleep(recheck.min(self.settings.max_wait - waited)).await;
             recheck = (recheck * 2).min(LARGEST_RECHECK);

@@ -49,14 +49,15 @@ fn empty_object() -> Value {
 }
 
 impl ErrorEnvelope {
-    /// A permanent envelope of type `Error` with empty details; set the
-    /// rest with the setters.
+    /// A permanent envelope (no attempt follows) of type `Error` with empty
+    /// details; set the rest with the setters. [`retryable`](Self::retryable)
+    /// makes one that lets another attempt follow.
     ///
     /// ```
     /// use cairnq_core::ErrorEnvelope;
-    /// let e = ErrorEnvelope::new("handler_timeout", "too slow").error_type("Timeout").retryable(true);
-    /// assert_eq!(e.to_value()["type"], "Timeout");
-    /// assert!(e.retryable);
+    /// let e = ErrorEnvelope::new("invalid_input", "no width").error_type("BadInput");
+    /// assert_eq!(e.to_value()["type"], "BadInput");
+    /// assert!(!e.retryable);
     /// ```
     pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
         Self {
@@ -68,15 +69,22 @@ impl ErrorEnvelope {
         }
     }
 
+    /// A retryable envelope (another attempt follows while attempts are
+    /// left), otherwise as [`new`](Self::new).
+    ///
+    /// ```
+    /// use cairnq_core::ErrorEnvelope;
+    /// let e = ErrorEnvelope::retryable("handler_timeout", "too slow").error_type("Timeout");
+    /// assert!(e.retryable);
+    /// assert_eq!(e.to_value()["retryable"], true);
+    /// ```
+    pub fn retryable(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { retryable: true, ..Self::new(code, message) }
+    }
+
     /// The same envelope with another type name.
     pub fn error_type(mut self, error_type: impl Into<String>) -> Self {
         self.error_type = error_type.into();
-        self
-    }
-
-    /// The same envelope, retryable or permanent.
-    pub fn retryable(mut self, retryable: bool) -> Self {
-        self.retryable = retryable;
         self
     }
 

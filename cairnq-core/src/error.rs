@@ -12,6 +12,8 @@
 //! and each backend decides it in its one translation place, so callers
 //! (the worker's claim loop) never parse driver text.
 
+use std::time::Duration;
+
 use serde_json::Value;
 
 use crate::json::JsonError;
@@ -38,26 +40,26 @@ pub enum Error {
         task_id: String,
     },
     /// Backpressure: the queue had no headroom for the whole wait budget.
-    #[error("queue {queue:?} is full: it held {max_depth} queued tasks, its limit, for {waited_ms} ms")]
+    #[error("queue {queue:?} is full: it held {max_depth} queued tasks, its limit, for {}", seconds(*waited))]
     QueueFull {
         /// The queue that is full.
         queue: String,
         /// Its depth limit (queued tasks, delayed ones included).
         max_depth: u64,
         /// How long the submit waited for headroom.
-        waited_ms: u64,
+        waited: Duration,
     },
     /// `wait` / `call` ran out of time. The task is not touched and keeps
     /// running; wait again to pick it up. `diagnosis` says what the last
     /// snapshot suggests (never claimed, delayed, retrying, running, ...).
-    #[error("{} is not finished after {timeout_ms} ms (it keeps running): {diagnosis}", waited_for(task_id.as_deref(), key.as_deref()))]
+    #[error("{} is not finished after {} (it keeps running): {diagnosis}", waited_for(task_id.as_deref(), key.as_deref()), seconds(*timeout))]
     TaskTimeout {
         /// The task waited for, when its id is known.
         task_id: Option<String>,
         /// The business key waited on, for a wait by key.
         key: Option<String>,
         /// The timeout that elapsed.
-        timeout_ms: u64,
+        timeout: Duration,
         /// The task as last read, when one was visible.
         last_seen: Option<Box<Task>>,
         /// What the snapshot suggests, for whoever reads the error.
@@ -305,13 +307,13 @@ impl Error {
     pub fn replicate(&self) -> Error {
         match self {
             Self::AlreadyExists { key, task_id } => Self::AlreadyExists { key: key.clone(), task_id: task_id.clone() },
-            Self::QueueFull { queue, max_depth, waited_ms } => {
-                Self::QueueFull { queue: queue.clone(), max_depth: *max_depth, waited_ms: *waited_ms }
+            Self::QueueFull { queue, max_depth, waited } => {
+                Self::QueueFull { queue: queue.clone(), max_depth: *max_depth, waited: *waited }
             }
-            Self::TaskTimeout { task_id, key, timeout_ms, last_seen, diagnosis } => Self::TaskTimeout {
+            Self::TaskTimeout { task_id, key, timeout, last_seen, diagnosis } => Self::TaskTimeout {
                 task_id: task_id.clone(),
                 key: key.clone(),
-                timeout_ms: *timeout_ms,
+                timeout: *timeout,
                 last_seen: last_seen.clone(),
                 diagnosis: diagnosis.clone(),
             },
@@ -389,6 +391,14 @@ pub(crate) fn require_text(field: &'static str, value: &str) -> Result<()> {
 
 pub(crate) fn require_positive(field: &'static str, value: i64) -> Result<()> {
     if value < 1 { Err(Error::validation(field, format!("{value} is below 1"))) } else { Ok(()) }
+}
+
+/// A duration in seconds as people write it: `30s`, `2.5s`, `0.25s`
+/// (to the millisecond, trailing zeros dropped).
+fn seconds(duration: Duration) -> String {
+    let text = format!("{:.3}", duration.as_secs_f64());
+    let trimmed = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{trimmed}s")
 }
 
 /// "task ID", "the task of key K" or both, for a timeout's message.

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
+use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -235,12 +236,28 @@ pub struct TaskCount {
 
 /// How long a queue's oldest due queued task has waited since it became
 /// due, as a store reads it ([`Store::oldest_due`](crate::Store::oldest_due)).
+///
+/// ```
+/// use std::time::Duration;
+/// use cairnq_core::QueueAge;
+/// assert_eq!(QueueAge::from_ms("mail", 1_500).age, Duration::from_millis(1_500));
+/// assert_eq!(QueueAge::from_ms("mail", -3).age, Duration::ZERO); // a clock step back
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueueAge {
     /// The queue.
     pub queue: String,
-    /// Milliseconds since the oldest due task became due (the store's clock).
-    pub age_ms: i64,
+    /// How long since the oldest due task became due (the store's clock).
+    pub age: Duration,
+}
+
+impl QueueAge {
+    /// The age a store read in milliseconds (what the seam's SQL yields); a
+    /// negative one (the clock stepped back since the task became due)
+    /// reads as zero.
+    pub fn from_ms(queue: impl Into<String>, age_ms: i64) -> Self {
+        Self { queue: queue.into(), age: Duration::from_millis(u64::try_from(age_ms).unwrap_or(0)) }
+    }
 }
 
 /// Folds raw counts into [`Stats`], zero-filling every status, and adding the

@@ -3,7 +3,7 @@
 //!
 //! It lives in core so an API process and a worker process can both run it
 //! over any backend: every rule is a [`PurgeFilter`] (queue, status, name and
-//! its own `older_than_ms` cutoff) executed through [`Store::purge`], which
+//! its own age cutoff, `PurgeFilter::older_than`) executed through [`Store::purge`], which
 //! deletes at most `limit` rows per call, so a sweep never holds the write
 //! lock for long.
 //!
@@ -66,7 +66,7 @@ impl Retention {
         Self::default()
     }
 
-    /// Adds a rule: purge what `filter` matches (its `older_than_ms` is the
+    /// Adds a rule: purge what `filter` matches (its `older_than` age is the
     /// cutoff, its `limit` the rows per purge statement; the default
     /// filter's 1000 is used as given).
     pub fn rule(mut self, filter: PurgeFilter) -> Self {

@@ -39,7 +39,10 @@ impl<C: deadpool_postgres::GenericClient> Exec for C {
 /// settle in: a tokio-postgres [`Client`](tokio_postgres::Client) or
 /// [`Transaction`](tokio_postgres::Transaction), or the same from a
 /// deadpool pool ([`deadpool_postgres::Client`],
-/// [`deadpool_postgres::Transaction`]). Sealed: those four are all.
+/// [`deadpool_postgres::Transaction`]). Sealed: those four are all, and
+/// they cover other pools too: a bb8-postgres (or any pool's) connection
+/// derefs to a tokio-postgres `Client`, so pass its transaction, or
+/// `&*conn`.
 /// Statements run as unnamed prepared statements: the session is not ours
 /// to fill with cached ones.
 pub trait Session: Sync + sealed::Sealed {

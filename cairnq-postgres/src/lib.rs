@@ -48,11 +48,13 @@
 //!   instead of opening one of its own, and leaves it open on close. A
 //!   pooled connection cannot LISTEN, so such a store polls unless
 //!   [`PostgresOptions::listen_dsn`] names where its one LISTEN connection
-//!   goes. Another pool (bb8, a hand-rolled one) gets no executor trait:
-//!   what must share the application's transaction is the settle, and
-//!   `complete_in` / `succeed_in` take any tokio-postgres client or
-//!   transaction, whatever pool it came from; the store's own claims and
-//!   heartbeats then use a small pool of its own (`pool_size(2)`).
+//!   goes. The store always runs on a deadpool pool: another pool (bb8, a
+//!   hand-rolled one) gets no executor trait. Such an application opens
+//!   the store with a small pool of its own
+//!   ([`PostgresStore::connect_with`] with `pool_size(2)`) for claims and
+//!   heartbeats, and still settles in its own transaction, the part that
+//!   must be shared: `complete_in` / `succeed_in` take any tokio-postgres
+//!   client or transaction ([`Session`]), whatever pool it came from.
 //! - **Application transactions.** [`PostgresStore::complete_in`] and
 //!   [`PostgresStore::succeed_in`] settle a task inside the caller's own
 //!   tokio-postgres client or transaction, atomically with its writes

@@ -153,6 +153,7 @@
 //! - A task's `now` comes from this host's clock; processes on hosts with
 //!   skewed clocks sharing one file (over a network share) would disagree.
 
+mod app_writes;
 mod commit_watcher;
 mod database;
 mod diagnose;
@@ -172,10 +173,11 @@ mod script;
 mod sql;
 mod store;
 
+pub use app_writes::{AppWrites, ClosurePanicked};
 pub use group_commit::WriteStats;
 pub use inspect::FileHealth;
 pub use options::{SqliteOptions, Synchronous};
 /// The driver whose connection [`SqliteStore::complete_with`] hands the
 /// application's closure, at the version this crate is built with.
 pub use rusqlite;
-pub use store::{AppWrites, SqliteStore};
+pub use store::SqliteStore;

@@ -174,7 +174,7 @@ pub(crate) fn task_count(row: &Row<'_>) -> Result<TaskCount> {
 
 /// A `queue, age_ms` row.
 pub(crate) fn queue_age(row: &Row<'_>) -> Result<QueueAge> {
-    Ok(QueueAge { queue: cell(row, 0, "queue", text)?, age_ms: cell(row, 1, "age_ms", int)? })
+    Ok(QueueAge::from_ms(cell(row, 0, "queue", text)?, cell(row, 1, "age_ms", int)?))
 }
 
 /// `(id, queue)` of a row a statement moved.

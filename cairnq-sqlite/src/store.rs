@@ -19,8 +19,9 @@ use parking_lot::Mutex;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
+use crate::app_writes::{self, AppWrites};
 use crate::database::Database;
-use crate::error::{explain, guarded, sqlite_error};
+use crate::error::{explain, guarded};
 use crate::exec::{SqliteExec, complete_batch};
 use crate::group_commit::{Counters, Job, WriteCtx, WriteStats, isolated_job, job};
 use crate::local_wakeups::WakeBoard;
@@ -28,15 +29,6 @@ use crate::location::{Location, MEMORY};
 use crate::options::SqliteOptions;
 use crate::read;
 use crate::registry;
-
-/// The application's writes [`SqliteStore::complete_with`] runs on the
-/// writer's connection, returning the task's result: any
-/// `FnOnce(&rusqlite::Connection) -> rusqlite::Result<R> + Send + 'static`.
-/// A name of its own so code above the backends (the worker's
-/// `TaskContext::succeed_with`) can ask for one without naming the driver.
-pub trait AppWrites<R>: FnOnce(&Connection) -> rusqlite::Result<R> + Send + 'static {}
-
-impl<R, F> AppWrites<R> for F where F: FnOnce(&Connection) -> rusqlite::Result<R> + Send + 'static {}
 
 /// A cairnq store in one SQLite file, shared with every other process and
 /// SDK that opens the same file (or, for tests and short-lived tools, in
@@ -292,7 +284,9 @@ impl SqliteStore {
     /// longer `worker_id`'s (the task was reclaimed, canceled away or
     /// settled elsewhere) the call fails with [`Error::LostLease`] and
     /// `work`'s writes are rolled back with the settle; an error from
-    /// `work` (or a panic in it) rolls them back too and settles nothing.
+    /// `work` rolls them back too and settles nothing, and so does a panic
+    /// in it, which the writer thread survives: the call answers with an
+    /// error whose source is [`ClosurePanicked`](crate::ClosurePanicked).
     ///
     /// `work` runs once, synchronously, on the thread every write of this
     /// database waits for: keep it short (a few statements), and never
@@ -333,7 +327,7 @@ impl SqliteStore {
     {
         let params = SettleParams::new(task_id, worker_id);
         let (job, reply) = isolated_job(move |mut ctx: WriteCtx<'_>| {
-            let result = work(ctx.conn).map_err(|e| sqlite_error("the application's writes (complete_with)", e))?;
+            let result = app_writes::run(work, ctx.conn)?;
             let params = params.result(Json::encode(&result)?);
             let exec = SqliteExec::writing(&mut ctx);
             exec.run(flows::complete(&exec, &params))

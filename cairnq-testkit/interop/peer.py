@@ -226,11 +226,36 @@ async def echo_docs(database, count):
     return await with_store(database, act)
 
 
+class ReportingResolutions:
+    """The store, forwarded whole, except that every change in what
+    `get_status_by_key` (the probe the SDK's `wait_by_key` polls) resolves to
+    is printed at once as a `{"resolved": id or null}` line. The test reads
+    these lines to know, not guess, that the wait is under way and which
+    task it has seen, before it changes the key."""
+
+    def __init__(self, store):
+        self._store = store
+        self._last = ()
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+    async def get_status_by_key(self, key):
+        ref = await self._store.get_status_by_key(key)
+        resolved = None if ref is None else ref.id
+        if resolved != self._last:
+            self._last = resolved
+            print(json.dumps({"resolved": resolved}), flush=True)
+        return ref
+
+
 async def wait_key(database, key, timeout_ms):
-    """Waits for whatever task `key` points at (re-resolved on every poll)."""
+    """Waits for whatever task `key` points at (re-resolved on every poll),
+    reporting each resolution as it changes (see ReportingResolutions)."""
 
     async def act(store):
-        task = await cairnq.CairnQ(store).wait_by_key(key, timeout_ms=int(timeout_ms), poll_ms=20, max_poll_ms=100)
+        client = cairnq.CairnQ(ReportingResolutions(store))
+        task = await client.wait_by_key(key, timeout_ms=int(timeout_ms), poll_ms=20, max_poll_ms=100)
         return task_json(task)
 
     return await with_store(database, act)
@@ -262,13 +287,28 @@ async def complete_key(database, key, result_json):
     return await with_store(database, act)
 
 
+def error_members(cls):
+    """An error class's public surface: its constructor parameters, the
+    public attributes an instance carries (set in __init__, so only an
+    instance shows them: one is built with None for every required
+    argument), and the public methods and properties it adds to
+    BaseException's."""
+    import inspect
+
+    params = inspect.signature(cls.__init__).parameters.values()
+    members = {p.name for p in params if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    required = [p for p in params if p.name != "self" and p.default is p.empty and p.kind == p.POSITIONAL_OR_KEYWORD]
+    instance = cls(*[None] * len(required))
+    members |= {name for name in vars(instance) if not name.startswith("_")}
+    members |= {name for name in dir(cls) if not name.startswith("_") and name not in dir(BaseException)}
+    return members
+
+
 def public_surface():
     """The SDK's public surface, by PARITY.md section: its exported names;
     the public methods and properties of CairnQ, Worker, TaskContext and
-    Task (with Task's dataclass fields); each error's constructor
-    parameters as Error.param."""
-    import inspect
-
+    Task (with Task's dataclass fields); and each error's constructor
+    parameters, attributes, methods and properties as Error.member."""
     exported = getattr(cairnq, "__all__", None) or [n for n in dir(cairnq) if not n.startswith("_")]
     surface = {"Exports": sorted(exported)}
     for cls in ("CairnQ", "Worker", "TaskContext", "Task"):
@@ -280,8 +320,7 @@ def public_surface():
     for name in exported:
         value = getattr(cairnq, name)
         if isinstance(value, type) and issubclass(value, BaseException):
-            params = inspect.signature(value.__init__).parameters.values()
-            errors += [f"{name}.{p.name}" for p in params if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+            errors += [f"{name}.{member}" for member in error_members(value)]
     surface["Errors"] = sorted(errors)
     return surface
 

@@ -46,12 +46,13 @@ pub use clients::{
 };
 pub use events::worker_events_name_their_attempt;
 pub use handler_api::{
-    a_batch_item_that_does_not_decode_fails_alone, canceled_reads_the_store_when_the_heartbeat_is_stale,
-    handler_failures_follow_the_sdk_defaults,
+    a_batch_item_that_does_not_decode_fails_alone, a_context_that_lost_its_lease_submits_no_children,
+    canceled_reads_the_store_when_the_heartbeat_is_stale, handler_failures_follow_the_sdk_defaults,
 };
 pub use lifecycle::{
-    a_killed_worker_is_recovered_after_its_lease, a_second_sigterm_stops_at_once, a_stopped_worker_claims_nothing_more,
-    a_suspended_worker_reports_its_lost_leases, cancel_wins_on_every_path, sigterm_drains_then_abandons,
+    a_killed_worker_is_recovered_after_its_lease, a_second_sigint_stops_at_once, a_second_sigterm_stops_at_once,
+    a_stopped_worker_claims_nothing_more, a_suspended_worker_reports_its_lost_leases, cancel_wins_on_every_path,
+    sigterm_drains_then_abandons,
 };
 pub use limits::{
     a_batch_call_settles_what_it_left_open, a_failed_batch_call_fails_what_it_left_open,
@@ -66,7 +67,8 @@ pub use outcomes::{
     retries_follow_the_backoff_windows,
 };
 pub use queue_ops::{
-    a_submit_returns_the_row_it_wrote, backpressure_refuses_submits_to_a_full_queue, retention_sweeps_by_rule,
+    a_submit_returns_the_row_it_wrote, a_typed_call_writes_its_submit_options,
+    backpressure_refuses_submits_to_a_full_queue, retention_sweeps_by_rule,
 };
 pub use schedule_policies::{
     a_fire_holding_a_stale_slot_changes_nothing,
@@ -81,15 +83,18 @@ pub use schedule_workers::{
 pub use schedules::{
     a_shared_schedule_fires_each_slot_once_across_processes, schedules_are_managed_through_the_client,
 };
-pub use settling::{a_refused_result_fails_only_its_own_task, complete_batch_settles_each_task_as_complete_would};
+pub use settling::{
+    a_failed_settle_is_reported_with_its_phase_and_task, a_refused_result_fails_only_its_own_task,
+    complete_batch_settles_each_task_as_complete_would,
+};
 pub use telemetry::{
     metrics_count_a_canceled_attempt, metrics_count_a_lost_lease, metrics_count_each_task_once,
     metrics_count_retried_and_failed_attempts, queue_gauges_read_depth_and_age,
 };
 pub use traces::a_process_span_continues_the_send_span_across_processes;
 pub use waits::{
-    a_timed_out_wait_says_what_the_task_is_doing, a_wait_by_id_waits_for_a_task_not_visible_yet,
-    a_wait_by_key_waits_for_the_key_and_follows_a_replace,
+    a_timed_out_wait_names_the_worker_or_the_next_attempt, a_timed_out_wait_says_what_the_task_is_doing,
+    a_wait_by_id_waits_for_a_task_not_visible_yet, a_wait_by_key_waits_for_the_key_and_follows_a_replace,
 };
 pub use wakeups::{
     push_wakeups_complete_watches_taken_before_a_change, waits_are_woken_by_the_finish_not_the_poll,

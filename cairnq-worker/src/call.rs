@@ -15,13 +15,13 @@
 //! commit. The settle still runs on the call's task, so a drain waits for
 //! it, and the lease stays renewed until the write is done.
 
-use std::any::Any;
 use std::collections::HashMap;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use cairnq_core::backend::panic_message;
 use cairnq_core::{ErrorEnvelope, Json, codes};
 use futures::FutureExt;
 use futures::future::{BoxFuture, join_all};
@@ -100,7 +100,7 @@ async fn settle_single(core: &Shared, ctx: TaskContext, ending: Ending<SingleRes
     let how = match ending {
         Ending::Returned(Ok(result)) => Settlement::Complete(result),
         Ending::Returned(Err(error)) => Settlement::Fail(error),
-        Ending::Panicked(message) => Settlement::Fail(panic_error(&message)),
+        Ending::Panicked(message) => Settlement::Fail(panic_error(format!("the handler panicked: {message}"))),
         Ending::TimedOut(limit) => return abandon(core, &ctx, limit).await,
     };
     core.settle_outcome(ctx.task(), ctx.state(), how).await;
@@ -114,7 +114,7 @@ async fn settle_batch(core: &Shared, contexts: &[TaskContext], ending: Ending<Ba
             Settlement::Complete(Json::null())
         }
         Ending::Returned(Err(error)) => Settlement::Fail(error),
-        Ending::Panicked(message) => Settlement::Fail(panic_error(&message)),
+        Ending::Panicked(message) => Settlement::Fail(panic_error(format!("the handler panicked: {message}"))),
         Ending::TimedOut(limit) => {
             join_all(contexts.iter().map(|ctx| abandon(core, ctx, limit))).await;
             return;
@@ -137,22 +137,13 @@ async fn settle_batch(core: &Shared, contexts: &[TaskContext], ending: Ending<Ba
 /// lease marked lost so whatever the handler still does is discarded.
 async fn abandon(core: &Shared, ctx: &TaskContext, limit: Duration) {
     let message = format!("the attempt ran longer than max_run ({} ms) and was abandoned", limit.as_millis());
-    let envelope = ErrorEnvelope::new(codes::HANDLER_TIMEOUT, message).error_type("HandlerTimeout").retryable(true);
+    let envelope = ErrorEnvelope::retryable(codes::HANDLER_TIMEOUT, message).error_type("HandlerTimeout");
     core.abandon(ctx.task(), ctx.state(), TaskError::from_envelope(envelope)).await;
 }
 
-fn panic_error(message: &str) -> TaskError {
-    let message = format!("the handler panicked: {message}");
-    let envelope = ErrorEnvelope::new(codes::HANDLER_ERROR, message).error_type("Panic").retryable(true);
+/// What a panic of the handler's own code records: a retryable
+/// `handler_error` of type `Panic`, `message` saying what panicked.
+pub(crate) fn panic_error(message: String) -> TaskError {
+    let envelope = ErrorEnvelope::retryable(codes::HANDLER_ERROR, message).error_type("Panic");
     TaskError::from_envelope(envelope)
-}
-
-fn panic_message(panic: &(dyn Any + Send)) -> String {
-    if let Some(text) = panic.downcast_ref::<&str>() {
-        (*text).to_string()
-    } else if let Some(text) = panic.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "a non-string panic payload".to_string()
-    }
 }

@@ -257,7 +257,8 @@ impl TaskContext {
 
     /// Starts a submit of a child task of kind `def`: parent, root and
     /// correlation ids are wired; backpressure applies. Set more options,
-    /// then `.await` it (or `.call(timeout)` for its typed result).
+    /// then `.await` it (or `.call(timeout)` for its typed result). Refused
+    /// with `LostLease`, writing nothing, once the lease is known lost.
     ///
     /// ```no_run
     /// # async fn demo(ctx: cairnq_worker::TaskContext) -> cairnq_core::Result<()> {
@@ -277,8 +278,13 @@ impl TaskContext {
         self.wire_child(self.core.client.submit(name, payload))
     }
 
+    /// Parent, root and correlation ids, and the lease check: a context
+    /// whose lease is lost is an attempt another worker retries, and every
+    /// child it made now would be made again by that retry, so the submit
+    /// is refused with `LostLease` when awaited (as the Python SDK refuses
+    /// it). A settled task may still submit children.
     fn wire_child<'a, R>(&'a self, submit: Submit<'a, R>) -> Submit<'a, R> {
-        let submit = submit.parent_id(&self.task.id).root_id(self.root_id());
+        let submit = submit.parent_id(&self.task.id).root_id(self.root_id()).precondition(|| self.require_lease());
         match self.correlation_id() {
             Some(correlation) => submit.correlation_id(correlation),
             None => submit,
@@ -297,11 +303,14 @@ impl TaskContext {
         tokio::runtime::Handle::current().block_on(future)
     }
 
+    /// `LostLease` once this context's lease is known lost.
+    fn require_lease(&self) -> Result<()> {
+        if self.state.is_lost() { Err(lost_lease(&self.task.id, &self.core.worker_id)) } else { Ok(()) }
+    }
+
     /// An ownership-checked write; a lost lease is remembered.
     async fn owned_write(&self, write: impl Future<Output = Result<Task>>) -> Result<Task> {
-        if self.state.is_lost() {
-            return Err(lost_lease(&self.task.id, &self.core.worker_id));
-        }
+        self.require_lease()?;
         let written = write.await;
         if matches!(written, Err(Error::LostLease { .. })) {
             self.core.lease_lost(&self.state);

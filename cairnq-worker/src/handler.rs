@@ -10,13 +10,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::Arc;
 
+use cairnq_core::backend::app_code;
 use cairnq_core::{ErrorEnvelope, Json, TaskDef, codes};
 use futures::future::BoxFuture;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::context::TaskContext;
-use crate::quiet_panics::quietly;
 use crate::task_error::TaskError;
 
 /// What a single-task call ends with.
@@ -168,7 +168,8 @@ where
         let on_blocking_thread = move |ctx: TaskContext, payload: P| {
             let handler = handler.clone();
             async move {
-                let run = move || quietly(|| handler(ctx, payload)).map_err(Into::into).and_then(|r| encode_result(&r));
+                let run =
+                    move || app_code(|| handler(ctx, payload)).map_err(Into::into).and_then(|r| encode_result(&r));
                 match tokio::task::spawn_blocking(run).await {
                     Ok(outcome) => outcome,
                     Err(joined) => match joined.try_into_panic() {

@@ -102,7 +102,7 @@
 //! | `Err(e)` from any `std::error::Error` (`?`) | retryable `handler_error`, type = the error's type name |
 //! | `Err(TaskError::new(..))` | failed now (permanent, as in the other SDKs) |
 //! | `Err(TaskError::retryable(..))` | retryable `task_error` |
-//! | panic | retryable `handler_error` of type `Panic`; the worker keeps serving |
+//! | panic (also of a `succeed_with` closure) | retryable `handler_error` of type `Panic`, not printed by the panic hook; the worker keeps serving |
 //! | result JSON cannot hold (NaN) | failed, `unserializable_result` |
 //! | ran past `max_run` | retryable `handler_timeout`, lease marked lost |
 //! | claimed name without handler | failed, `no_handler` (only with `claim_unknown_names`) |

@@ -5,19 +5,22 @@
 //! hook's report on stderr (with a backtrace under `RUST_BACKTRACE`) only
 //! repeats it, once per task: a poison payload in a queue of thousands
 //! buries every other line. The worker installs, once per process, a hook
-//! that stays silent while a handler is being polled on the current thread
-//! and hands every other panic to the hook that was there before.
+//! that stays silent while application code cairnq catches the panics of
+//! runs on the current thread (a handler being polled, or a backend running
+//! the handler's closure: [`cairnq_core::backend::app_code`]) and hands
+//! every other panic to the hook that was there before.
+//!
+//! A hook set after the worker started replaces this one (Rust has one
+//! hook per process, and no way to tell whose it is): handler panics are
+//! then reported by that hook again. Set an application's hook before
+//! starting workers; this one passes every other panic on to it.
 
-use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Once;
 use std::task::{Context, Poll};
 
-thread_local! {
-    /// Whether this thread is running handler code right now.
-    static IN_HANDLER: Cell<bool> = const { Cell::new(false) };
-}
+use cairnq_core::backend::{app_code, in_app_code};
 
 /// Installs the quieting hook (once per process; later calls do nothing).
 pub(crate) fn install() {
@@ -25,17 +28,11 @@ pub(crate) fn install() {
     INSTALL.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            if !IN_HANDLER.get() {
+            if !in_app_code() {
                 previous(info);
             }
         }));
     });
-}
-
-/// Runs `f` as handler code: a panic in it is not reported by the hook.
-pub(crate) fn quietly<T>(f: impl FnOnce() -> T) -> T {
-    let _marked = Marked::new();
-    f()
 }
 
 /// Polls `future` as handler code.
@@ -45,23 +42,6 @@ impl<F: Future + ?Sized> Future for Quiet<F> {
     type Output = F::Output;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let _marked = Marked::new();
-        self.0.as_mut().poll(cx)
-    }
-}
-
-/// Marks the thread as running handler code until dropped (also when a
-/// panic unwinds through it), restoring what was there before.
-struct Marked(bool);
-
-impl Marked {
-    fn new() -> Self {
-        Self(IN_HANDLER.replace(true))
-    }
-}
-
-impl Drop for Marked {
-    fn drop(&mut self) {
-        IN_HANDLER.set(self.0);
+        app_code(|| self.0.as_mut().poll(cx))
     }
 }

@@ -12,7 +12,7 @@ use cairnq_core::{Backoff, Result};
 const SETTLE_TRIES: u32 = 3;
 
 fn settle_retry_pause(tries: u32) -> Duration {
-    Duration::from_millis(Backoff::new(Duration::from_millis(100), Duration::from_secs(1)).delay_ms(tries))
+    Backoff::new(Duration::from_millis(100), Duration::from_secs(1)).delay(tries)
 }
 
 /// Runs a settle write, again (up to [`SETTLE_TRIES`] in all) while the

@@ -4,6 +4,8 @@
 //! hold on every path. Completions share writes through the completion
 //! queue; failures, rarer and each with its own backoff, are written alone.
 
+use std::time::Duration;
+
 use cairnq_core::backend::lost_lease;
 use cairnq_core::store::{FailParams, SettleParams};
 use cairnq_core::{Error, Json, Result, Task, TaskStatus, codes};
@@ -194,8 +196,8 @@ impl Shared {
     }
 
     fn fail_params(&self, task: &Task, error: &TaskError) -> FailParams {
-        let delay = if error.is_retryable() { self.options.backoff.delay_ms(task.attempt) } else { 0 };
-        let delay_ms = i64::try_from(delay).unwrap_or(i64::MAX);
+        let delay = if error.is_retryable() { self.options.backoff.delay(task.attempt) } else { Duration::ZERO };
+        let delay_ms = i64::try_from(delay.as_millis()).unwrap_or(i64::MAX);
         FailParams::new(&task.id, &self.worker_id)
             .error(error.envelope().to_json())
             .retryable(error.is_retryable())

@@ -14,6 +14,8 @@ use cairnq_core::{Error, Result, Store, Task};
 use serde::Serialize;
 
 use crate::context::TaskContext;
+#[cfg(feature = "sqlite")]
+use crate::settle::Settlement;
 
 impl TaskContext {
     /// Settles the task as succeeded inside `session`, the application's
@@ -95,8 +97,14 @@ impl TaskContext {
     /// - `Err(LostLease)`: the lease was gone when the settle ran; `work`'s
     ///   writes were rolled back with it (a savepoint of their own, so the
     ///   other writes sharing the commit are untouched). Reported once.
-    /// - an error from `work` (or a panic in it): its writes were rolled
-    ///   back and nothing settled; the handler's return settles as usual.
+    /// - an error from `work`: its writes were rolled back and nothing
+    ///   settled; the handler's return settles as usual.
+    /// - a panic in `work`: as a panic of the handler itself, it is not
+    ///   reported by the panic hook, the writes are rolled back, and the
+    ///   attempt fails retryably (`handler_error` of type `Panic`, naming
+    ///   the closure); the error answered says the closure panicked
+    ///   (its source is a [`ClosurePanicked`](cairnq_sqlite::ClosurePanicked)),
+    ///   and the handler's return is not written.
     ///
     /// The worker's store must be a [`SqliteStore`](cairnq_sqlite::SqliteStore)
     /// (else [`Error::UnsupportedBackend`]).
@@ -123,7 +131,15 @@ impl TaskContext {
     {
         let store = self.backend_store::<cairnq_sqlite::SqliteStore>("succeed_with")?;
         let write = store.complete_with(self.task_id(), self.worker_id(), work);
-        self.core().settle_by(self.task(), self.state(), write).await
+        let settled = self.core().settle_by(self.task(), self.state(), write).await;
+        if let Err(error) = &settled
+            && let Some(panic) = cairnq_sqlite::ClosurePanicked::of(error)
+        {
+            let message = format!("the handler's succeed_with closure panicked: {}", panic.message());
+            let failure = Settlement::Fail(crate::call::panic_error(message));
+            self.core().settle_outcome(self.task(), self.state(), failure).await;
+        }
+        settled
     }
 
     /// The worker's store as the backend `S`, for an operation only `S` has.

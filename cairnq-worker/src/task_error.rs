@@ -37,13 +37,13 @@ impl TaskError {
     /// A permanent failure (code `task_error`, type `TaskError`): the task
     /// fails now, whatever attempts are left.
     pub fn new(message: impl Into<String>) -> Self {
-        Self { envelope: ErrorEnvelope::new(codes::TASK_ERROR, message).error_type("TaskError").retryable(false) }
+        Self { envelope: ErrorEnvelope::new(codes::TASK_ERROR, message).error_type("TaskError") }
     }
 
     /// A retryable failure (code `task_error`, type `TaskError`): the task is
     /// queued again after the worker's backoff while attempts are left.
     pub fn retryable(message: impl Into<String>) -> Self {
-        Self { envelope: ErrorEnvelope::new(codes::TASK_ERROR, message).error_type("TaskError").retryable(true) }
+        Self { envelope: ErrorEnvelope::retryable(codes::TASK_ERROR, message).error_type("TaskError") }
     }
 
     /// The same error with another envelope code.
@@ -83,7 +83,7 @@ impl TaskError {
     /// ```
     /// use cairnq_core::ErrorEnvelope;
     /// use cairnq_worker::TaskError;
-    /// let error = TaskError::from_envelope(ErrorEnvelope::new("quota", "out of credits").retryable(true));
+    /// let error = TaskError::from_envelope(ErrorEnvelope::retryable("quota", "out of credits"));
     /// assert!(error.is_retryable());
     /// ```
     pub fn from_envelope(envelope: ErrorEnvelope) -> Self {
@@ -99,9 +99,8 @@ impl fmt::Display for TaskError {
 
 impl<E: std::error::Error + Send + Sync + 'static> From<E> for TaskError {
     fn from(error: E) -> Self {
-        let envelope = ErrorEnvelope::new(codes::HANDLER_ERROR, error.to_string())
-            .error_type(short_type_name::<E>())
-            .retryable(true);
+        let envelope =
+            ErrorEnvelope::retryable(codes::HANDLER_ERROR, error.to_string()).error_type(short_type_name::<E>());
         Self { envelope }
     }
 }

@@ -132,6 +132,12 @@ impl Worker {
     /// stops and drains as if stopped, and `run` returns that error; with
     /// [`OnUnusable::KeepRetrying`](crate::OnUnusable::KeepRetrying) it keeps
     /// backing off instead.
+    ///
+    /// The first run in a process installs the panic hook that keeps
+    /// caught handler panics quiet (their envelopes record them) and passes
+    /// every other panic to the hook installed before it. A hook the
+    /// application sets after that replaces it, and handler panics are
+    /// printed again: set yours before starting workers.
     pub async fn run(&self) -> Result<()> {
         let names = self.name_table()?;
         crate::quiet_panics::install();

@@ -1,14 +1,15 @@
 //! A caught handler panic is not reported again by the panic hook (the
-//! task's envelope records it), while every other panic of the process
-//! still reaches the hook the application installed. One test in a binary
-//! of its own: the panic hook is global to the process.
+//! task's envelope records it), nor is a panic of the handler's
+//! `succeed_with` closure on SQLite's writer thread, while every other
+//! panic of the process still reaches the hook the application installed.
+//! One test in a binary of its own: the panic hook is global to the process.
 
 use std::sync::{Arc, Mutex};
 
-use cairnq_core::{CairnQ, TaskStatus};
+use cairnq_core::{CairnQ, TaskStatus, codes};
 use cairnq_testkit::support::finished;
 use cairnq_worker::{TaskContext, TaskError, Worker, WorkerOptions};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn handler_panics_reach_the_envelope_not_the_panic_hook() {
@@ -33,7 +34,30 @@ async fn handler_panics_reach_the_envelope_not_the_panic_hook() {
             panic!("blocking kaboom")
         })
         .expect("register");
+    let answered: Arc<Mutex<Vec<String>>> = Arc::default();
+    let answers = answered.clone();
+    worker
+        .task("closure_boom", move |ctx: TaskContext, _: Value| {
+            let answers = answers.clone();
+            async move {
+                let panicking = |_: &cairnq_sqlite::rusqlite::Connection| -> cairnq_sqlite::rusqlite::Result<i64> {
+                    panic!("closure kaboom")
+                };
+                let answer = ctx.succeed_with(panicking).await.expect_err("the closure panicked");
+                answers.lock().expect("lock").push(answer.to_string());
+                Ok::<_, TaskError>(json!("not written: the panic settled the attempt"))
+            }
+        })
+        .expect("register");
     let running = worker.spawn();
+    let task = client.submit("closure_boom", &Value::Null).max_attempts(1).await.expect("submit");
+    let done = finished(&client, &task.id).await;
+    let envelope = done.error_envelope().expect("an envelope");
+    assert_eq!((done.status, envelope.error_type.as_str(), envelope.retryable), (TaskStatus::Failed, "Panic", true));
+    assert_eq!(envelope.code, codes::HANDLER_ERROR);
+    assert!(envelope.message.contains("succeed_with closure panicked: closure kaboom"), "{}", envelope.message);
+    let answers = answered.lock().expect("lock").clone();
+    assert!(answers[0].contains("the application's closure (complete_with) panicked: closure kaboom"), "{answers:?}");
     for name in ["async_boom", "blocking_boom"] {
         let task = client.submit(name, &Value::Null).max_attempts(1).await.expect("submit");
         let done = finished(&client, &task.id).await;

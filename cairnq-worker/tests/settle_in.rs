@@ -370,3 +370,41 @@ async fn succeed_with_on_another_backend_is_unsupported() {
     handle.stop_and_join().await.expect("stop");
     assert_eq!((done.status, done.result), (TaskStatus::Succeeded, Some(json!("returned").into())));
 }
+
+/// `succeed_in` takes a plain tokio-postgres transaction too (what a pool
+/// of another kind, bb8-postgres say, hands out): a handler on a session of
+/// its own, not from the store's pool, commits its row and the success
+/// together.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_tokio_postgres_transaction_of_another_pool_settles_too() {
+    let app = postgres_app().await;
+    let (mut worker, issues) = worker(&app, Duration::from_secs(30));
+    let Db::Postgres { dsn, schema, .. } = app.db.clone() else { unreachable!("a Postgres app") };
+    let separator = if dsn.contains('?') { '&' } else { '?' };
+    let own_dsn = format!("{dsn}{separator}options=-csearch_path%3D{schema}");
+    worker
+        .task("bill", move |ctx: TaskContext, _: Value| {
+            let own_dsn = own_dsn.clone();
+            async move {
+                let (mut session, connection) = app_step(
+                    cairnq_postgres::tokio_postgres::connect(&own_dsn, cairnq_postgres::tokio_postgres::NoTls).await,
+                );
+                tokio::spawn(connection);
+                let tx = app_step(session.transaction().await);
+                let insert = "insert into app_rows (task_id, attempt, worker) values ($1, 1, $2)";
+                app_step(tx.execute(insert, &[&ctx.task_id(), &ctx.worker_id()]).await);
+                ctx.succeed_in(&tx, &json!("billed on another pool")).await?;
+                app_step(tx.commit().await);
+                Ok::<_, TaskError>(json!("ignored"))
+            }
+        })
+        .expect("register");
+    let handle = worker.spawn();
+    let task = app.client.submit("bill", &json!({})).await.expect("submit");
+    let done = finished(&app.client, &task.id).await;
+    handle.stop_and_join().await.expect("stop");
+
+    assert_eq!((done.status, done.result), (TaskStatus::Succeeded, Some(json!("billed on another pool").into())));
+    assert_eq!(app.app_rows().await.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(), [task.id.as_str()]);
+    assert!(issues.lock().is_empty(), "{:?}", issues.lock());
+}

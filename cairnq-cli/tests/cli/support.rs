@@ -154,7 +154,7 @@ impl Fixture {
     /// Claims `task` and fails it for good (as a worker would).
     pub(crate) async fn fail(&self, task: &Task) {
         for claimed in self.claim_like(task).await {
-            let envelope = ErrorEnvelope::new("boom", format!("failed {}", claimed.id)).retryable(false);
+            let envelope = ErrorEnvelope::new("boom", format!("failed {}", claimed.id));
             let params = FailParams::new(&claimed.id, "worker_test").error(envelope.to_json()).retryable(false);
             self.client.fail(&params).await.expect("fail");
         }

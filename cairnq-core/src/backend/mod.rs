@@ -9,6 +9,7 @@
 //! [`Sql`]. A backend without SQL (see
 //! `cairnq_testkit::memory::MemoryStore`) uses only the helpers.
 
+mod app_code;
 mod claim_plan;
 mod feeds;
 pub mod flows;
@@ -20,6 +21,7 @@ pub use cairnq_protocol::Sql;
 pub use flows::{Executor, Installed, check_protocol_version};
 pub use query::{Arg, Query};
 
+pub use app_code::{app_code, in_app_code, panic_message};
 pub use claim_plan::DrawPlan;
 pub use feeds::{FeedHub, broadcast_feed};
 pub use helpers::{SubmitRun, fail_undecodable, in_asked_order, lost_lease, narrow, submit_runs};

@@ -25,12 +25,19 @@ pub(crate) fn diagnose(last_seen: Option<&Task>, by_key: bool) -> String {
             "never claimed: is a worker with a handler for {:?} on queue {:?} running against this database?",
             task.name, task.queue
         ),
-        TaskStatus::Queued => format!(
-            "waiting for attempt {} of {} after a failure or an expired lease (last worker {})",
-            task.attempt + 1,
-            task.max_attempts,
-            task.worker_id.as_deref().unwrap_or("unknown")
-        ),
+        TaskStatus::Queued => {
+            // A retry clears the row's worker, so a last worker is named
+            // only when some writer left it.
+            let last = task.worker_id.as_deref().map_or_else(String::new, |w| format!(" (last worker {w})"));
+            format!(
+                "waiting for attempt {} of {} after a failure or an expired lease{last}: is a worker with a handler \
+                 for {:?} on queue {:?} still running against this database?",
+                task.attempt + 1,
+                task.max_attempts,
+                task.name,
+                task.queue
+            )
+        }
         TaskStatus::Running => {
             let progress = task.progress.map_or_else(String::new, |p| format!(", progress {:.0}%", p * 100.0));
             let cancel = if task.cancel_requested_at_ms.is_some() { ", cancel requested" } else { "" };

@@ -243,8 +243,12 @@ impl TaskSpec {
 pub struct Submit<'a, R = Json> {
     pub(crate) client: &'a CairnQ,
     pub(crate) spec: TaskSpec,
+    precondition: Option<Precondition<'a>>,
     result: PhantomData<fn() -> R>,
 }
+
+/// A check a submit runs when awaited, before anything else.
+type Precondition<'a> = Box<dyn FnOnce() -> Result<()> + Send + 'a>;
 
 /// A submit that waits for its task's outcome: `.await` it for the decoded
 /// result, or [`Error::TaskFailed`], [`Error::TaskCanceled`] or
@@ -302,10 +306,43 @@ macro_rules! forward_options {
 
 impl<'a, R> Submit<'a, R> {
     pub(crate) fn new(client: &'a CairnQ, spec: TaskSpec) -> Self {
-        Self { client, spec, result: PhantomData }
+        Self { client, spec, precondition: None, result: PhantomData }
     }
 
     forward_options!();
+
+    /// Runs `check` when the submit (or its [`Call`]) is awaited, before
+    /// anything is validated or written: its error is the submit's, and
+    /// nothing is written. What a worker's task context uses to refuse
+    /// child submits once the parent's lease is lost, however long ago the
+    /// submit was built.
+    ///
+    /// ```
+    /// # async fn demo(client: &cairnq_core::CairnQ) {
+    /// use cairnq_core::Error;
+    /// let refused = client
+    ///     .submit("child", &1)
+    ///     .precondition(|| Err(Error::validation("parent", "is gone")))
+    ///     .await;
+    /// assert!(matches!(refused, Err(Error::Validation { field: "parent", .. })));
+    /// # }
+    /// ```
+    pub fn precondition(mut self, check: impl FnOnce() -> Result<()> + Send + 'a) -> Self {
+        self.precondition = Some(Box::new(check));
+        self
+    }
+
+    /// The submit as a future of its own (free of `R`, which a boxed
+    /// future of lifetime `'a` could not outlive).
+    fn send(self) -> Pin<Box<dyn Future<Output = Result<Task>> + Send + 'a>> {
+        let Submit { client, spec, precondition, .. } = self;
+        Box::pin(async move {
+            if let Some(check) = precondition {
+                check()?;
+            }
+            client.submit_spec(&spec).await
+        })
+    }
 
     fn options_mut(&mut self) -> &mut SubmitOptions {
         &mut self.spec.options
@@ -323,7 +360,7 @@ impl<'a, R> IntoFuture for Submit<'a, R> {
     type IntoFuture = Pin<Box<dyn Future<Output = Result<Task>> + Send + 'a>>;
 
     fn into_future(self) -> Self::IntoFuture {
-        Box::pin(async move { self.client.submit_spec(&self.spec).await })
+        self.send()
     }
 }
 
@@ -358,7 +395,7 @@ impl<'a, R: DeserializeOwned + 'a> IntoFuture for Call<'a, R> {
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
             let client = self.submit.client;
-            let task = client.submit_spec(&self.submit.spec).await?;
+            let task = self.submit.send().await?;
             let done = client.wait(&task.id, &self.wait).await?;
             Ok(task_outcome(done)?.decode()?)
         })

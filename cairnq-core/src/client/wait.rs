@@ -140,7 +140,7 @@ impl CairnQ {
             task_id,
             diagnosis: diagnose(last_seen.as_ref(), key.is_some()),
             key,
-            timeout_ms: u64::try_from(options.timeout.as_millis()).unwrap_or(u64::MAX),
+            timeout: options.timeout,
             last_seen: last_seen.map(Box::new),
         }
     }

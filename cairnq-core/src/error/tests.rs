@@ -9,11 +9,11 @@ fn one_of_each() -> Vec<Error> {
     let io = || std::io::Error::other("disk on fire");
     vec![
         Error::AlreadyExists { key: "k".into(), task_id: "t".into() },
-        Error::QueueFull { queue: "q".into(), max_depth: 10, waited_ms: 1 },
+        Error::QueueFull { queue: "q".into(), max_depth: 10, waited: Duration::from_millis(1) },
         Error::TaskTimeout {
             task_id: Some("t".into()),
             key: None,
-            timeout_ms: 1,
+            timeout: Duration::from_secs(1),
             last_seen: None,
             diagnosis: "never claimed".into(),
         },
@@ -89,4 +89,14 @@ fn nul_is_refused_in_text() {
     let err = require_text("queue", "a\0b").expect_err("NUL refused");
     assert_eq!(err.kind(), ErrorKind::ValidationError);
     assert!(err.to_string().starts_with("invalid queue: contains a NUL"), "{err}");
+}
+
+#[test]
+fn waits_read_in_seconds() {
+    assert_eq!(seconds(Duration::from_secs(30)), "30s");
+    assert_eq!(seconds(Duration::from_millis(2_500)), "2.5s");
+    assert_eq!(seconds(Duration::from_millis(250)), "0.25s");
+    assert_eq!(seconds(Duration::ZERO), "0s");
+    let full = Error::QueueFull { queue: "q".into(), max_depth: 3, waited: Duration::from_millis(2_500) };
+    assert_eq!(full.to_string(), "queue \"q\" is full: it held 3 queued tasks, its limit, for 2.5s");
 }

@@ -65,8 +65,8 @@ impl QueueGauges {
                 metrics::gauge!(super::QUEUE_DEPTH, "queue" => queue.clone(), "status" => status.as_str()).set(depth);
             }
             // A queue with nothing due reads 0, not its last age.
-            let age_ms = ages.iter().find(|a| &a.queue == queue).map_or(0, |a| a.age_ms.max(0));
-            metrics::gauge!(super::QUEUE_OLDEST_AGE, "queue" => queue.clone()).set(age_ms as f64 / 1000.0);
+            let age = ages.iter().find(|a| &a.queue == queue).map_or(Duration::ZERO, |a| a.age);
+            metrics::gauge!(super::QUEUE_OLDEST_AGE, "queue" => queue.clone()).set(age.as_secs_f64());
         }
         Ok(true)
     }

@@ -309,13 +309,23 @@ impl ListFilter {
 }
 
 /// What [`Store::purge`](crate::Store::purge) (and [`CairnQ::purge`](crate::CairnQ::purge)) deletes: terminal rows
-/// completed strictly before `now - older_than_ms`, oldest first, at most
+/// completed strictly before `now - older_than`, oldest first, at most
 /// `limit`. `Default`: any age, every terminal status,
-/// limit 1000.
+/// limit 1000. Build one with the setters (the age is a
+/// [`Duration`](std::time::Duration), [`older_than`](Self::older_than));
+/// the fields are what a store reads.
+///
+/// ```
+/// use std::time::Duration;
+/// use cairnq_core::{PurgeFilter, TaskStatus};
+/// let week = PurgeFilter::new().status(TaskStatus::Succeeded).older_than(Duration::from_secs(7 * 86_400));
+/// assert_eq!(week.older_than_ms, 604_800_000);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PurgeFilter {
-    /// Only rows completed more than this long ago (>= 0).
+    /// Only rows completed more than this many milliseconds ago (>= 0;
+    /// the seam's unit, set through [`older_than`](Self::older_than)).
     pub older_than_ms: i64,
     /// Only this queue.
     pub queue: Option<String>,

@@ -85,8 +85,17 @@ async fn a_failing_closure_settles_nothing() {
     assert_eq!(count(&fresh.path, "select count(*) from invoices"), 0, "the closure's first insert rolled back");
     let read = client.get(&task.id).await.expect("get").expect("row");
     assert_eq!(read.status, TaskStatus::Running, "nothing settled");
-    let panicked = store.complete_with(&task.id, "w1", |_| -> rusqlite::Result<()> { panic!("handler bug") }).await;
-    assert!(panicked.is_err(), "a panic in the closure is this caller's error");
+    let panicked = store
+        .complete_with(&task.id, "w1", |conn| -> rusqlite::Result<()> {
+            conn.execute("insert into invoices values ('before the panic', 1)", [])?;
+            panic!("handler bug")
+        })
+        .await
+        .expect_err("a panic in the closure is this caller's error");
+    let panic = cairnq_sqlite::ClosurePanicked::of(&panicked).expect("named as the closure's panic");
+    assert_eq!(panic.message(), "handler bug");
+    assert!(panicked.to_string().contains("the application's closure (complete_with) panicked"), "{panicked}");
+    assert_eq!(count(&fresh.path, "select count(*) from invoices"), 0, "its insert rolled back");
     store.complete_with(&task.id, "w1", invoice(task.id.clone())).await.expect("the writer survived");
 }
 

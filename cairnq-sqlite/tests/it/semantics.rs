@@ -58,7 +58,7 @@ async fn succeed_reports_progress_as_a_float_and_clears_the_lease() {
 async fn fail_requeue_clears_worker_progress_message_and_the_final_failure_keeps_them() {
     let (_fresh, client, clock) = with_clock().await;
     let task = client.submit("job", &serde_json::json!({})).max_attempts(2).await.expect("submit");
-    let error = ErrorEnvelope::new("handler_error", "boom").error_type("Boom").retryable(true).to_value();
+    let error = ErrorEnvelope::retryable("handler_error", "boom").error_type("Boom").to_value();
     for attempt in 1..=2 {
         client.claim(&claim_one("w", 1_000)).await.expect("claim");
         let progress = ProgressParams::new(&task.id, "w").progress(0.5).message("halfway");

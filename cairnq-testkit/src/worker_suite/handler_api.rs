@@ -1,14 +1,16 @@
 //! What a handler says decides what happens to its task, the way the other
 //! cairnq SDKs decide it: a `TaskError` the handler builds is permanent
 //! unless it says retryable, `ctx.fail(reason)` retries like Python's
-//! default, a batch item whose payload does not decode fails alone, and a
-//! cancel is seen through `ctx.canceled()` long before the next heartbeat.
+//! default, a batch item whose payload does not decode fails alone, a
+//! cancel is seen through `ctx.canceled()` long before the next heartbeat,
+//! and a context whose lease is lost submits no children.
 
 use std::time::Duration;
 
-use cairnq_core::{TaskDef, TaskStatus, WaitOptions};
+use cairnq_core::{Error, ListFilter, TaskDef, TaskStatus, WaitOptions};
 use cairnq_worker::{BatchItem, TaskContext, TaskError};
 use serde_json::{Value, json};
+use tokio::sync::mpsc;
 
 use super::support::{eventually, finished, fresh, quick_options, some, start};
 use crate::BackendFactory;
@@ -102,4 +104,31 @@ pub async fn canceled_reads_the_store_when_the_heartbeat_is_stale(factory: &dyn 
     let wait = WaitOptions::new().timeout(Duration::from_secs(15));
     let done = client.wait(&task.id, &wait).await.expect("canceled long before the next heartbeat");
     assert_eq!(done.status, TaskStatus::Canceled);
+}
+
+/// Once a context's lease is lost (here: the attempt outran `max_run` and
+/// was abandoned), its child submits are refused with `LostLease` and
+/// write nothing, as in the Python SDK: another attempt will submit them.
+/// The check is made when the submit is awaited, so one built while the
+/// lease was live is refused too.
+pub async fn a_context_that_lost_its_lease_submits_no_children(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    let (contexts, mut started) = mpsc::unbounded_channel();
+    let _worker = start(&client, quick_options().max_run(Duration::from_millis(300)), move |w| {
+        w.task("parent", move |ctx: TaskContext, _: Value| {
+            let _ = contexts.send(ctx);
+            std::future::pending::<Result<(), TaskError>>()
+        })
+        .expect("register");
+    });
+    let parent = client.submit("parent", &json!({})).max_attempts(1).await.expect("submit");
+    let ctx = tokio::time::timeout(Duration::from_secs(30), started.recv()).await.expect("started").expect("a context");
+    let built_early = ctx.submit_named("child", &1);
+    assert_eq!(finished(&client, &parent.id).await.status, TaskStatus::Failed, "abandoned after max_run");
+    assert!(ctx.lost_lease());
+    for refused in [built_early.await, ctx.submit_named("child", &2).await] {
+        assert!(matches!(&refused, Err(Error::LostLease { task_id, .. }) if *task_id == parent.id), "{refused:?}");
+    }
+    let children = client.list(&ListFilter::new().name("child")).await.expect("list");
+    assert!(children.tasks.is_empty(), "no child was written: {:?}", children.tasks);
 }

@@ -83,6 +83,16 @@ pub async fn sigterm_drains_then_abandons(factory: &dyn BackendFactory) {
 /// drain timeout, with the task left `running` in the database; once the
 /// lease expires, another worker recovers it as attempt 2.
 pub async fn a_second_sigterm_stops_at_once(factory: &dyn BackendFactory) {
+    a_second_signal_stops_at_once(factory, "TERM").await;
+}
+
+/// [`a_second_sigterm_stops_at_once`] with SIGINT (Ctrl-C): the first
+/// drains, the second stops at once.
+pub async fn a_second_sigint_stops_at_once(factory: &dyn BackendFactory) {
+    a_second_signal_stops_at_once(factory, "INT").await;
+}
+
+async fn a_second_signal_stops_at_once(factory: &dyn BackendFactory, signal: &str) {
     let (client, fresh) = fresh(factory).await;
     let Some(locator) = fresh.locator.clone() else {
         return eprintln!("skipped: {} stores cannot be opened by another process", factory.name());
@@ -93,15 +103,15 @@ pub async fn a_second_sigterm_stops_at_once(factory: &dyn BackendFactory) {
     let mut child = ChildProcess::spawn(&args).expect("start the child worker");
     let started = child.line_starting("started ", CHILD_PATIENCE).await.expect("the child starts the task");
     assert_eq!(started, format!("started {}", task.id));
-    child.signal("TERM").expect("the first SIGTERM");
+    child.signal(signal).expect("the first signal");
     child.line_starting("issue stopping", CHILD_PATIENCE).await.expect("the child reports that it drains");
     tokio::time::sleep(Duration::from_millis(3 * args.lease_ms)).await;
     assert!(child.try_wait().expect("try_wait").is_none(), "the child left before its drain timeout");
     let draining = client.get(&task.id).await.expect("get").expect("row");
     assert_eq!(draining.status, TaskStatus::Running);
     assert!(draining.lease_until_ms.is_some_and(|l| l > now_ms()), "the drain keeps the running call's lease");
-    child.signal("TERM").expect("the second SIGTERM");
-    let status = child.wait(CHILD_PATIENCE).await.expect("the second SIGTERM ends the child at once");
+    child.signal(signal).expect("the second signal");
+    let status = child.wait(CHILD_PATIENCE).await.expect("the second signal ends the child at once");
     let lines = child.rest().await;
     assert!(status.success(), "the child exited with {status}: {lines:?}");
     assert!(lines.iter().any(|l| l.contains("abandoned 1 handler call(s) to stop at once")), "{lines:?}");

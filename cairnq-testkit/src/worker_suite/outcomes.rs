@@ -43,7 +43,7 @@ pub async fn retries_follow_the_backoff_windows(factory: &dyn BackendFactory) {
     for pair in seen.windows(2) {
         let (failed_attempt, _, failed_at) = pair[0];
         let (_, run_at, _) = pair[1];
-        let window = i64::try_from(backoff.window_ms(failed_attempt)).unwrap_or(0);
+        let window = i64::try_from(backoff.window(failed_attempt).as_millis()).unwrap_or(0);
         let delay = run_at - failed_at;
         // The failure was written a little after `failed_at`: allow that much
         // above the window, never anything below its lower half.

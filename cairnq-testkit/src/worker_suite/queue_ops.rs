@@ -1,11 +1,13 @@
 //! The client-side gates the worker shares: backpressure (from the API and
-//! from inside handlers) and the retention sweeper.
+//! from inside handlers) and the retention sweeper; and what a submit (or a
+//! typed call) writes.
 
 use std::time::Duration;
 
 use cairnq_core::store::{ClaimDraw, ClaimParams, FailParams, SettleParams};
 use cairnq_core::{
-    Backpressure, CairnQ, Error, ErrorEnvelope, ErrorKind, Retention, SubmitOptions, TaskSpec, TaskStatus,
+    Backpressure, CairnQ, Error, ErrorEnvelope, ErrorKind, Json, Retention, SubmitOptions, TaskDef, TaskSpec,
+    TaskStatus,
 };
 use cairnq_worker::{TaskContext, TaskError};
 use serde_json::{Value, json};
@@ -24,8 +26,9 @@ pub async fn backpressure_refuses_submits_to_a_full_queue(factory: &dyn BackendF
         gated.submit("job", &i).queue("bp").await.expect("room for three");
     }
     match gated.submit("job", &3).queue("bp").await {
-        Err(Error::QueueFull { queue, max_depth, waited_ms }) => {
-            assert!(queue == "bp" && max_depth == 3 && waited_ms >= 200, "{queue} {max_depth} {waited_ms}")
+        Err(Error::QueueFull { queue, max_depth, waited }) => {
+            let waited_enough = waited >= Duration::from_millis(200);
+            assert!(queue == "bp" && max_depth == 3 && waited_enough, "{queue} {max_depth} {waited:?}")
         }
         other => panic!("expected QueueFull, got {other:?}"),
     }
@@ -136,4 +139,33 @@ pub async fn a_submit_returns_the_row_it_wrote(factory: &dyn BackendFactory) {
         let stored = client.get(&written.id).await.expect("get").expect("row");
         assert_eq!(written, stored, "submit answered with a row the store does not hold");
     }
+}
+
+/// Doubles a number, typed.
+const DOUBLE: TaskDef<i64, i64> = TaskDef::new("double");
+
+/// `TaskDef::call` takes the submit options of a plain submit, and they
+/// reach the stored row: the typed result comes back, and the row found
+/// by its key has the queue, priority, attempts and metadata asked for.
+pub async fn a_typed_call_writes_its_submit_options(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    let _worker = start(&client, quick_options().queues(["typed"]), |w| {
+        w.task(DOUBLE, |_ctx: TaskContext, n: i64| async move { Ok::<_, TaskError>(n * 2) }).expect("register");
+    });
+    let doubled = DOUBLE
+        .call(&client, &21)
+        .key("double:21")
+        .priority(7)
+        .queue("typed")
+        .max_attempts(2)
+        .metadata(json!({"asked": "by a call"}))
+        .timeout(Duration::from_secs(60))
+        .await
+        .expect("the typed result");
+    assert_eq!(doubled, 42);
+    let row = client.get_by_key("double:21").await.expect("get").expect("the key names the task");
+    assert_eq!((row.name.as_str(), row.queue.as_str(), row.priority, row.max_attempts), ("double", "typed", 7, 2));
+    assert_eq!((row.status, row.result), (TaskStatus::Succeeded, some(json!(42))));
+    assert_eq!(row.metadata.decode::<Value>().expect("metadata")["asked"], "by a call");
+    assert_eq!(row.payload, Json::from(json!(21)));
 }

@@ -3,15 +3,19 @@
 //! would have ended it alone.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
-use cairnq_core::store::{ClaimDraw, ClaimParams, CompleteBatchParams};
-use cairnq_core::{Error, TaskDef, TaskRef, TaskSpec, TaskStatus, codes};
-use cairnq_worker::{BatchItem, TaskError};
+use async_trait::async_trait;
+use cairnq_core::store::{ClaimDraw, ClaimParams, CompleteBatchParams, FailParams, SettleParams, Store};
+use cairnq_core::{CairnQ, Error, Result, Task, TaskDef, TaskRef, TaskSpec, TaskStatus, codes};
+use cairnq_worker::{BatchItem, Phase, TaskContext, TaskError, WorkerIssue};
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use super::support::{count, eventually, fresh, quick_options, some, start};
 use crate::BackendFactory;
+use crate::forwarding::{Forward, Forwarding};
 
 /// `complete_batch` settles the owned tasks in the order asked, with their
 /// own results (JSON null included); a pending cancel wins; a task held by
@@ -99,5 +103,64 @@ pub async fn a_refused_result_fails_only_its_own_task(factory: &dyn BackendFacto
             }
             (_, status) => assert_eq!((status, row.result), (TaskStatus::Succeeded, some(json!(i)))),
         }
+    }
+}
+
+/// A store whose settle writes (`complete`, `complete_batch`, `fail`) fail
+/// as a full disk would, before reaching the real store; everything else
+/// is the real store's.
+struct FailingSettles(Arc<dyn Store>);
+
+impl FailingSettles {
+    fn refused<T>() -> Result<T> {
+        Err(Error::Storage { message: "disk full (injected by the test)".into(), source: None, transient: false })
+    }
+}
+
+#[async_trait]
+impl Forward for FailingSettles {
+    fn inner(&self) -> &dyn Store {
+        self.0.as_ref()
+    }
+    async fn complete(&self, _params: &SettleParams) -> Result<Task> {
+        Self::refused()
+    }
+    async fn complete_batch(&self, _params: &CompleteBatchParams) -> Result<Vec<TaskRef>> {
+        Self::refused()
+    }
+    async fn fail(&self, _params: &FailParams) -> Result<Task> {
+        Self::refused()
+    }
+}
+
+/// A settle write the store fails (of a success and of a failure) reaches
+/// `on_error` as a store issue of the settle phase naming the task, and
+/// reads "the settle of task X failed"; the task is left as it was
+/// (running, to its lease), since nothing was written.
+pub async fn a_failed_settle_is_reported_with_its_phase_and_task(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    let failing = CairnQ::new(Forwarding(FailingSettles(client.store().clone())));
+    let ok = client.submit("settle_ok", &0).await.expect("submit");
+    let failed = client.submit("settle_fail", &0).await.expect("submit");
+    let reported = Arc::new(Mutex::new(Vec::new()));
+    let seen = reported.clone();
+    let options = quick_options().lease(Duration::from_secs(600)).on_error(move |issue| {
+        if let WorkerIssue::Store { phase, task_id, .. } = &issue {
+            seen.lock().push((*phase, task_id.clone(), issue.to_string()));
+        }
+    });
+    let _worker = start(&failing, options, |w| {
+        w.task("settle_ok", |_ctx: TaskContext, n: i64| async move { Ok::<_, TaskError>(n) }).expect("register");
+        w.task("settle_fail", |_ctx: TaskContext, _: i64| async move { Err::<(), _>(TaskError::new("no")) })
+            .expect("register");
+    });
+    for task in [&ok, &failed] {
+        let named = |r: &(Phase, Option<String>, String)| r.0 == Phase::Settle && r.1.as_deref() == Some(&task.id);
+        eventually("the failed settle is reported", || async { reported.lock().iter().any(named) }).await;
+        let shown = reported.lock().iter().find(|r| named(r)).map(|r| r.2.clone()).unwrap_or_default();
+        assert!(shown.contains(&format!("the settle of task {} failed", task.id)), "{shown}");
+        assert!(shown.contains("disk full (injected by the test)"), "{shown}");
+        let row = client.get(&task.id).await.expect("get").expect("row");
+        assert_eq!((row.status, row.attempt), (TaskStatus::Running, 1), "nothing was written");
     }
 }

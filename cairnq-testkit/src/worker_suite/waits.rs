@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use cairnq_core::store::{ClaimDraw, ClaimParams, SettleParams};
+use cairnq_core::store::{ClaimDraw, ClaimParams, FailParams, SettleParams};
 use cairnq_core::{Conflict, Error, Json, SubmitOptions, TaskStatus, WaitOptions};
 use serde_json::json;
 
@@ -86,5 +86,27 @@ pub async fn a_timed_out_wait_says_what_the_task_is_doing(factory: &dyn BackendF
             assert!(diagnosis.contains("no task has this key yet"), "{diagnosis}");
         }
         other => panic!("expected TaskTimeout by key, got {other:?}"),
+    }
+}
+
+/// A timed-out wait on a running task names the worker running it and the
+/// attempt; on a task queued again after a failed attempt, the attempt it
+/// waits for.
+pub async fn a_timed_out_wait_names_the_worker_or_the_next_attempt(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    let task = client.submit("diagnosed", &json!({})).queue("diag").await.expect("submit");
+    let claim = ClaimParams::new("w-diag", 60_000).draw(ClaimDraw::new(vec!["diag".into()]).limit(1));
+    assert_eq!(client.claim(&claim).await.expect("claim").len(), 1);
+    let running = client.wait(&task.id, &within(Duration::from_millis(200))).await.expect_err("times out");
+    let text = running.to_string();
+    assert!(text.contains("running on worker w-diag (attempt 1 of 3"), "{text}");
+    client.fail(&FailParams::new(&task.id, "w-diag").retryable(true)).await.expect("fail, to retry");
+    match client.wait(&task.id, &within(Duration::from_millis(200))).await {
+        Err(Error::TaskTimeout { last_seen: Some(seen), diagnosis, .. }) => {
+            assert_eq!((seen.status, seen.attempt), (TaskStatus::Queued, 1));
+            assert!(diagnosis.starts_with("waiting for attempt 2 of 3 after a failure"), "{diagnosis}");
+            assert!(diagnosis.contains("\"diagnosed\"") && diagnosis.contains("\"diag\""), "{diagnosis}");
+        }
+        other => panic!("expected TaskTimeout with a snapshot, got {other:?}"),
     }
 }

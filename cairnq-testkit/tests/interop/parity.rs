@@ -1,7 +1,8 @@
 //! PARITY.md stays complete: every public member of the installed Python
 //! SDK (its exports; the methods, properties and fields of CairnQ, Worker,
-//! TaskContext and Task; each error's constructor parameters) has a row in
-//! the section of its kind, with a Rust counterpart or a reason.
+//! TaskContext and Task; each error's constructor parameters, attributes,
+//! methods and properties) has a row in the section of its kind, with a
+//! Rust counterpart or a reason.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

@@ -48,25 +48,82 @@ fn run_peer(args: &[&str]) -> std::process::Output {
     }
 }
 
-/// Starts `interop/peer.py` with `args` in the background; [`finish_peer`]
-/// collects what it printed.
-pub(crate) fn spawn_peer(args: &[&str]) -> std::process::Child {
+/// A peer running in the background whose stdout lines are read as it
+/// prints them, so a test can act on what the peer has done so far.
+pub(crate) struct RunningPeer {
+    child: std::process::Child,
+    lines: tokio::sync::mpsc::UnboundedReceiver<String>,
+}
+
+/// Starts `interop/peer.py` with `args` in the background.
+pub(crate) fn spawn_peer(args: &[&str]) -> RunningPeer {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("interop/peer.py");
-    Command::new(python())
+    let mut child = Command::new(python())
         .arg(&script)
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("start the Python peer")
+        .expect("start the Python peer");
+    let stdout = child.stdout.take().expect("the peer's stdout");
+    let (send, lines) = tokio::sync::mpsc::unbounded_channel();
+    // A thread of its own: reading a pipe blocks, and the test's runtime
+    // must stay free.
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)).map_while(Result::ok) {
+            if send.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    RunningPeer { child, lines }
 }
 
-/// Waits for a peer started with [`spawn_peer`] and returns its JSON.
-pub(crate) fn finish_peer(child: std::process::Child) -> Value {
-    let output = child.wait_with_output().expect("wait for the Python peer");
-    assert!(output.status.success(), "peer failed: {}", String::from_utf8_lossy(&output.stderr));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    serde_json::from_str(stdout.lines().last().unwrap_or("null")).unwrap_or_else(|e| panic!("no JSON ({e}): {stdout}"))
+impl RunningPeer {
+    /// The next line the peer prints, as JSON; `None` once it has exited.
+    /// Fails the test when the peer prints nothing for `PEER_TIMEOUT`.
+    async fn next_line(&mut self) -> Option<Value> {
+        match tokio::time::timeout(PEER_TIMEOUT, self.lines.recv()).await {
+            Ok(line) => line.map(|l| serde_json::from_str(&l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"))),
+            Err(_) => panic!("the peer printed nothing for {PEER_TIMEOUT:?}"),
+        }
+    }
+
+    /// The next line the peer prints, as JSON (the peer must still run).
+    pub(crate) async fn next_json(&mut self) -> Value {
+        match self.next_line().await {
+            Some(line) => line,
+            None => panic!("the peer exited early: {}", self.stderr()),
+        }
+    }
+
+    /// Waits for the peer to exit successfully and returns every line it
+    /// printed after the ones already read, as JSON.
+    pub(crate) async fn finish(mut self) -> Vec<Value> {
+        let mut rest = Vec::new();
+        while let Some(line) = self.next_line().await {
+            rest.push(line);
+        }
+        let status = tokio::task::block_in_place(|| self.child.wait()).expect("wait for the Python peer");
+        assert!(status.success(), "peer failed: {}", self.stderr());
+        rest
+    }
+
+    fn stderr(&mut self) -> String {
+        let mut text = String::new();
+        if let Some(mut stderr) = self.child.stderr.take() {
+            let _ = tokio::task::block_in_place(|| std::io::Read::read_to_string(&mut stderr, &mut text));
+        }
+        text
+    }
+}
+
+impl Drop for RunningPeer {
+    /// A test that fails half-way leaves no peer behind.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// Runs `interop/peer.py` with `args` and returns the JSON it printed.

@@ -89,6 +89,6 @@ pub async fn failed_task(client: &CairnQ, name: &str) -> Task {
     let claim = ClaimParams::new("test-worker", 60_000).draw(ClaimDraw::new(vec!["failing".into()]));
     let claimed = client.claim(&claim).await.expect("claims");
     assert!(claimed.iter().any(|t| t.id == task.id), "the test claims its task");
-    let envelope = ErrorEnvelope::new("boom", "the handler <b>failed</b>").retryable(false).to_json();
+    let envelope = ErrorEnvelope::new("boom", "the handler <b>failed</b>").to_json();
     client.fail(&FailParams::new(&task.id, "test-worker").error(envelope).retryable(false)).await.expect("fails")
 }

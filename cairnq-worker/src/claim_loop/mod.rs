@@ -98,7 +98,7 @@ const CLAIM_BACKOFF_CAP: Duration = Duration::from_secs(30);
 /// interval, as an idle poll would be.
 fn claim_backoff(poll: Duration, failures: u32) -> Duration {
     let base = poll.max(Duration::from_millis(1));
-    Duration::from_millis(Backoff::new(base, CLAIM_BACKOFF_CAP.max(base)).delay_ms(failures))
+    Backoff::new(base, CLAIM_BACKOFF_CAP.max(base)).delay(failures)
 }
 
 /// A watch, taken now, for tasks becoming queued on the worker's queues.

@@ -137,7 +137,8 @@ fn failure(code: &str, message: &str, retryable: bool, mut details: Map<String, 
         None => message.to_string(),
     };
     details.insert("stderr".to_string(), Value::String(stderr.to_string()));
-    let envelope = ErrorEnvelope::new(code, message).error_type(ERROR_TYPE).retryable(retryable);
+    let envelope = if retryable { ErrorEnvelope::retryable(code, message) } else { ErrorEnvelope::new(code, message) };
+    let envelope = envelope.error_type(ERROR_TYPE);
     TaskError::from_envelope(envelope).details(Value::Object(details))
 }
 
