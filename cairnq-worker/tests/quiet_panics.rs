@@ -7,7 +7,7 @@
 use std::sync::{Arc, Mutex};
 
 use cairnq_core::{CairnQ, TaskStatus, codes};
-use cairnq_testkit::support::finished;
+use cairnq_testkit::support::{eventually, finished};
 use cairnq_worker::{TaskContext, TaskError, Worker, WorkerOptions};
 use serde_json::{Value, json};
 
@@ -56,6 +56,13 @@ async fn handler_panics_reach_the_envelope_not_the_panic_hook() {
     assert_eq!((done.status, envelope.error_type.as_str(), envelope.retryable), (TaskStatus::Failed, "Panic", true));
     assert_eq!(envelope.code, codes::HANDLER_ERROR);
     assert!(envelope.message.contains("succeed_with closure panicked: closure kaboom"), "{}", envelope.message);
+    // The attempt is settled by the worker when the closure panics; the
+    // handler hears the answer only after that, so its note may come later.
+    eventually("the handler heard the closure's answer", || {
+        let heard = !answered.lock().expect("lock").is_empty();
+        async move { heard }
+    })
+    .await;
     let answers = answered.lock().expect("lock").clone();
     assert!(answers[0].contains("the application's closure (complete_with) panicked: closure kaboom"), "{answers:?}");
     for name in ["async_boom", "blocking_boom"] {
