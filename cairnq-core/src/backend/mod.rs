@@ -18,7 +18,7 @@ pub mod schedules;
 
 pub use cairnq_protocol::Sql;
 pub use flows::{Executor, Installed, check_protocol_version};
-pub use query::{Arg, Query};
+pub use query::{Arg, LIST_SORT_AT_MOST, Query};
 
 pub use claim_plan::DrawPlan;
 pub use feeds::{FeedHub, broadcast_feed};

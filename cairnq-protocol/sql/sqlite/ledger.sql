@@ -18,6 +18,11 @@ insert into cairnq_migrations (name, applied_at_ms) values (:name, :now_ms)
 -- name: table_exists
 select exists (select 1 from sqlite_master where type = 'table' and name = :table)
 
+-- An index of this SDK's extensions a plan relies on (a database another
+-- SDK installed may lack it).
+-- name: index_exists
+select exists (select 1 from sqlite_master where type = 'index' and name = :index)
+
 -- name: read_meta
 select value from cairnq_meta where key = :key
 
