@@ -2,7 +2,7 @@
 //! count, and the claim probe, with the queries built once in
 //! `cairnq_core::backend`.
 
-use cairnq_core::backend::{Query, Sql, TaskRow};
+use cairnq_core::backend::{ListProbe, Query, Sql, TaskRow};
 use cairnq_core::store::{
     ChildrenParams, CountQueuedParams, CountTasksParams, GetParams, ListFilter, ProbeParams, StatsParams, TaskKeyParams,
 };
@@ -24,11 +24,11 @@ pub(crate) async fn get_status(exec: &impl Exec, params: &GetParams) -> Result<O
 
 /// Rows matching the filters given, newest first, each decoded on its own,
 /// read the way the filter's probe says suits how many rows it matches
-/// (`Query::list_planned`; `counted` and `ordered`: the extension table and
-/// index the probe and the walk need).
+/// (`ListProbe`, `Query::list_planned`; `counted` and `ordered`: the
+/// extension table and index the probe and the walk need).
 pub(crate) async fn list(exec: &impl Exec, filter: &ListFilter, counted: bool, ordered: bool) -> Result<Vec<TaskRow>> {
-    let matching = match Query::list_probe(filter, counted, ordered) {
-        Some(probe) => Some(col::<i64>(&one_row(exec, &probe).await?, "count")?),
+    let matching = match ListProbe::new(filter, counted, ordered) {
+        Some(probe) => Some(probe.matching(col::<i64>(&one_row(exec, &probe.query).await?, "count")?)),
         None => None,
     };
     Ok(rows(exec, &Query::list_planned(filter, matching)).await?.iter().map(row::task_row).collect())

@@ -1,7 +1,7 @@
 //! The read operations, run on reader threads with the queries built once
 //! in `cairnq_core::backend`.
 
-use cairnq_core::backend::{Query, Sql, TaskRow};
+use cairnq_core::backend::{ListProbe, Query, Sql, TaskRow};
 use cairnq_core::store::{
     ChildrenParams, CountQueuedParams, CountTasksParams, GetParams, ListFilter, ProbeParams, StatsParams, TaskKeyParams,
 };
@@ -22,8 +22,10 @@ pub(crate) fn get_status(conn: &Connection, _now_ms: i64, p: &GetParams) -> Resu
 /// A page of `filter`, read the way its probe says suits how many rows it
 /// matches (`Query::list_planned`).
 pub(crate) fn list(conn: &Connection, _now_ms: i64, filter: &ListFilter) -> Result<Vec<TaskRow>> {
-    let probe = Query::list_probe(filter, counted(conn)?, ordered(conn)?);
-    let matching = probe.map(|probe| query_int(conn, &probe)).transpose()?;
+    let matching = match ListProbe::new(filter, counted(conn)?, ordered(conn)?) {
+        Some(probe) => Some(probe.matching(query_int(conn, &probe.query)?)),
+        None => None,
+    };
     query(conn, &Query::list_planned(filter, matching), row::task())
 }
 

@@ -16,12 +16,6 @@ use crate::store::{
     StatsParams, TaskKeyParams, TaskSelector,
 };
 
-/// The fewest matching rows at which a filtered list walks the list-order
-/// index rather than sorting its matches (see [`Query::list_planned`]):
-/// below it a sort costs at most this many rows; from it on a page fills
-/// after a few index entries wherever the matches are spread out.
-pub const LIST_SORT_AT_MOST: u64 = 10_000;
-
 /// One argument value.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -178,7 +172,7 @@ impl Query {
     }
 
     /// Switches `flag` on and binds it, when a value is given.
-    fn filter(self, flag: &'static str, value: Option<&str>) -> Self {
+    pub(super) fn filter(self, flag: &'static str, value: Option<&str>) -> Self {
         match value {
             Some(value) => self.flag(flag).arg(flag, value),
             None => self,
@@ -233,51 +227,6 @@ impl Query {
         Self::new(Sql::ProbeClaimable).scope(&params.queues, params.names.as_deref())
     }
 
-    /// The extension index [`Query::list_planned`] walks (ext_0003); a
-    /// database another SDK installed may lack it.
-    pub const ORDER_INDEX: &'static str = "cairnq_ext_tasks_created_idx";
-
-    /// One page of `filter` without a probe: through the filters' own
-    /// indexes (`list_tasks`) when it filters, in list order
-    /// (`list_tasks_in_order`) when it does not. Correct either way; a
-    /// filter most rows match is faster through [`Query::list_planned`].
-    pub fn list(filter: &ListFilter) -> Self {
-        Self::list_planned(filter, None)
-    }
-
-    /// The read that decides how a filtered list reads
-    /// ([`Query::list_planned`]): how many rows it matches, at most
-    /// [`LIST_SORT_AT_MOST`]: exactly, from the counter table, when it
-    /// filters only by status and queue and `counted` (ext_0002 is there);
-    /// else a bounded count through the filters' indexes. The cursor is left
-    /// out: the plan follows how common the filter is. `None` when there is
-    /// nothing to decide (no filter, or no list-order index: `ordered`
-    /// false).
-    pub fn list_probe(filter: &ListFilter, counted: bool, ordered: bool) -> Option<Self> {
-        if !ordered || !has_filters(filter) {
-            return None;
-        }
-        let by_counts = filter.name.is_none() && filter.root_id.is_none() && filter.correlation_id.is_none();
-        Some(if counted && by_counts {
-            Self::new(Sql::ReadMatchingCount)
-                .filter("status", filter.status.map(|s| s.as_str()))
-                .filter("queue", filter.queue.as_deref())
-        } else {
-            let at_most = i64::try_from(LIST_SORT_AT_MOST).unwrap_or(i64::MAX);
-            Self::new(Sql::CountTasks).filters(filter).arg("at_most", at_most)
-        })
-    }
-
-    /// One page of `filter`, given what its [`list_probe`](Self::list_probe)
-    /// answered: walking the list-order index when nothing is filtered or
-    /// at least [`LIST_SORT_AT_MOST`] rows match, else through the
-    /// filters' indexes and a sort of their (fewer) matches.
-    pub fn list_planned(filter: &ListFilter, matching: Option<i64>) -> Self {
-        let common = matching.is_some_and(|n| u64::try_from(n).is_ok_and(|n| n >= LIST_SORT_AT_MOST));
-        let sql = if common || !has_filters(filter) { Sql::ListTasksInOrder } else { Sql::ListTasks };
-        Self::new(sql).arg("limit", filter.limit).arg("offset", filter.offset).filters(filter).cursor(filter)
-    }
-
     /// `count_tasks` for `params`.
     pub fn count_tasks(params: &CountTasksParams) -> Self {
         let at_most = i64::try_from(params.at_most).unwrap_or(i64::MAX);
@@ -299,7 +248,7 @@ impl Query {
     }
 
     /// One flag and argument per column filter of `filter`.
-    fn filters(self, filter: &ListFilter) -> Self {
+    pub(super) fn filters(self, filter: &ListFilter) -> Self {
         self.filter("status", filter.status.map(|s| s.as_str()))
             .filter("queue", filter.queue.as_deref())
             .filter("name", filter.name.as_deref())
@@ -308,7 +257,7 @@ impl Query {
     }
 
     /// The keyset cursor of `filter`, when it has one.
-    fn cursor(self, filter: &ListFilter) -> Self {
+    pub(super) fn cursor(self, filter: &ListFilter) -> Self {
         match &filter.after {
             Some(after) => self.flag("after").arg("after_ms", after.created_at_ms).arg("after_id", &after.id),
             None => self,
@@ -358,15 +307,6 @@ impl Query {
     }
 }
 
-/// Whether `filter` filters by any column (not only a cursor).
-fn has_filters(filter: &ListFilter) -> bool {
-    filter.status.is_some()
-        || filter.queue.is_some()
-        || filter.name.is_some()
-        || filter.root_id.is_some()
-        || filter.correlation_id.is_some()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -380,22 +320,6 @@ mod tests {
         assert_eq!(some.flags, ["status", "name"]);
         let purge = Query::purge(&PurgeFilter::new().queue("q"));
         assert_eq!(purge.flags, ["any_status", "queue"]);
-    }
-
-    #[test]
-    fn a_list_walks_in_order_unless_few_rows_match_its_filters() {
-        let failed = ListFilter::new().status(TaskStatus::Failed);
-        assert_eq!(Query::list(&ListFilter::new()).sql, Sql::ListTasksInOrder, "nothing to sort by");
-        assert_eq!(Query::list(&failed).sql, Sql::ListTasks);
-        let common = i64::try_from(LIST_SORT_AT_MOST).unwrap_or(i64::MAX);
-        assert_eq!(Query::list_planned(&failed, Some(common)).sql, Sql::ListTasksInOrder);
-        assert_eq!(Query::list_planned(&failed, Some(common - 1)).sql, Sql::ListTasks);
-        let probe = Query::list_probe(&failed.clone().queue("q"), true, true).map(|q| q.sql);
-        assert_eq!(probe, Some(Sql::ReadMatchingCount), "status and queue: the counter table");
-        let by_name = Query::list_probe(&failed.clone().name("n"), true, true).map(|q| q.sql);
-        assert_eq!(by_name, Some(Sql::CountTasks), "a name: a bounded count");
-        assert_eq!(Query::list_probe(&failed, true, false), None, "no order index: nothing to walk");
-        assert_eq!(Query::list_probe(&ListFilter::new(), true, true), None);
     }
 
     #[test]
