@@ -89,15 +89,19 @@ order by created_at_ms + 0 desc, id desc
 limit :limit::bigint offset :offset::bigint
 
 -- The other way: walk the list-order index (ext_0003) from the top or the
--- cursor and keep what matches, the right plan when many rows match. The
--- filters are written `column || ''`, which no filter index serves, so the
--- plan is this walk whatever the generic plan guesses. Unfiltered lists
--- read this way too.
+-- cursor and keep what matches, the right plan when many rows match.
+-- Status and queue stay plain: they have few values, so even a generic
+-- plan estimates each common and walks; written as expressions they would
+-- be estimated at 0.5% each, and two of them make a parallel scan and
+-- sort of the table look cheaper than the walk (measured at 1M rows: 610
+-- ms against 17). Name, root and correlation are written `column || ''`,
+-- which no filter index serves, so a generic plan never seeks through
+-- them and sorts. Unfiltered lists read this way too.
 -- name: list_tasks_in_order
 select * from cairnq_tasks
 where true
-  and status || '' = :status::text -- when: status
-  and queue || '' = :queue::text -- when: queue
+  and status = :status -- when: status
+  and queue = :queue -- when: queue
   and name || '' = :name::text -- when: name
   and root_id || '' = :root_id::text -- when: root_id
   and correlation_id || '' = :correlation_id::text -- when: correlation_id
