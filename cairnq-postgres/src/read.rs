@@ -2,8 +2,10 @@
 //! count, and the claim probe, with the queries built once in
 //! `cairnq_core::backend`.
 
-use cairnq_core::backend::{Query, Sql, TaskRow};
-use cairnq_core::store::{CountQueuedParams, GetParams, ListFilter, ProbeParams, StatsParams};
+use cairnq_core::backend::{ListProbe, Query, Sql, TaskRow};
+use cairnq_core::store::{
+    ChildrenParams, CountQueuedParams, CountTasksParams, GetParams, ListFilter, ProbeParams, StatsParams, TaskKeyParams,
+};
 use cairnq_core::{QueueAge, Result, Task, TaskCount, TaskRef};
 
 use crate::exec::{Exec, answer, one_row, opt_row, rows};
@@ -20,9 +22,32 @@ pub(crate) async fn get_status(exec: &impl Exec, params: &GetParams) -> Result<O
     opt_row(exec, &query).await?.as_ref().map(row::task_ref).transpose()
 }
 
-/// Rows matching the filters given, newest first, each decoded on its own.
-pub(crate) async fn list(exec: &impl Exec, filter: &ListFilter) -> Result<Vec<TaskRow>> {
-    Ok(rows(exec, &Query::list(filter)).await?.iter().map(row::task_row).collect())
+/// Rows matching the filters given, newest first, each decoded on its own,
+/// read the way the filter's probe says suits how many rows it matches
+/// (`ListProbe`, `Query::list_planned`; `counted` and `ordered`: the
+/// extension table and index the probe and the walk need).
+pub(crate) async fn list(exec: &impl Exec, filter: &ListFilter, counted: bool, ordered: bool) -> Result<Vec<TaskRow>> {
+    let matching = match ListProbe::new(filter, counted, ordered) {
+        Some(probe) => Some(probe.matching(col::<i64>(&one_row(exec, &probe.query).await?, "count")?)),
+        None => None,
+    };
+    Ok(rows(exec, &Query::list_planned(filter, matching)).await?.iter().map(row::task_row).collect())
+}
+
+/// The bounded count of what a filter matches.
+pub(crate) async fn count_tasks(exec: &impl Exec, params: &CountTasksParams) -> Result<u64> {
+    let count: i64 = col(&one_row(exec, &Query::count_tasks(params)).await?, "count")?;
+    Ok(u64::try_from(count).unwrap_or(0))
+}
+
+/// The tasks one task submitted, newest first.
+pub(crate) async fn children(exec: &impl Exec, params: &ChildrenParams) -> Result<Vec<TaskRow>> {
+    Ok(rows(exec, &Query::children(params)).await?.iter().map(row::task_row).collect())
+}
+
+/// The business key pointing at a task, if any.
+pub(crate) async fn task_key(exec: &impl Exec, params: &TaskKeyParams) -> Result<Option<String>> {
+    opt_row(exec, &Query::task_key(params)).await?.as_ref().map(|r| col::<String>(r, "key")).transpose()
 }
 
 /// Row counts by queue and status (from the counter table with `counted`).

@@ -4,13 +4,13 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use cairnq_core::backend::{Coalescer, Query};
+use cairnq_core::backend::{Coalescer, Query, Sql};
 use cairnq_core::store::{
-    CancelParams, ChangeFeed, ClaimParams, CompleteBatchParams, CountQueuedParams, DeleteScheduleParams, FailParams,
-    FeedParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask,
-    PauseScheduleParams, ProbeParams, ProgressParams, PurgeFilter, RepairParams, Repaired, RetryParams,
-    SaveScheduleParams, ScheduleQuery, ScheduleRead, ScheduleRow, SettleParams, StatsParams, SubmitManyParams, TaskRow,
-    WakeupsLost,
+    CancelParams, ChangeFeed, ChildrenParams, ClaimParams, CompleteBatchParams, CountQueuedParams, CountTasksParams,
+    DeleteScheduleParams, FailParams, FeedParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams,
+    ListFilter, NewTask, PauseScheduleParams, ProbeParams, ProgressParams, PurgeFilter, RepairParams, Repaired,
+    RetryParams, SaveScheduleParams, ScheduleQuery, ScheduleRead, ScheduleRow, SettleParams, StatsParams,
+    SubmitManyParams, TaskKeyParams, TaskRow, WakeupsLost,
 };
 use cairnq_core::{
     Capabilities, ChangeWatch, HeldLease, Install, MigrationStatus, QueueAge, Result, Store, Task, TaskCount, TaskRef,
@@ -20,7 +20,7 @@ use deadpool_postgres::{Client, Pool};
 
 use cairnq_core::backend::{flows, schedules};
 
-use crate::exec::{AppSession, Session};
+use crate::exec::{AppSession, Session, answer};
 use crate::flows::PgExec;
 use crate::listener::Listener;
 use crate::migrate::{PoolOrigin, begin, commit, install, require_installation, table_exists};
@@ -64,6 +64,9 @@ struct Inner {
     /// counting rows. An installation another SDK made, opened with
     /// `Install::Existing`, may lack it.
     counted: bool,
+    /// Whether the database has the list-order index (`ext_0003`) a
+    /// filtered list may walk (see `Query::list_planned`).
+    ordered: bool,
 }
 
 impl PostgresStore {
@@ -152,6 +155,7 @@ impl PostgresStore {
             _ => install(&mut client, options.schema.as_deref(), origin).await?,
         }
         let counted = table_exists(&client, Query::COUNTS_TABLE).await?;
+        let ordered = answer(&client, &Query::new(Sql::IndexExists).arg("index", Query::ORDER_INDEX)).await?;
         drop(client);
         let listener = match listen_config.filter(|_| options.listen) {
             Some(config) => Some(Listener::start(config, tls::connector(&options)?)),
@@ -159,7 +163,8 @@ impl PostgresStore {
         };
         let submits = write::submit_queue(pool.clone());
         let owns_pool = origin == PoolOrigin::Ours;
-        Ok(Self { inner: Arc::new(Inner { pool, owns_pool, listener, schema: options.schema, submits, counted }) })
+        let inner = Inner { pool, owns_pool, listener, schema: options.schema, submits, counted, ordered };
+        Ok(Self { inner: Arc::new(inner) })
     }
 
     /// The migration ledger the connection reaches (the schema of
@@ -351,7 +356,19 @@ impl Store for PostgresStore {
     }
 
     async fn list(&self, params: &ListFilter) -> Result<Vec<TaskRow>> {
-        read::list(&self.client().await?, params).await
+        read::list(&self.client().await?, params, self.inner.counted, self.inner.ordered).await
+    }
+
+    async fn count_tasks(&self, params: &CountTasksParams) -> Result<u64> {
+        read::count_tasks(&self.client().await?, params).await
+    }
+
+    async fn children(&self, params: &ChildrenParams) -> Result<Vec<TaskRow>> {
+        read::children(&self.client().await?, params).await
+    }
+
+    async fn task_key(&self, params: &TaskKeyParams) -> Result<Option<String>> {
+        read::task_key(&self.client().await?, params).await
     }
 
     async fn stats(&self, params: &StatsParams) -> Result<Vec<TaskCount>> {

@@ -21,7 +21,7 @@ use crate::sql::query;
 
 /// Statements that only read: their rows change nothing a sleeper waits for.
 fn reads_only(sql: Sql) -> bool {
-    matches!(sql, Sql::SelectTask | Sql::SelectTaskStatus | Sql::SelectKeyTask | Sql::ListTasks)
+    matches!(sql, Sql::SelectTask | Sql::SelectTaskStatus | Sql::SelectKeyTask | Sql::ListTasks | Sql::ListTasksInOrder)
 }
 
 /// A connection, "now" for this operation, and (on the writer) where its

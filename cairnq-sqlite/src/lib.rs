@@ -145,9 +145,11 @@
 //! - `PRAGMA optimize` runs on the writer connection only (at most once a
 //!   minute); reader connections are `query_only` and never write statistics.
 //! - Purging a task makes SQLite look for its business keys (the
-//!   `on delete cascade` of `cairnq_task_keys`), and the shared schema has
-//!   no index on `cairnq_task_keys.task_id`: each purged row scans the key
-//!   table. Cheap with few keys; a new shared migration would fix it.
+//!   `on delete cascade` of `cairnq_task_keys`). The shared schema has no
+//!   index on `cairnq_task_keys.task_id`; the extension migration
+//!   `ext_0004_task_key_index` adds one, so each purged row is one seek (a
+//!   file opened with `Install::Existing` without it scans the key table
+//!   per purged row: cheap with few keys).
 //! - Network file systems are not supported (SQLite's WAL needs shared memory
 //!   on one host).
 //! - A task's `now` comes from this host's clock; processes on hosts with

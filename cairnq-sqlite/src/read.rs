@@ -1,8 +1,10 @@
 //! The read operations, run on reader threads with the queries built once
 //! in `cairnq_core::backend`.
 
-use cairnq_core::backend::{Query, Sql, TaskRow};
-use cairnq_core::store::{CountQueuedParams, GetParams, ListFilter, ProbeParams, StatsParams};
+use cairnq_core::backend::{ListProbe, Query, Sql, TaskRow};
+use cairnq_core::store::{
+    ChildrenParams, CountQueuedParams, CountTasksParams, GetParams, ListFilter, ProbeParams, StatsParams, TaskKeyParams,
+};
 use cairnq_core::{QueueAge, Result, Task, TaskCount, TaskRef};
 use rusqlite::Connection;
 
@@ -17,8 +19,26 @@ pub(crate) fn get_status(conn: &Connection, _now_ms: i64, p: &GetParams) -> Resu
     query_opt(conn, &Query::new(Sql::SelectTaskStatus).select(&p.task), row::task_ref)
 }
 
+/// A page of `filter`, read the way its probe says suits how many rows it
+/// matches (`Query::list_planned`).
 pub(crate) fn list(conn: &Connection, _now_ms: i64, filter: &ListFilter) -> Result<Vec<TaskRow>> {
-    query(conn, &Query::list(filter), row::task())
+    let matching = match ListProbe::new(filter, counted(conn)?, ordered(conn)?) {
+        Some(probe) => Some(probe.matching(query_int(conn, &probe.query)?)),
+        None => None,
+    };
+    query(conn, &Query::list_planned(filter, matching), row::task())
+}
+
+pub(crate) fn count_tasks(conn: &Connection, _now_ms: i64, p: &CountTasksParams) -> Result<u64> {
+    Ok(u64::try_from(query_int(conn, &Query::count_tasks(p))?).unwrap_or_default())
+}
+
+pub(crate) fn children(conn: &Connection, _now_ms: i64, p: &ChildrenParams) -> Result<Vec<TaskRow>> {
+    query(conn, &Query::children(p), row::task())
+}
+
+pub(crate) fn task_key(conn: &Connection, _now_ms: i64, p: &TaskKeyParams) -> Result<Option<String>> {
+    query_opt(conn, &Query::task_key(p), row::first_text)
 }
 
 pub(crate) fn stats(conn: &Connection, _now_ms: i64, p: &StatsParams) -> Result<Vec<TaskCount>> {
@@ -39,6 +59,12 @@ pub(crate) fn count_queued(conn: &Connection, _now_ms: i64, p: &CountQueuedParam
 /// migrates the file.
 fn counted(conn: &Connection) -> Result<bool> {
     Ok(query_int(conn, &Query::new(Sql::TableExists).arg("table", Query::COUNTS_TABLE))? != 0)
+}
+
+/// Whether the file has the list-order index of ext_0003 (asked as
+/// [`counted`] is).
+fn ordered(conn: &Connection) -> Result<bool> {
+    Ok(query_int(conn, &Query::new(Sql::IndexExists).arg("index", Query::ORDER_INDEX))? != 0)
 }
 
 pub(crate) fn claimable(conn: &Connection, now_ms: i64, params: &ProbeParams) -> Result<bool> {

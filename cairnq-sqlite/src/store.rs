@@ -7,10 +7,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use cairnq_core::backend::{flows, schedules};
 use cairnq_core::store::{
-    CancelParams, ChangeFeed, ClaimParams, CompleteBatchParams, CountQueuedParams, DeleteScheduleParams, FailParams,
-    FeedParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask,
-    PauseScheduleParams, ProbeParams, ProgressParams, PurgeFilter, RepairParams, Repaired, RetryParams,
-    SaveScheduleParams, ScheduleQuery, ScheduleRead, ScheduleRow, SettleParams, StatsParams, SubmitManyParams, TaskRow,
+    CancelParams, ChangeFeed, ChildrenParams, ClaimParams, CompleteBatchParams, CountQueuedParams, CountTasksParams,
+    DeleteScheduleParams, FailParams, FeedParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams,
+    ListFilter, NewTask, PauseScheduleParams, ProbeParams, ProgressParams, PurgeFilter, RepairParams, Repaired,
+    RetryParams, SaveScheduleParams, ScheduleQuery, ScheduleRead, ScheduleRow, SettleParams, StatsParams,
+    SubmitManyParams, TaskKeyParams, TaskRow,
 };
 use cairnq_core::{
     Capabilities, ChangeWatch, Error, HeldLease, Json, QueueAge, Result, Store, Task, TaskCount, TaskRef, Wake,
@@ -442,6 +443,18 @@ impl Store for SqliteStore {
 
     async fn oldest_due(&self, params: &StatsParams) -> Result<Vec<QueueAge>> {
         read_job!(self, read::oldest_due, params)
+    }
+
+    async fn count_tasks(&self, params: &CountTasksParams) -> Result<u64> {
+        read_job!(self, read::count_tasks, params)
+    }
+
+    async fn children(&self, params: &ChildrenParams) -> Result<Vec<TaskRow>> {
+        read_job!(self, read::children, params)
+    }
+
+    async fn task_key(&self, params: &TaskKeyParams) -> Result<Option<String>> {
+        read_job!(self, read::task_key, params)
     }
 
     async fn cancel(&self, params: &CancelParams) -> Result<Option<Task>> {

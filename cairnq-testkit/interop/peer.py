@@ -83,6 +83,15 @@ async def submit(database, name, payload_json):
     return await with_store(database, act)
 
 
+async def submit_to(database, queue, name, payload_json):
+    """Submits one unkeyed task on `queue`."""
+
+    async def act(store):
+        return task_json(await cairnq.CairnQ(store).submit(name, json.loads(payload_json), queue=queue))
+
+    return await with_store(database, act)
+
+
 async def get(database, task_id):
     return await with_store(database, lambda s: _get(s, task_id))
 
@@ -335,6 +344,8 @@ async def main(argv):
         result = schema(database)
     elif command == "submit":
         result = await submit(database, *args)
+    elif command == "submit-to":
+        result = await submit_to(database, *args)
     elif command == "get":
         result = await get(database, *args)
     elif command == "claim-complete":

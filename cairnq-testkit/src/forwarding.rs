@@ -27,9 +27,10 @@
 
 use async_trait::async_trait;
 use cairnq_core::store::{
-    CancelParams, ChangeFeed, ClaimParams, CompleteBatchParams, CountQueuedParams, FailParams, FeedParams, GetParams,
-    HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RepairParams,
-    RetryParams, SettleParams, StatsParams, SubmitManyParams, TaskRow, WakeupsLost,
+    CancelParams, ChangeFeed, ChildrenParams, ClaimParams, CompleteBatchParams, CountQueuedParams, CountTasksParams,
+    FailParams, FeedParams, GetParams, HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask, ProbeParams,
+    ProgressParams, PurgeFilter, RepairParams, RetryParams, SettleParams, StatsParams, SubmitManyParams, TaskKeyParams,
+    TaskRow, WakeupsLost,
 };
 use cairnq_core::{
     Capabilities, ChangeWatch, HeldLease, QueueAge, Repaired, Result, Store, Task, TaskCount, TaskRef, Wake,
@@ -136,6 +137,9 @@ forwarded_operations! {
     stats(StatsParams) -> Vec<TaskCount>;
     count_queued(CountQueuedParams) -> u64;
     oldest_due(StatsParams) -> Vec<QueueAge>;
+    count_tasks(CountTasksParams) -> u64;
+    children(ChildrenParams) -> Vec<TaskRow>;
+    task_key(TaskKeyParams) -> Option<String>;
     cancel(CancelParams) -> Option<Task>;
     retry(RetryParams) -> Option<Task>;
     purge(PurgeFilter) -> Vec<String>;

@@ -28,6 +28,7 @@ mod lifecycle;
 mod limits;
 mod outcomes;
 mod queue_ops;
+mod reads;
 mod schedule_policies;
 mod schedule_workers;
 mod schedules;
@@ -69,6 +70,10 @@ pub use outcomes::{
 pub use queue_ops::{
     a_submit_returns_the_row_it_wrote, a_typed_call_writes_its_submit_options,
     backpressure_refuses_submits_to_a_full_queue, retention_sweeps_by_rule,
+};
+pub use reads::{
+    a_task_knows_its_children_and_its_key, counts_agree_with_the_rows_and_stop_at_their_bound,
+    lists_read_the_same_rows_whatever_their_plan, oldest_due_reads_each_queue_across_priorities,
 };
 pub use schedule_policies::{
     a_fire_holding_a_stale_slot_changes_nothing,

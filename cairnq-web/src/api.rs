@@ -1,6 +1,7 @@
 //! The JSON API under `/api`, for the page script and for scripts: task
 //! objects use the protocol's column names (cairnq_core's `Task`
-//! serialization), errors are `{"error": "..."}` with a fitting status.
+//! serialization), schedules those of `cairnq_schedules`, errors are
+//! `{"error": "..."}` with a fitting status.
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
@@ -10,6 +11,7 @@ use cairnq_core::{Error, Task};
 
 use crate::filter::TaskQuery;
 use crate::html::status_of;
+use crate::schedule_ops::{Acted, ScheduleAction, ScheduleJson, act};
 use crate::state::AppState;
 
 fn failure(status: StatusCode, message: &str) -> Response {
@@ -74,6 +76,38 @@ async fn acted(state: &AppState, id: &str, outcome: cairnq_core::Result<Option<T
             Ok(None) => failure(StatusCode::NOT_FOUND, &format!("no task {id}")),
             Err(error) => core_failure(&error),
         },
+        Err(error) => core_failure(&error),
+    }
+}
+
+/// `GET /api/schedules`: `{"schedules": [...]}`, by name; 501 on a store
+/// that keeps no schedules.
+pub(crate) async fn schedules(State(state): State<AppState>) -> Response {
+    match state.client.schedules().await {
+        Ok(all) => {
+            let schedules: Vec<ScheduleJson<'_>> = all.iter().map(ScheduleJson::of).collect();
+            Json(serde_json::json!({ "schedules": schedules })).into_response()
+        }
+        Err(error) => core_failure(&error),
+    }
+}
+
+/// `POST /api/schedules/{name}/{pause|resume|trigger|delete}`: the schedule
+/// after a pause or resume, `{"task": ...}` after a trigger, `{"deleted":
+/// name}`; 404 when there is no such schedule, 409 for deleting one a
+/// worker's code declares.
+pub(crate) async fn schedule_action(
+    State(state): State<AppState>,
+    Path((name, action)): Path<(String, String)>,
+) -> Response {
+    let Some(action) = ScheduleAction::parse(&action) else {
+        return failure(StatusCode::NOT_FOUND, "the action must be pause, resume, trigger or delete");
+    };
+    match act(&state.client, &name, action).await {
+        Ok(Ok(Acted::Changed(info))) => Json(ScheduleJson::of(&info)).into_response(),
+        Ok(Ok(Acted::Fired(task))) => Json(serde_json::json!({ "task": task })).into_response(),
+        Ok(Ok(Acted::Deleted)) => Json(serde_json::json!({ "deleted": name })).into_response(),
+        Ok(Err(refused)) => failure(refused.status(), &refused.message(&name)),
         Err(error) => core_failure(&error),
     }
 }

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use cairnq_core::store::CountTasksParams;
 use cairnq_core::{CairnQ, Error, ListCursor, ListFilter, Result, Task, TaskStatus};
 use serde::Deserialize;
 
@@ -191,6 +192,43 @@ impl Selection {
                 None => return Ok((tasks, false)),
             }
         }
+    }
+
+    /// How many matching tasks are in one of `statuses`, and whether more
+    /// than [`MATCH_CAP`] might (the count is then a lower bound): exact
+    /// from the store's counts when only queue and status filter, else one
+    /// bounded count per status.
+    pub(crate) async fn count_in(&self, client: &CairnQ, statuses: &[TaskStatus]) -> Result<(u64, bool)> {
+        let f = &self.filter;
+        let statuses = statuses.iter().copied().filter(|s| f.status.is_none_or(|wanted| wanted == *s));
+        if self.key.is_some() {
+            let page = self.page(client).await?;
+            let wanted: Vec<TaskStatus> = statuses.collect();
+            return Ok((page.tasks.iter().filter(|t| wanted.contains(&t.status)).count() as u64, false));
+        }
+        let by_counts = self.since_ms.is_none()
+            && f.after.is_none()
+            && f.name.is_none()
+            && f.root_id.is_none()
+            && f.correlation_id.is_none();
+        if by_counts {
+            let stats = client.stats(f.queue.as_deref()).await?;
+            let total = statuses.map(|s| stats.values().map(|c| c.get(s)).sum::<u64>()).sum();
+            return Ok((total, false));
+        }
+        let cap = MATCH_CAP as u64;
+        let mut total = 0;
+        for status in statuses {
+            let mut filter = f.clone();
+            filter.status = Some(status);
+            let params = CountTasksParams::new(filter, cap + 1);
+            let params = match self.since_ms {
+                Some(since) => params.since_ms(since),
+                None => params,
+            };
+            total += client.count_tasks(&params).await?;
+        }
+        Ok((total.min(cap), total > cap))
     }
 
     /// Whether only the filters a purge can apply (queue, status, name) are set.

@@ -70,6 +70,7 @@ pub(crate) fn layout(ctx: &PageCtx, title: &str, live: bool, body: Markup) -> Re
                             a href=(ctx.home()) { "Overview" }
                             a href={ (base) "/tasks" } { "Tasks" }
                             a href={ (base) "/workers" } { "Workers" }
+                            a href={ (base) "/schedules" } { "Schedules" }
                         }
                         span #live.live title="Live updates" { "" }
                     }
@@ -113,6 +114,8 @@ pub(crate) fn status_of(error: &cairnq_core::Error) -> StatusCode {
     match error.kind() {
         cairnq_core::ErrorKind::ValidationError => StatusCode::BAD_REQUEST,
         cairnq_core::ErrorKind::NotFound => StatusCode::NOT_FOUND,
+        // A store without the operation (schedules on a store that keeps none).
+        cairnq_core::ErrorKind::UnsupportedBackend => StatusCode::NOT_IMPLEMENTED,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }

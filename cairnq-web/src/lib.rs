@@ -1,6 +1,7 @@
 //! cairnq's dashboard: see and act on a queue in a browser.
 //!
-//! Server-rendered pages (overview, tasks, task detail, workers), live
+//! Server-rendered pages (overview, tasks, task detail, workers,
+//! schedules), live
 //! updates by server-sent events fed by [`CairnQ::watch`](cairnq_core::CairnQ::watch), and a JSON API
 //! under `/api` that scripts may use too. Everything is one axum
 //! [`Router`](axum::Router): serve it on its own with [`serve`] (what
@@ -35,7 +36,9 @@ mod html;
 mod live;
 mod options;
 mod pages;
+mod schedule_ops;
 mod server;
+mod snapshot;
 mod state;
 mod time;
 

@@ -1,25 +1,31 @@
-//! Live updates: one hub per dashboard watches the queues through
-//! [`CairnQ::watch`] (the store's push wakeups, with its tick as the
-//! polling fallback) and tells every open page over server-sent events
-//! that something changed; the page script then re-reads its page. The hub
-//! also samples the finished-task count, which the overview's throughput
-//! chart is drawn from.
+//! Live updates: one hub per dashboard follows the store's change feed
+//! ([`Store::change_feed`](cairnq_core::Store::change_feed): push wakeups,
+//! every queue's, so a task another process puts on a queue nobody has
+//! seen yet shows at once), with a periodic tick as the polling fallback,
+//! and tells every open page over server-sent events that something
+//! changed; the page script then re-reads its page. The hub also keeps the
+//! shared [`Snapshot`] those re-reads are served from, and samples the
+//! finished-task count the overview's throughput chart is drawn from.
 
 use std::collections::{BTreeSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use cairnq_core::{CairnQ, Signal, Stats};
+use cairnq_core::store::{ChangeFeed, FeedParams};
+use cairnq_core::{CairnQ, Result, Stats};
 use futures::{Stream, StreamExt};
 use parking_lot::Mutex;
 use tokio::sync::{broadcast, watch};
-use tokio::time::Instant;
+use tokio::time::{Instant, MissedTickBehavior};
 
+use crate::snapshot::{Snapshot, SnapshotCache};
 use crate::time::now_ms;
 
-/// How often the hub's watch ticks when the store pushes nothing.
+/// How often the hub looks at its clock when the store pushes nothing.
 const TICK: Duration = Duration::from_secs(1);
-/// The least time between two change events (a busy queue signals often).
+/// The least time between two change events (a busy queue signals often):
+/// a change within it is told when it ends.
 const SETTLE: Duration = Duration::from_millis(250);
 /// How often the polling fallback says "look again" when nothing was
 /// pushed (a delayed task coming due, a store without push wakeups).
@@ -44,6 +50,9 @@ pub(crate) struct Hub {
 struct HubInner {
     client: CairnQ,
     changes: broadcast::Sender<u64>,
+    /// The number of the latest change event (0 before the first).
+    version: AtomicU64,
+    snapshot: SnapshotCache,
     samples: Mutex<VecDeque<Sample>>,
     started: Mutex<bool>,
     closed: watch::Sender<bool>,
@@ -53,8 +62,15 @@ impl Hub {
     pub(crate) fn new(client: CairnQ) -> Self {
         let (changes, _) = broadcast::channel(16);
         let (closed, _) = watch::channel(false);
-        let inner =
-            HubInner { client, changes, samples: Mutex::new(VecDeque::new()), started: Mutex::new(false), closed };
+        let inner = HubInner {
+            client,
+            changes,
+            version: AtomicU64::new(0),
+            snapshot: SnapshotCache::default(),
+            samples: Mutex::new(VecDeque::new()),
+            started: Mutex::new(false),
+            closed,
+        };
         Self { inner: Arc::new(inner) }
     }
 
@@ -68,9 +84,14 @@ impl Hub {
         }
     }
 
-    /// Records a reading taken elsewhere (the overview reads stats anyway).
-    pub(crate) fn record(&self, stats: &Stats) {
-        self.inner.record(stats);
+    /// The queues as of the latest change event: one shared store read
+    /// per change, however many pages ask (see [`SnapshotCache`]).
+    pub(crate) async fn snapshot(&self) -> Result<Arc<Snapshot>> {
+        self.ensure_started();
+        let version = self.inner.version.load(Ordering::SeqCst);
+        let snapshot = self.inner.snapshot.get(version, &self.inner.client).await?;
+        self.inner.record(&snapshot.stats);
+        Ok(snapshot)
     }
 
     /// The samples of the last hour, oldest first.
@@ -109,6 +130,14 @@ impl Hub {
 }
 
 impl HubInner {
+    /// Tells every open page that something changed (no page open is
+    /// fine: nobody to tell). The number moves first, so a page reading
+    /// after the event never gets a snapshot from before it.
+    fn announce(&self) {
+        let version = self.version.fetch_add(1, Ordering::SeqCst) + 1;
+        let _ = self.changes.send(version);
+    }
+
     fn record(&self, stats: &Stats) {
         let finished = stats.values().map(|c| c.succeeded + c.failed + c.canceled).sum();
         let at_ms = now_ms();
@@ -124,12 +153,12 @@ impl HubInner {
     }
 }
 
-/// The hub's loop: watch the queues there are, tell subscribers of every
-/// pushed signal (at most one event per [`SETTLE`]; one held back goes out
-/// with the next tick) and, without pushes, every [`POLL_EVERY`]; sample
-/// every [`SAMPLE_EVERY`], and re-watch when the set of queues changes.
+/// The hub's loop: follow the store's change feed, tell subscribers of
+/// every change (at most one event per [`SETTLE`]; one held back goes out
+/// when it ends) and, without changes, every [`POLL_EVERY`]; sample every
+/// [`SAMPLE_EVERY`], and subscribe again when the set of queues changes (a
+/// store may feed only the queues named).
 async fn run(hub: Weak<HubInner>) {
-    let mut version = 0u64;
     loop {
         let Some(inner) = hub.upgrade() else { return };
         let queues = match inner.client.stats(None).await {
@@ -143,39 +172,60 @@ async fn run(hub: Weak<HubInner>) {
                 continue;
             }
         };
-        let watched = inner.client.watch(queues.iter().cloned()).and_then(|w| w.tick_every(TICK));
-        let Ok(mut signals) = watched else { return };
+        let feed = inner.client.store().change_feed(&FeedParams::new(queues.iter().cloned().collect()));
         drop(inner);
-        let mut last_sample = Instant::now();
-        let mut last_sent = Instant::now() - SETTLE;
-        let mut held_back = false;
-        while let Some(signal) = signals.next().await {
-            let Some(inner) = hub.upgrade() else { return };
-            let due = match signal {
-                Signal::Tick => held_back || last_sent.elapsed() >= POLL_EVERY,
-                _ => last_sent.elapsed() >= SETTLE,
-            };
-            if due {
-                version += 1;
-                // No subscriber is fine: nothing to tell.
-                let _ = inner.changes.send(version);
-                last_sent = Instant::now();
-            }
-            held_back = !due && (held_back || signal != Signal::Tick);
-            if last_sample.elapsed() >= SAMPLE_EVERY {
-                last_sample = Instant::now();
-                if let Ok(stats) = inner.client.stats(None).await {
-                    inner.record(&stats);
-                    if queue_set(&stats) != queues {
-                        break;
-                    }
+        if !follow(&hub, feed, &queues).await {
+            return;
+        }
+    }
+}
+
+/// Follows one subscription until the queue set changes (`true`) or the
+/// dashboard is gone (`false`).
+async fn follow(hub: &Weak<HubInner>, mut feed: ChangeFeed, queues: &BTreeSet<String>) -> bool {
+    let mut ticks = tokio::time::interval(TICK);
+    ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut last_sent = Instant::now();
+    let mut last_sample = Instant::now();
+    let mut held_back: Option<Instant> = None;
+    loop {
+        let due_at = held_back.unwrap_or_else(|| Instant::now() + POLL_EVERY);
+        let pushed = tokio::select! {
+            change = feed.next() => match change {
+                Some(_) => true,
+                // A feed that ended pushes nothing more: the tick polls.
+                None => {
+                    feed = Box::pin(futures::stream::pending());
+                    false
+                }
+            },
+            _ = ticks.tick() => false,
+            _ = tokio::time::sleep_until(due_at), if held_back.is_some() => false,
+        };
+        let Some(inner) = hub.upgrade() else { return false };
+        let now = Instant::now();
+        let settled = now.duration_since(last_sent) >= SETTLE;
+        if pushed && !settled {
+            held_back = held_back.or(Some(last_sent + SETTLE));
+        } else if pushed || held_back.is_some_and(|at| at <= now) || now.duration_since(last_sent) >= POLL_EVERY {
+            inner.announce();
+            last_sent = now;
+            held_back = None;
+        }
+        if now.duration_since(last_sample) >= SAMPLE_EVERY {
+            last_sample = now;
+            if let Ok(stats) = inner.client.stats(None).await {
+                inner.record(&stats);
+                if queue_set(&stats) != *queues {
+                    return true;
                 }
             }
         }
     }
 }
 
-/// The queues to watch: every queue with rows, or `default` before there are any.
+/// The queues to subscribe for: every queue with rows, or `default` before
+/// there are any.
 fn queue_set(stats: &Stats) -> BTreeSet<String> {
     let mut queues: BTreeSet<String> = stats.keys().cloned().collect();
     if queues.is_empty() {

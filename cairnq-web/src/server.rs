@@ -40,6 +40,9 @@ fn routes(state: AppState) -> Router {
         .route("/tasks/{id}/retry", post(pages::detail::retry))
         .route("/tasks/{id}/cancel", post(pages::detail::cancel))
         .route("/workers", get(pages::workers::page))
+        .route("/schedules", get(pages::schedules::page))
+        .route("/schedules/{name}/delete", get(pages::schedules::confirm_delete).post(pages::schedules::delete))
+        .route("/schedules/{name}/{action}", post(pages::schedules::apply))
         .route("/login", get(auth::login_page).post(auth::login))
         .route("/events", get(events::events))
         .route("/assets/{file}", get(assets::serve))
@@ -48,6 +51,8 @@ fn routes(state: AppState) -> Router {
         .route("/api/tasks/{id}", get(api::get))
         .route("/api/tasks/{id}/retry", post(api::retry))
         .route("/api/tasks/{id}/cancel", post(api::cancel))
+        .route("/api/schedules", get(api::schedules))
+        .route("/api/schedules/{name}/{action}", post(api::schedule_action))
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth::guard))
         .with_state(state)
 }

@@ -235,6 +235,12 @@ async fn the_bulk_preview_counts_before_anything_changes() {
             "a preview changes nothing"
         );
     }
+    // Filters beyond queue and status are counted by the store, bounded.
+    let by_name = http(addr, "GET", "/tasks/preview?action=cancel&name=explode", &[], "").await;
+    assert!(by_name.body.contains("<strong>1</strong>"), "the one queued: {}", by_name.body);
+    let none_since =
+        http(addr, "GET", "/tasks/preview?action=retry&name=explode&since=2999-01-01T00:00", &[], "").await;
+    assert!(none_since.body.contains("<strong>0</strong>"), "{}", none_since.body);
     let own = format!("http://{addr}");
     let applied =
         http(addr, "POST", "/tasks/bulk", &[("Origin", &own), FORM], "scope=matching&action=retry&queue=failing").await;
@@ -252,6 +258,39 @@ async fn the_bulk_preview_counts_before_anything_changes() {
     let body = "scope=matching&action=purge&queue=failing&status=canceled";
     assert_eq!(http(addr, "POST", "/tasks/bulk", &[("Origin", &own), FORM], body).await.status, 303);
     assert!(client.get(&failed[0].id).await.expect("reads").is_none(), "purged");
+}
+
+#[tokio::test]
+async fn a_task_page_shows_its_key_children_and_what_is_not_recorded() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let client = sqlite_client(&dir).await;
+    let addr = start(client.clone(), WebOptions::new()).await;
+    let parent = client.submit("parent", &serde_json::json!({})).key("order-<7>").await.expect("submits");
+    let options = cairnq_core::SubmitOptions::new().parent_id(&parent.id).root_id(&parent.id);
+    let child = client.submit("child", &serde_json::json!({})).options(options).await.expect("submits");
+    let page = http(addr, "GET", &format!("/tasks/{}", parent.id), &[], "").await;
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("<code>order-&lt;7&gt;</code>"), "the key, escaped: {}", page.body);
+    assert!(page.body.contains(&format!("href=\"/tasks/{}\"", child.id)), "the child is linked");
+    assert!(page.body.contains("the protocol keeps no start time"), "it says so");
+    let child_page = http(addr, "GET", &format!("/tasks/{}", child.id), &[], "").await;
+    assert!(child_page.body.contains("id=\"task-key\"><span class=\"muted\">—"), "no key: {}", child_page.body);
+
+    client
+        .submit("later", &serde_json::json!({}))
+        .queue("later")
+        .delay(std::time::Duration::from_secs(3600))
+        .await
+        .expect("submits");
+    let overview = http(addr, "GET", "/", &[], "").await;
+    let row = |queue: &str| {
+        let at = overview.body.find(&format!("data-queue=\"{queue}\"")).expect("the queue's row");
+        overview.body[at..].split("</tr>").next().unwrap_or("").to_string()
+    };
+    let due = row("default");
+    assert!(due.contains("class=\"oldest\">") && !due.contains("class=\"oldest\"><span"), "an age: {due}");
+    assert!(row("later").contains("class=\"oldest\"><span class=\"muted\">—"), "nothing due: {}", row("later"));
+    assert!(overview.body.contains("id=\"sampled\""), "the page says the reads are separate");
 }
 
 #[tokio::test]

@@ -6,7 +6,8 @@
 //! A SQL backend implements [`Executor`] for whatever runs statements in
 //! its transaction and calls the flows from its `Store` methods; the
 //! protocol's statements come from `cairnq_protocol`, picked by
-//! [`Sql`]. A backend without SQL (see
+//! [`Sql`]; a filtered list asks its [`ListProbe`] first, then runs
+//! [`Query::list_planned`]. A backend without SQL (see
 //! `cairnq_testkit::memory::MemoryStore`) uses only the helpers.
 
 mod app_code;
@@ -14,11 +15,13 @@ mod claim_plan;
 mod feeds;
 pub mod flows;
 mod helpers;
+mod list_plan;
 mod query;
 pub mod schedules;
 
 pub use cairnq_protocol::Sql;
 pub use flows::{Executor, Installed, check_protocol_version};
+pub use list_plan::{LIST_CURSOR_SORT_AT_MOST, LIST_SORT_AT_MOST, ListProbe, Matching};
 pub use query::{Arg, Query};
 
 pub use app_code::{app_code, in_app_code, panic_message};

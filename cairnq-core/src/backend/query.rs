@@ -12,7 +12,8 @@ use cairnq_protocol::Sql;
 
 use crate::json::Json;
 use crate::store::{
-    CountQueuedParams, GetParams, ListFilter, NewTask, ProbeParams, PurgeFilter, StatsParams, TaskSelector,
+    ChildrenParams, CountQueuedParams, CountTasksParams, GetParams, ListFilter, NewTask, ProbeParams, PurgeFilter,
+    StatsParams, TaskKeyParams, TaskSelector,
 };
 
 /// One argument value.
@@ -171,7 +172,7 @@ impl Query {
     }
 
     /// Switches `flag` on and binds it, when a value is given.
-    fn filter(self, flag: &'static str, value: Option<&str>) -> Self {
+    pub(super) fn filter(self, flag: &'static str, value: Option<&str>) -> Self {
         match value {
             Some(value) => self.flag(flag).arg(flag, value),
             None => self,
@@ -202,7 +203,10 @@ impl Query {
 
     /// `oldest_due_by_queue`, for one queue or all.
     pub fn oldest_due(params: &StatsParams) -> Self {
-        Self::new(Sql::OldestDueByQueue).filter("queue", params.queue.as_deref())
+        match &params.queue {
+            Some(queue) => Self::new(Sql::OldestDueByQueue).flag("queue").arg("queue", queue),
+            None => Self::new(Sql::OldestDueByQueue).flag("all_queues"),
+        }
     }
 
     /// `count_queued`: the bounded count of one queue's queued rows (from
@@ -223,20 +227,40 @@ impl Query {
         Self::new(Sql::ProbeClaimable).scope(&params.queues, params.names.as_deref())
     }
 
-    /// `list_tasks` for `filter`: one flag per filter given, so the
-    /// statement names only those columns and reaches their indexes.
-    pub fn list(filter: &ListFilter) -> Self {
-        let query = Self::new(Sql::ListTasks)
-            .arg("limit", filter.limit)
-            .arg("offset", filter.offset)
-            .filter("status", filter.status.map(|s| s.as_str()))
+    /// `count_tasks` for `params`.
+    pub fn count_tasks(params: &CountTasksParams) -> Self {
+        let at_most = i64::try_from(params.at_most).unwrap_or(i64::MAX);
+        let query = Self::new(Sql::CountTasks).filters(&params.filter).cursor(&params.filter).arg("at_most", at_most);
+        match params.since_ms {
+            Some(since) => query.flag("since").arg("since_ms", since),
+            None => query,
+        }
+    }
+
+    /// `list_children` for `params`.
+    pub fn children(params: &ChildrenParams) -> Self {
+        Self::new(Sql::ListChildren).arg("task_id", &params.task_id).arg("limit", i64::from(params.limit))
+    }
+
+    /// `select_task_key` for `params`.
+    pub fn task_key(params: &TaskKeyParams) -> Self {
+        Self::new(Sql::SelectTaskKey).arg("task_id", &params.task_id)
+    }
+
+    /// One flag and argument per column filter of `filter`.
+    pub(super) fn filters(self, filter: &ListFilter) -> Self {
+        self.filter("status", filter.status.map(|s| s.as_str()))
             .filter("queue", filter.queue.as_deref())
             .filter("name", filter.name.as_deref())
             .filter("root_id", filter.root_id.as_deref())
-            .filter("correlation_id", filter.correlation_id.as_deref());
+            .filter("correlation_id", filter.correlation_id.as_deref())
+    }
+
+    /// The keyset cursor of `filter`, when it has one.
+    pub(super) fn cursor(self, filter: &ListFilter) -> Self {
         match &filter.after {
-            Some(after) => query.flag("after").arg("after_ms", after.created_at_ms).arg("after_id", &after.id),
-            None => query,
+            Some(after) => self.flag("after").arg("after_ms", after.created_at_ms).arg("after_id", &after.id),
+            None => self,
         }
     }
 

@@ -9,6 +9,7 @@
 //! columns refuse with driver text.
 
 mod diagnosis;
+mod reads;
 mod retry;
 mod schedules;
 mod submit;
@@ -193,18 +194,7 @@ impl CairnQ {
     /// (a foreign or corrupted writer) is reported in
     /// [`TaskPage::undecodable`] instead of failing the page.
     pub async fn list(&self, filter: &ListFilter) -> Result<TaskPage> {
-        require_non_negative("limit", filter.limit)?;
-        require_non_negative("offset", filter.offset)?;
-        for (field, value) in [
-            ("queue", &filter.queue),
-            ("name", &filter.name),
-            ("root_id", &filter.root_id),
-            ("correlation_id", &filter.correlation_id),
-        ] {
-            if let Some(value) = value {
-                require_text(field, value)?;
-            }
-        }
+        check_filter(filter)?;
         let rows = self.store.list(filter).await?;
         let full = filter.limit > 0 && i64::try_from(rows.len()).is_ok_and(|n| n >= filter.limit);
         let mut page = TaskPage::from_rows(rows);
@@ -360,6 +350,24 @@ impl CairnQ {
         }
         self.store.close().await
     }
+}
+
+/// Refuses a negative limit or offset, and filter text a backend could
+/// not hold.
+pub(crate) fn check_filter(filter: &ListFilter) -> Result<()> {
+    require_non_negative("limit", filter.limit)?;
+    require_non_negative("offset", filter.offset)?;
+    for (field, value) in [
+        ("queue", &filter.queue),
+        ("name", &filter.name),
+        ("root_id", &filter.root_id),
+        ("correlation_id", &filter.correlation_id),
+    ] {
+        if let Some(value) = value {
+            require_text(field, value)?;
+        }
+    }
+    Ok(())
 }
 
 /// A selector for `task_id`, refused when the id holds a NUL.

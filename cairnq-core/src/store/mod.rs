@@ -24,6 +24,8 @@
 //! (SQLite: a [`Clock`](crate::Clock); Postgres: the database clock).
 
 mod feed;
+mod listing;
+mod read_params;
 mod schedule_params;
 mod task_params;
 mod worker_params;
@@ -36,6 +38,7 @@ use crate::error::{Error, Result};
 use crate::model::{HeldLease, QueueAge, Task, TaskCount, TaskRef, Undecodable};
 
 pub use feed::{Change, ChangeFeed, FeedParams, WakeupsLost};
+pub use read_params::{ChildrenParams, CountTasksParams, TaskKeyParams};
 pub use schedule_params::{
     DeleteScheduleParams, FireScheduleParams, PauseScheduleParams, SaveScheduleParams, ScheduleQuery, ScheduleRead,
     ScheduleRow,
@@ -162,6 +165,31 @@ pub trait Store: Send + Sync + 'static {
 
     /// The number of queued rows on a queue, counting at most `at_most`.
     async fn count_queued(&self, params: &CountQueuedParams) -> Result<u64>;
+
+    /// How many tasks [`CountTasksParams::filter`] matches (created at or
+    /// after `since_ms`, when set), counting at most `at_most`: a bounded
+    /// read whatever the table's size. The default counts
+    /// [`list`](Self::list) pages (correct, and as costly as reading the
+    /// rows).
+    async fn count_tasks(&self, params: &CountTasksParams) -> Result<u64> {
+        listing::count(self, params).await
+    }
+
+    /// The tasks `task_id` submitted (its rows as `parent_id`), newest
+    /// first, at most `limit`; none for a missing task. The default reads
+    /// the parent's chain ([`list`](Self::list) by its `root_id`) and keeps
+    /// its children.
+    async fn children(&self, params: &ChildrenParams) -> Result<Vec<TaskRow>> {
+        listing::children(self, params).await
+    }
+
+    /// The business key pointing at the task now, if any (a key whose task
+    /// was replaced points at the new one). The default: `None`, a store
+    /// that cannot tell shows no key.
+    async fn task_key(&self, params: &TaskKeyParams) -> Result<Option<String>> {
+        let _ = params;
+        Ok(None)
+    }
 
     /// Queued -> canceled now; running -> cancel requested; else `None`.
     async fn cancel(&self, params: &CancelParams) -> Result<Option<Task>>;

@@ -169,3 +169,37 @@ async fn settles_and_heartbeats_find_rows_by_primary_key() {
         assert!(!lines.iter().any(|l| stray.iter().any(|s| l.contains(s))), "{}: {lines:?}", by_id.name());
     }
 }
+
+/// The dashboard's reads, as on SQLite: a list in order walks the
+/// list-order index with no sort, whatever its filters (written so no
+/// other index serves them); a list through its filters reads their index
+/// even with a cursor; the bounded count reads the filters' indexes; the
+/// oldest due task of each queue is a few seeks of the claim index; a
+/// task's key and children read theirs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dashboard_reads_walk_in_order_or_seek_through_their_filters() {
+    let (session, _schema) = populated().await;
+    let ordered = "cairnq_ext_tasks_created_idx";
+    for flags in [&[][..], &["status"], &["queue", "status"], &["name", "after"], &["root_id"], &["correlation_id"]] {
+        let lines = check(&session, Sql::ListTasksInOrder, flags, &[ordered]).await;
+        assert!(!lines.iter().any(|l| l.trim_start().starts_with("->  Sort")), "{flags:?} sorts: {lines:?}");
+    }
+    let cases = [
+        ("status", "cairnq_tasks_status_completed_idx"),
+        ("name", "cairnq_tasks_name_idx"),
+        ("root_id", "cairnq_tasks_root_idx"),
+        ("correlation_id", "cairnq_tasks_correlation_idx"),
+    ];
+    for (flag, index) in cases {
+        let lines = check(&session, Sql::ListTasks, &[flag, "after"], &[index]).await;
+        assert!(!lines.iter().any(|l| l.contains(ordered)), "{flag} with a cursor: {lines:?}");
+        check(&session, Sql::CountTasks, &[flag, "after", "since"], &[index]).await;
+    }
+    for flags in [&["all_queues"][..], &["queue"]] {
+        let lines = check(&session, Sql::OldestDueByQueue, flags, CLAIM_INDEXES).await;
+        let mut reads = lines.iter().filter(|l| l.contains(" on cairnq_tasks"));
+        assert!(reads.all(|l| CLAIM_INDEXES.iter().any(|index| l.contains(index))), "{lines:?}");
+    }
+    check(&session, Sql::SelectTaskKey, &[], &["cairnq_ext_task_keys_task_idx"]).await;
+    check(&session, Sql::ListChildren, &[], &["cairnq_tasks_root_idx"]).await;
+}

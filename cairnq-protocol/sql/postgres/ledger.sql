@@ -29,6 +29,11 @@ values (:name, floor(extract(epoch from clock_timestamp()) * 1000)::bigint)
 -- name: table_exists
 select to_regclass(:table::text) is not null
 
+-- An index of this SDK's extensions a plan relies on (a database another
+-- SDK installed may lack it).
+-- name: index_exists
+select to_regclass(:index::text) is not null
+
 -- name: read_meta
 select value from cairnq_meta where key = :key
 

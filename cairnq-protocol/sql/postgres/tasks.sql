@@ -62,6 +62,20 @@ insert into cairnq_task_keys (key, task_id, created_at_ms, updated_at_ms)
 select :key::text, :task_id::text, now_ms, now_ms from clock
 on conflict (key) do update set task_id = excluded.task_id, updated_at_ms = excluded.updated_at_ms
 
+-- The key pointing at a task, if any (cairnq_task_keys by task_id: the
+-- index of ext_0004_task_key_index).
+-- name: select_task_key
+select key from cairnq_task_keys where task_id = :task_id::text
+order by updated_at_ms desc
+limit 1
+
+-- Two ways to read one page of a filtered list, newest first; the store
+-- picks one from how many rows match (see `Query::list_planned`). This one
+-- reads through the filters' own indexes and sorts what matches, the right
+-- plan when few rows match. The order and the cursor are written on
+-- `created_at_ms + 0`, which the list-order index cannot serve: a pooled
+-- connection's generic plan cannot know the value is rare, and would
+-- otherwise walk that index past every row looking for it.
 -- name: list_tasks
 select * from cairnq_tasks
 where true
@@ -70,9 +84,63 @@ where true
   and name = :name -- when: name
   and root_id = :root_id -- when: root_id
   and correlation_id = :correlation_id -- when: correlation_id
+  and (created_at_ms + 0, id) < (:after_ms::bigint, :after_id::text) -- when: after
+order by created_at_ms + 0 desc, id desc
+limit :limit::bigint offset :offset::bigint
+
+-- The other way: walk the list-order index (ext_0003) from the top or the
+-- cursor and keep what matches, the right plan when many rows match.
+-- Status and queue stay plain: they have few values, so even a generic
+-- plan estimates each common and walks; written as expressions they would
+-- be estimated at 0.5% each, and two of them make a parallel scan and
+-- sort of the table look cheaper than the walk (measured at 1M rows: 610
+-- ms against 17). Name, root and correlation are written `column || ''`,
+-- which no filter index serves, so a generic plan never seeks through
+-- them and sorts. Unfiltered lists read this way too.
+-- name: list_tasks_in_order
+select * from cairnq_tasks
+where true
+  and status = :status -- when: status
+  and queue = :queue -- when: queue
+  and name || '' = :name::text -- when: name
+  and root_id || '' = :root_id::text -- when: root_id
+  and correlation_id || '' = :correlation_id::text -- when: correlation_id
   and (created_at_ms, id) < (:after_ms::bigint, :after_id::text) -- when: after
 order by created_at_ms desc, id desc
 limit :limit::bigint offset :offset::bigint
+
+-- Bounded: counts at most :at_most matching rows, through the filters' own
+-- indexes (the cursor and `since` are checked per row, never walked).
+-- name: count_tasks
+select count(*) as count from (
+    select 1 from cairnq_tasks
+    where true
+      and status = :status -- when: status
+      and queue = :queue -- when: queue
+      and name = :name -- when: name
+      and root_id = :root_id -- when: root_id
+      and correlation_id = :correlation_id -- when: correlation_id
+      and (created_at_ms + 0, id) < (:after_ms::bigint, :after_id::text) -- when: after
+      and created_at_ms + 0 >= :since_ms::bigint -- when: since
+    limit :at_most::bigint
+) as matching
+
+-- How many rows a status and/or queue filter matches, exactly, from the
+-- counter table of ext_0002_task_counts (a count is the sum of its rows).
+-- name: read_matching_count
+select coalesce(sum(n), 0)::bigint as count from cairnq_ext_task_counts
+where true
+  and status = :status -- when: status
+  and queue = :queue -- when: queue
+
+-- The tasks `:task_id` submitted: its chain's rows (the root index) whose
+-- parent it is, newest first.
+-- name: list_children
+select * from cairnq_tasks
+where root_id = (select root_id from cairnq_tasks where id = :task_id::text)
+  and parent_id = :task_id::text
+order by created_at_ms desc, id desc
+limit :limit::bigint
 
 -- name: count_tasks_by_queue_status
 select queue, status, count(*) as count from cairnq_tasks
@@ -80,13 +148,43 @@ where queue = :queue -- when: queue
 group by queue, status
 
 -- Per queue, how long its oldest due queued task has waited since it
--- became due (the queue-age gauge).
+-- became due (the queue-age gauge, the dashboard's overview). A min over
+-- every queued row would read a whole backlog; this reads a few entries of
+-- the claim index (queue, status, priority desc, run_at_ms, id) per queue
+-- and priority instead: the queues one seek at a time (each the smallest
+-- above the last), then each queue's queued priorities the same way, then
+-- the first run_at_ms of each. The oldest of those is the oldest queued
+-- row; it is due when it is not after now.
 -- name: oldest_due_by_queue
-with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms)
-select queue, (select now_ms from clock) - min(run_at_ms) as age_ms from cairnq_tasks
-where status = 'queued' and run_at_ms <= (select now_ms from clock)
-  and queue = :queue -- when: queue
+with recursive
+clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms),
+queues(queue) as (
+    select :queue::text -- when: queue
+    select min(queue) from cairnq_tasks -- when: all_queues
+    union all -- when: all_queues
+    select (select min(t.queue) from cairnq_tasks t where t.queue > queues.queue) -- when: all_queues
+    from queues where queue is not null -- when: all_queues
+),
+levels(queue, priority) as (
+    select queue, (select max(t.priority) from cairnq_tasks t where t.queue = queues.queue and t.status = 'queued')
+    from queues where queue is not null
+    union all
+    select queue, (
+        select max(t.priority) from cairnq_tasks t
+        where t.queue = levels.queue and t.status = 'queued' and t.priority < levels.priority
+    )
+    from levels where priority is not null
+),
+oldest(queue, run_at_ms) as (
+    select queue, (
+        select min(t.run_at_ms) from cairnq_tasks t
+        where t.queue = levels.queue and t.status = 'queued' and t.priority = levels.priority
+    )
+    from levels where priority is not null
+)
+select queue, (select now_ms from clock) - min(run_at_ms) as age_ms from oldest
 group by queue
+having min(run_at_ms) <= (select now_ms from clock)
 
 -- Bounded: reads at most :at_most index entries.
 -- name: count_queued

@@ -26,6 +26,11 @@ values (:name, cast(round((julianday('now') - 2440587.5) * 86400000) as integer)
 -- name: table_exists
 select exists (select 1 from sqlite_master where type = 'table' and name = :table)
 
+-- An index of this SDK's extensions a plan relies on (a database another
+-- SDK installed may lack it).
+-- name: index_exists
+select exists (select 1 from sqlite_master where type = 'index' and name = :index)
+
 -- name: read_meta
 select value from cairnq_meta where key = :key
 

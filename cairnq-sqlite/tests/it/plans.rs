@@ -93,7 +93,9 @@ async fn list_tasks_reaches_the_index_of_each_single_filter() {
         ("correlation_id", "cairnq_tasks_correlation_idx"),
     ];
     for (flag, index) in cases {
-        check(&fresh.path, &sqlite::LIST_TASKS, &[flag], &[index]);
+        // Either claim index leads with the queue.
+        let indexes = if flag == "queue" { CLAIM_INDEXES } else { &[index][..] };
+        check(&fresh.path, &sqlite::LIST_TASKS, &[flag], indexes);
     }
 }
 
@@ -161,4 +163,39 @@ async fn hot_worker_statements_use_their_indexes_without_statistics() {
     for settle in [&sqlite::COMPLETE_TASK, &sqlite::HEARTBEAT_TASK, &sqlite::FAIL_TASK] {
         check(&fresh.path, settle, &[], by_id);
     }
+}
+
+/// The dashboard's reads: a list in order walks the list-order index with
+/// no sort (its filters written so no other index competes); a list
+/// through its filters reads their index even with a cursor (never the
+/// list-order index past every row); the bounded count reads the filters'
+/// indexes; the oldest due task of each queue only seeks the claim index; a
+/// task's key and children read theirs.
+#[tokio::test]
+async fn dashboard_reads_walk_in_order_or_seek_through_their_filters() {
+    let (fresh, _client) = populated().await;
+    let ordered = "cairnq_ext_tasks_created_idx";
+    for flags in [&[][..], &["status"], &["queue", "status"], &["name", "after"], &["root_id"], &["correlation_id"]] {
+        let lines = check(&fresh.path, &sqlite::LIST_TASKS_IN_ORDER, flags, &[ordered]);
+        assert_no_sort(&lines, "a list in order");
+    }
+    let cases = [
+        ("status", "cairnq_tasks_status_completed_idx"),
+        ("name", "cairnq_tasks_name_idx"),
+        ("root_id", "cairnq_tasks_root_idx"),
+        ("correlation_id", "cairnq_tasks_correlation_idx"),
+    ];
+    for (flag, index) in cases {
+        let lines = check(&fresh.path, &sqlite::LIST_TASKS, &[flag, "after"], &[index]);
+        assert!(!lines.iter().any(|l| uses(l, ordered)), "{flag} with a cursor: {lines:?}");
+        let counted = check(&fresh.path, &sqlite::COUNT_TASKS, &[flag, "after", "since"], &[index]);
+        assert!(!counted.iter().any(|l| uses(l, ordered)), "count by {flag}: {counted:?}");
+    }
+    for flags in [&["all_queues"][..], &["queue"]] {
+        let lines = plan(&fresh.path, &sqlite::OLDEST_DUE_BY_QUEUE, flags);
+        let reads: Vec<&String> = lines.iter().filter(|l| l.contains("SEARCH") || l.contains("SCAN c")).collect();
+        assert!(!reads.is_empty() && reads.iter().all(|l| uses(l, "cairnq_tasks_claim_idx")), "{lines:?}");
+    }
+    check(&fresh.path, &sqlite::SELECT_TASK_KEY, &[], &["cairnq_ext_task_keys_task_idx"]);
+    check(&fresh.path, &sqlite::LIST_CHILDREN, &[], &["cairnq_tasks_root_idx"]);
 }

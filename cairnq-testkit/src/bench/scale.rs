@@ -163,12 +163,14 @@ async fn measure(client: &CairnQ, seeded: &Seeded, locator: Option<&StoreLocator
     let first_page = ListFilter::new().limit(100);
     out.push(("list_first_page_ms", median_ms(|_| client.list(&first_page)).await?));
     let deep = seeded.deep.clone().ok_or_else(|| Error::validation("scale", "nothing seeded"))?;
-    let deep_page = ListFilter::new().limit(100).after(deep);
+    let deep_page = ListFilter::new().limit(100).after(deep.clone());
     out.push(("list_deep_page_ms", median_ms(|_| client.list(&deep_page)).await?));
     let pick = |i: usize, all: &[String]| all[(i * 7_919) % all.len()].clone();
     out.push(("get_id_ms", median_ms(|i| async move { client.get(&pick(i, &seeded.ids)).await }).await?));
     out.push(("get_key_ms", median_ms(|i| async move { client.get_by_key(&pick(i, &seeded.keys)).await }).await?));
-    out.extend(super::web::web_latencies(client, &pick(0, &seeded.ids)).await?);
+    let (task_id, key) = (pick(0, &seeded.ids), pick(0, &seeded.keys));
+    let probe = super::web::Probe { task_id: &task_id, key: &key, deep: &deep };
+    out.extend(super::web::web_latencies(client, &probe).await?);
     out.push(("purge_rows_per_s", purge_rate(client, seeded.size).await?));
     if let Some(bytes) = database_bytes(locator).await? {
         out.push(("bytes_per_task", bytes as f64 / seeded.size as f64));

@@ -26,10 +26,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use cairnq_core::store::{
-    CancelParams, ChangeFeed, ClaimParams, CompleteBatchParams, CountQueuedParams, DeleteScheduleParams, FailParams,
-    FeedParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask,
-    PauseScheduleParams, ProbeParams, ProgressParams, PurgeFilter, RepairParams, RetryParams, SaveScheduleParams,
-    ScheduleQuery, ScheduleRead, ScheduleRow, SettleParams, StatsParams, SubmitManyParams, TaskRow,
+    CancelParams, ChangeFeed, ChildrenParams, ClaimParams, CompleteBatchParams, CountQueuedParams, CountTasksParams,
+    DeleteScheduleParams, FailParams, FeedParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams,
+    ListFilter, NewTask, PauseScheduleParams, ProbeParams, ProgressParams, PurgeFilter, RepairParams, RetryParams,
+    SaveScheduleParams, ScheduleQuery, ScheduleRead, ScheduleRow, SettleParams, StatsParams, SubmitManyParams,
+    TaskKeyParams, TaskRow,
 };
 use cairnq_core::{
     Capabilities, ChangeWatch, Clock, Error, HeldLease, Repaired, Result, Store, SystemClock, Task, TaskCount, TaskRef,
@@ -188,6 +189,18 @@ impl Store for MemoryStore {
 
     async fn count_queued(&self, params: &CountQueuedParams) -> Result<u64> {
         self.read(|tables, _| Ok(task_ops::count_queued(tables, params)))
+    }
+
+    async fn count_tasks(&self, params: &CountTasksParams) -> Result<u64> {
+        self.read(|tables, _| Ok(task_ops::count_tasks(tables, params)))
+    }
+
+    async fn children(&self, params: &ChildrenParams) -> Result<Vec<TaskRow>> {
+        self.read(|tables, _| Ok(task_ops::children(tables, params)))
+    }
+
+    async fn task_key(&self, params: &TaskKeyParams) -> Result<Option<String>> {
+        self.read(|tables, _| Ok(tables.key_of(&params.task_id).map(String::from)))
     }
 
     async fn cancel(&self, params: &CancelParams) -> Result<Option<Task>> {

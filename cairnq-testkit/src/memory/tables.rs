@@ -53,6 +53,11 @@ impl Tables {
         self.keys.get(key).and_then(|id| self.tasks.get(id))
     }
 
+    /// The key pointing at the task, if any.
+    pub(super) fn key_of(&self, task_id: &str) -> Option<&str> {
+        self.key_of.get(task_id).map(String::as_str)
+    }
+
     /// The task picked by id or key.
     pub(super) fn select(&self, selector: &TaskSelector) -> Option<&Task> {
         match selector {

@@ -5,8 +5,8 @@
 
 use cairnq_core::backend::{KeyedSubmit, TaskRow, resolve_key_conflict};
 use cairnq_core::store::{
-    CancelParams, CountQueuedParams, GetParams, ListFilter, NewTask, PurgeFilter, RetryParams, StatsParams,
-    SubmitManyParams,
+    CancelParams, ChildrenParams, CountQueuedParams, CountTasksParams, GetParams, ListFilter, NewTask, PurgeFilter,
+    RetryParams, StatsParams, SubmitManyParams,
 };
 use cairnq_core::{Error, Result, Task, TaskCount, TaskRef, TaskSelector, TaskStatus};
 
@@ -58,18 +58,32 @@ pub(super) fn get_status(tables: &Tables, params: &GetParams) -> Option<TaskRef>
 pub(super) fn list(tables: &Tables, filter: &ListFilter) -> Result<Vec<TaskRow>> {
     let limit = usize::try_from(filter.limit).map_err(|_| Error::validation("limit", "must not be negative"))?;
     let offset = usize::try_from(filter.offset).map_err(|_| Error::validation("offset", "must not be negative"))?;
+    Ok(matching(tables, filter).skip(offset).take(limit).map(|t| Ok(t.clone())).collect())
+}
+
+/// Rows matching the filter (not its paging), newest first.
+fn matching<'a>(tables: &'a Tables, filter: &'a ListFilter) -> impl Iterator<Item = &'a Task> {
     let text = |wanted: &Option<String>, value: Option<&str>| wanted.as_deref().is_none_or(|w| Some(w) == value);
-    Ok(tables
+    tables
         .newest_first()
         .filter(|t| filter.status.is_none_or(|s| s == t.status))
-        .filter(|t| text(&filter.queue, Some(&t.queue)) && text(&filter.name, Some(&t.name)))
-        .filter(|t| text(&filter.root_id, t.root_id.as_deref()))
-        .filter(|t| text(&filter.correlation_id, t.correlation_id.as_deref()))
+        .filter(move |t| text(&filter.queue, Some(&t.queue)) && text(&filter.name, Some(&t.name)))
+        .filter(move |t| text(&filter.root_id, t.root_id.as_deref()))
+        .filter(move |t| text(&filter.correlation_id, t.correlation_id.as_deref()))
         .filter(|t| filter.after.as_ref().is_none_or(|a| (t.created_at_ms, t.id.as_str()) < (a.created_at_ms, &a.id)))
-        .skip(offset)
-        .take(limit)
-        .map(|t| Ok(t.clone()))
-        .collect())
+}
+
+/// Rows the filter matches created at or after `since_ms`, at most `at_most`.
+pub(super) fn count_tasks(tables: &Tables, params: &CountTasksParams) -> u64 {
+    let at_most = usize::try_from(params.at_most).unwrap_or(usize::MAX);
+    let recent = matching(tables, &params.filter).take_while(|t| params.since_ms.is_none_or(|s| t.created_at_ms >= s));
+    recent.take(at_most).count() as u64
+}
+
+/// The rows whose parent is the task, newest first, at most `limit`.
+pub(super) fn children(tables: &Tables, params: &ChildrenParams) -> Vec<TaskRow> {
+    let mine = |t: &&Task| t.parent_id.as_deref() == Some(params.task_id.as_str());
+    tables.newest_first().filter(mine).take(params.limit as usize).map(|t| Ok(t.clone())).collect()
 }
 
 /// Non-zero counts per queue and status, for one queue or all.

@@ -7,11 +7,15 @@ use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use cairnq_core::{CairnQ, PurgeFilter, Result, Task, TaskStatus};
+use futures::StreamExt;
 use maud::html;
 
 use crate::filter::{MATCH_CAP, Selection, TaskQuery, query_string};
 use crate::html::{PageCtx, count, error_page, layout, refusal};
 use crate::state::AppState;
+
+/// Retries or cancels of one bulk apply in flight at once.
+const IN_FLIGHT: usize = 16;
 
 /// A bulk action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +51,11 @@ impl Action {
             Self::Purge => status.is_terminal(),
         }
     }
+
+    /// The statuses the action can change a task in.
+    fn statuses(self) -> Vec<TaskStatus> {
+        TaskStatus::ALL.into_iter().filter(|s| self.applies_to(*s)).collect()
+    }
 }
 
 /// `?action=` of the preview.
@@ -77,17 +86,17 @@ pub(crate) async fn preview(
         let message = "purge filters by queue, name and a terminal status only; clear the other filters";
         return refusal(&ctx, false, StatusCode::BAD_REQUEST, message);
     }
-    let (tasks, more) = match selection.all(&state.client).await {
+    let (affected, at_least) = match selection.count_in(&state.client, &action.statuses()).await {
         Ok(found) => found,
         Err(error) => return error_page(&ctx, &error),
     };
-    let affected = tasks.iter().filter(|t| action.applies_to(t.status)).count() as u64;
-    let shown = if more { format!("{}+", count(affected)) } else { count(affected) };
+    let shown = if at_least { format!("{}+", count(affected)) } else { count(affected) };
+    let capped = at_least || affected > MATCH_CAP as u64;
     let fields = query.set_fields();
     let body = html! {
         h1 { "Preview: " (action.as_str()) " all matching" }
         p #preview-count { strong { (shown) } " task(s) would be changed by " (action.as_str()) "." }
-        @if more { p.muted { "More than " (count(MATCH_CAP as u64)) " match; one apply changes the first " (count(MATCH_CAP as u64)) "." } }
+        @if capped { p.muted { "More than " (count(MATCH_CAP as u64)) " match; one apply changes the first " (count(MATCH_CAP as u64)) "." } }
         ul { @for (field, value) in &fields { li { (field) " = " code { (value) } } } }
         form method="post" action={ (ctx.base) "/tasks/bulk" } {
             input type="hidden" name="scope" value="matching";
@@ -134,10 +143,20 @@ pub(crate) async fn apply(
     }
 }
 
+/// Acts on each task with the library's own retry or cancel (as `cairnq
+/// retry` and `cairnq cancel` do; a task that moved meanwhile is left
+/// alone), several at once so a store that commits in groups writes them
+/// in few transactions.
 async fn apply_to_ids(client: &CairnQ, action: Action, ids: &[&str]) -> Result<u64> {
+    // Owned ids: a stream of futures borrowing `ids` is not Send for every
+    // lifetime the handler future needs (a known limit of the compiler).
+    let owned: Vec<String> = ids.iter().map(|id| (*id).to_string()).collect();
+    let mut acting = futures::stream::iter(owned)
+        .map(|id| async move { act(client, action, &id).await })
+        .buffer_unordered(IN_FLIGHT);
     let mut changed = 0;
-    for id in ids {
-        if act(client, action, id).await?.is_some() {
+    while let Some(outcome) = acting.next().await {
+        if outcome?.is_some() {
             changed += 1;
         }
     }

@@ -3,7 +3,7 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use cairnq_core::{CairnQ, ListFilter, Result, Task};
+use cairnq_core::{Result, Task};
 use maud::{Markup, html};
 
 use crate::html::{
@@ -22,22 +22,24 @@ pub(crate) async fn page(State(state): State<AppState>, ctx: PageCtx, Path(id): 
         Ok(None) => return refusal(&ctx, false, StatusCode::NOT_FOUND, &format!("no task {id}")),
         Err(error) => return error_page(&ctx, &error),
     };
-    let children = match children(&state.client, &task).await {
-        Ok(children) => children,
+    let client = &state.client;
+    let (key, children) = match futures::try_join!(client.task_key(&id), client.children(&id, CHILDREN_SHOWN)) {
+        Ok(found) => found,
         Err(error) => return error_page(&ctx, &error),
     };
-    let body = body(&ctx, &task, &children, state.writable());
-    layout(&ctx, &task.id, true, body)
+    let related = Related { key, children: children.tasks };
+    layout(&ctx, &task.id, true, body(&ctx, &task, &related, state.writable()))
 }
 
-/// Tasks this one submitted: the chain's rows whose parent it is.
-async fn children(client: &CairnQ, task: &Task) -> Result<Vec<Task>> {
-    let Some(root) = &task.root_id else { return Ok(Vec::new()) };
-    let chain = client.list(&ListFilter::new().root_id(root).limit(CHILDREN_SHOWN)).await?;
-    Ok(chain.tasks.into_iter().filter(|t| t.parent_id.as_deref() == Some(task.id.as_str())).collect())
+/// What the page shows beside the row itself.
+struct Related {
+    /// The business key pointing at the task, if any.
+    key: Option<String>,
+    /// Tasks it submitted, newest first, at most [`CHILDREN_SHOWN`].
+    children: Vec<Task>,
 }
 
-fn body(ctx: &PageCtx, task: &Task, children: &[Task], writable: bool) -> Markup {
+fn body(ctx: &PageCtx, task: &Task, related: &Related, writable: bool) -> Markup {
     let now = now_ms();
     let base = &ctx.base;
     html! {
@@ -54,6 +56,10 @@ fn body(ctx: &PageCtx, task: &Task, children: &[Task], writable: bool) -> Markup
         }
         dl.fields {
             dt { "Name" } dd { (task.name) }
+            dt { "Key" } dd #task-key { @match &related.key {
+                Some(key) => a href=(tasks_href(ctx, &[("key", key)])) { code { (key) } },
+                None => span.muted { "—" },
+            } }
             dt { "Queue" } dd { a href=(tasks_href(ctx, &[("queue", &task.queue)])) { (task.queue) } }
             dt { "Attempts" } dd { (task.attempt) " of " (task.max_attempts) }
             dt { "Priority" } dd { (task.priority) }
@@ -62,6 +68,9 @@ fn body(ctx: &PageCtx, task: &Task, children: &[Task], writable: bool) -> Markup
             dt { "Lease until" } dd { (when(task.lease_until_ms, now)) }
             dt { "Cancel requested" } dd { (when(task.cancel_requested_at_ms, now)) }
             dt { "Created" } dd { (when(Some(task.created_at_ms), now)) }
+            dt { "Started" } dd.muted {
+                "not recorded: the protocol keeps no start time (a claim sets the lease above and Updated)"
+            }
             dt { "Due (run at)" } dd { (when(Some(task.run_at_ms), now)) }
             dt { "Updated" } dd { (when(Some(task.updated_at_ms), now)) }
             dt { "Finished" } dd { (when(task.completed_at_ms, now)) }
@@ -81,8 +90,11 @@ fn body(ctx: &PageCtx, task: &Task, children: &[Task], writable: bool) -> Markup
         @if let Some(error) = &task.error { h2 { "Error" } div #error { (json_block(error)) } }
         @if !task.metadata.as_str().trim().eq("{}") { h2 { "Metadata" } (json_block(&task.metadata)) }
         h2 { "Children" }
-        @if children.is_empty() { p.muted { "None." } }
-        ul { @for child in children { li { (task_link(ctx, &child.id)) " " (child.name) " " (status_badge(child.status)) } } }
+        @if related.children.is_empty() { p.muted { "None." } }
+        ul #children {
+            @for child in &related.children { li { (task_link(ctx, &child.id)) " " (child.name) " " (status_badge(child.status)) } }
+        }
+        @if related.children.len() >= CHILDREN_SHOWN as usize { p.muted { "The newest " (CHILDREN_SHOWN) " shown." } }
     }
 }
 

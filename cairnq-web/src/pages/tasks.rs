@@ -12,10 +12,17 @@ use crate::html::{PageCtx, error_page, layout, status_badge, task_link, when};
 use crate::state::AppState;
 use crate::time::now_ms;
 
-/// What the page says after a bulk action (`?notice=`).
+/// What a page says after an action (`?notice=`).
 #[derive(serde::Deserialize)]
 pub(crate) struct Notice {
     notice: Option<String>,
+}
+
+impl Notice {
+    /// The notice, when there is one.
+    pub(crate) fn text(&self) -> Option<&str> {
+        self.notice.as_deref().filter(|text| !text.is_empty())
+    }
 }
 
 /// `GET /tasks`.
@@ -38,7 +45,7 @@ pub(crate) async fn page(
     let base = &ctx.base;
     let body = html! {
         h1 { "Tasks" }
-        @if let Some(notice) = &notice.notice { p.notice #notice { (notice) } }
+        @if let Some(notice) = notice.text() { p.notice #notice { (notice) } }
         (filters(&ctx, &query))
         @if writable {
             p.bulk {

@@ -1,5 +1,6 @@
 //! Workers, as the live leases show them: each worker id holding running
-//! tasks, how many, which, and when its leases end.
+//! tasks, how many, which, and when its leases end (from the hub's shared
+//! snapshot, as the overview).
 
 use std::collections::BTreeMap;
 
@@ -14,13 +15,14 @@ use crate::time::now_ms;
 
 /// `GET /workers`.
 pub(crate) async fn page(State(state): State<AppState>, ctx: PageCtx) -> Response {
-    let (running, more) = match super::running(&state.client).await {
-        Ok(found) => found,
+    let snapshot = match state.hub.snapshot().await {
+        Ok(snapshot) => snapshot,
         Err(error) => return error_page(&ctx, &error),
     };
+    let (running, more) = (&snapshot.running, snapshot.more_running);
     let now = now_ms();
     let mut workers: BTreeMap<&str, Vec<&Task>> = BTreeMap::new();
-    for task in &running {
+    for task in running {
         workers.entry(task.worker_id.as_deref().unwrap_or("(none)")).or_default().push(task);
     }
     let body = html! {

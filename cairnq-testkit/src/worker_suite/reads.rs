@@ -1,0 +1,184 @@
+//! The bounded reads an operator's view (the dashboard) makes, checked
+//! against the rows they read: counts of a filter's matches, a task's
+//! children and key, each queue's oldest due task, and list pages, which a
+//! store may read by more than one plan and must return the same rows
+//! whichever it picks.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use cairnq_core::backend::LIST_SORT_AT_MOST;
+use cairnq_core::store::{ClaimDraw, ClaimParams, CountTasksParams, FailParams, StatsParams};
+use cairnq_core::{CairnQ, Conflict, ListFilter, SubmitOptions, Task, TaskSpec, TaskStatus};
+use serde_json::json;
+
+use super::support::fresh;
+use crate::BackendFactory;
+
+/// A task's children are the rows naming it as parent (not its
+/// grandchildren, not its siblings), newest first and bounded; its key is
+/// the one pointing at it now (none once a replace moved the key on).
+pub async fn a_task_knows_its_children_and_its_key(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    let parent = client.submit("parent", &json!({})).key("reads-parent").await.expect("submit");
+    let child = |n: u32, of: &str| {
+        let options = SubmitOptions::new().parent_id(of).root_id(&parent.id);
+        TaskSpec::new("child", &json!({ "n": n })).options(options)
+    };
+    let children = client.submit_many(&[child(1, &parent.id), child(2, &parent.id)]).await.expect("submit");
+    client.submit_many(&[child(3, &children[0].id)]).await.expect("a grandchild");
+    // A later millisecond: rows of one millisecond are ordered by their random ids.
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let last = client.submit_many(&[child(4, &parent.id)]).await.expect("submit").remove(0);
+    client.submit("unrelated", &json!({})).await.expect("submit");
+
+    let found = client.children(&parent.id, 10).await.expect("children");
+    let ids: Vec<&str> = found.tasks.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids.len(), 3, "the three children, not the grandchild: {ids:?}");
+    assert_eq!(ids[0], last.id, "newest first");
+    let expected: BTreeSet<&str> = [children[0].id.as_str(), children[1].id.as_str(), last.id.as_str()].into();
+    assert_eq!(ids.iter().copied().collect::<BTreeSet<_>>(), expected);
+    assert_eq!(client.children(&parent.id, 1).await.expect("children").tasks.len(), 1, "bounded");
+    assert!(client.children(&children[1].id, 10).await.expect("children").tasks.is_empty());
+    assert!(client.children("task_missing", 10).await.expect("children").tasks.is_empty());
+
+    assert_eq!(client.task_key(&parent.id).await.expect("key").as_deref(), Some("reads-parent"));
+    assert_eq!(client.task_key(&children[0].id).await.expect("key"), None, "an unkeyed task");
+    client.cancel(&parent.id).await.expect("cancel");
+    let replaced = SubmitOptions::new().key("reads-parent").conflict(Conflict::Replace);
+    let successor = client.submit("parent", &json!({})).options(replaced).await.expect("submit");
+    assert_eq!(client.task_key(&successor.id).await.expect("key").as_deref(), Some("reads-parent"));
+    assert_eq!(client.task_key(&parent.id).await.expect("key"), None, "the key moved on");
+}
+
+/// A count agrees with the rows: each filter, the cursor, `since`, and the
+/// bound (a count at the bound means "at least").
+pub async fn counts_agree_with_the_rows_and_stop_at_their_bound(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    let specs: Vec<TaskSpec> = (0..12)
+        .map(|n| {
+            let options = SubmitOptions::new().queue(if n % 3 == 0 { "c-a" } else { "c-b" }).correlation_id("corr");
+            TaskSpec::new(if n % 2 == 0 { "even" } else { "odd" }, &json!({ "n": n })).options(options)
+        })
+        .collect();
+    let tasks = client.submit_many(&specs).await.expect("submit");
+    fail_one(&client, "c-a").await;
+    let count = |filter: ListFilter, at_most: u64| {
+        let client = client.clone();
+        async move { client.count_tasks(&CountTasksParams::new(filter, at_most)).await.expect("count") }
+    };
+    assert_eq!(count(ListFilter::new(), 100).await, 12);
+    assert_eq!(count(ListFilter::new(), 5).await, 5, "bounded");
+    assert_eq!(count(ListFilter::new().queue("c-a"), 100).await, 4);
+    assert_eq!(count(ListFilter::new().queue("c-a").status(TaskStatus::Failed), 100).await, 1);
+    assert_eq!(count(ListFilter::new().status(TaskStatus::Queued).queue("c-b"), 100).await, 8);
+    assert_eq!(count(ListFilter::new().name("even"), 100).await, 6);
+    assert_eq!(count(ListFilter::new().correlation_id("corr").name("odd"), 100).await, 6);
+    assert_eq!(count(ListFilter::new().root_id(&tasks[3].id), 100).await, 1);
+    assert_eq!(count(ListFilter::new().status(TaskStatus::Canceled), 100).await, 0);
+    let page = client.list(&ListFilter::new().limit(4)).await.expect("list");
+    let after = page.next.expect("a full page has a cursor");
+    assert_eq!(count(ListFilter::new().after(after.clone()), 100).await, 8, "the rows past the cursor");
+    let since = CountTasksParams::new(ListFilter::new(), 100).since_ms(after.created_at_ms + 1);
+    let newer = client.list(&ListFilter::new().limit(100)).await.expect("list");
+    let expected = newer.tasks.iter().filter(|t| t.created_at_ms > after.created_at_ms).count() as u64;
+    assert_eq!(client.count_tasks(&since).await.expect("count"), expected, "only rows created since");
+    let bad = ListFilter::new().queue("nul\0");
+    assert!(client.count_tasks(&CountTasksParams::new(bad, 1)).await.is_err(), "a NUL is refused");
+}
+
+/// Claims one queued task of `queue` and fails it for good.
+async fn fail_one(client: &CairnQ, queue: &str) {
+    let claim = ClaimParams::new("reads", 60_000).draw(ClaimDraw::new(vec![queue.into()]).limit(1));
+    let claimed = client.claim(&claim).await.expect("claim");
+    let task = claimed.first().expect("a task to fail");
+    client.fail(&FailParams::new(&task.id, "reads").retryable(false)).await.expect("fail");
+}
+
+/// Per queue, the oldest due queued task's wait, whatever the priorities:
+/// a queue whose only task is delayed reports none, a queue with nothing
+/// queued none either.
+pub async fn oldest_due_reads_each_queue_across_priorities(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    client.submit("old", &json!({})).queue("age-a").priority(-5).await.expect("submit");
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    client.submit("new", &json!({})).queue("age-a").priority(9).await.expect("submit");
+    client.submit("new", &json!({})).queue("age-b").await.expect("submit");
+    client.submit("later", &json!({})).queue("age-c").delay(Duration::from_secs(3_600)).await.expect("submit");
+    let ages = client.store().oldest_due(&StatsParams::new()).await.expect("oldest due");
+    if ages.is_empty() {
+        return eprintln!("skipped: {} stores report no queue age", factory.name());
+    }
+    let age = |queue: &str| ages.iter().find(|a| a.queue == queue).map(|a| a.age.as_millis());
+    let (a, b) = (age("age-a").expect("age-a waits"), age("age-b").expect("age-b waits"));
+    assert!(a >= 60 && a >= b + 50, "the low-priority task is the oldest: a {a} ms, b {b} ms");
+    assert_eq!(age("age-c"), None, "a delayed task is not due: {ages:?}");
+    let one = client.store().oldest_due(&StatsParams::new().queue("age-a")).await.expect("oldest due");
+    assert_eq!(one.len(), 1);
+    assert!(one[0].age.as_millis() >= a, "asked alone, the same task a moment later");
+}
+
+/// Lists return the same rows in the same order whichever way the store
+/// reads them: a filter at least [`LIST_SORT_AT_MOST`] rows match (a store
+/// may walk its list order) and a rare one (it may sort the matches), by
+/// status, queue and name, from the top and from a cursor.
+pub async fn lists_read_the_same_rows_whatever_their_plan(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    let common = LIST_SORT_AT_MOST as usize + 100;
+    for chunk in 0..common.div_ceil(1_000) {
+        let specs: Vec<TaskSpec> = (chunk * 1_000..((chunk + 1) * 1_000).min(common))
+            .map(|n| {
+                let (name, queue) = if n % 250 == 0 { ("rare", "plan-rare") } else { ("common", "plan") };
+                TaskSpec::new(name, &json!({ "n": n })).options(SubmitOptions::new().queue(queue))
+            })
+            .collect();
+        client.submit_many(&specs).await.expect("submit");
+    }
+    for _ in 0..3 {
+        fail_one(&client, "plan").await;
+    }
+    for filter in [
+        ListFilter::new().name("common"),
+        ListFilter::new().name("rare"),
+        ListFilter::new().queue("plan").status(TaskStatus::Queued),
+        ListFilter::new().queue("plan-rare"),
+        ListFilter::new().status(TaskStatus::Failed),
+    ] {
+        let expected = expected_rows(&client, &filter).await;
+        let listed = listed_rows(&client, filter.clone().limit(700)).await;
+        assert_eq!(listed.len(), expected.len(), "{filter:?}");
+        assert!(listed == expected, "{filter:?}: the rows differ from the rows it matches");
+    }
+    let rare = common.div_ceil(250);
+    assert_eq!(listed_rows(&client, ListFilter::new().name("rare").limit(7)).await.len(), rare, "small pages");
+}
+
+/// Every row `filter` matches, newest first, read as unfiltered pages and
+/// filtered here: the truth a filtered list must agree with.
+async fn expected_rows(client: &CairnQ, filter: &ListFilter) -> Vec<String> {
+    let wanted = |t: &Task| {
+        filter.status.is_none_or(|s| s == t.status)
+            && filter.queue.as_deref().is_none_or(|q| q == t.queue)
+            && filter.name.as_deref().is_none_or(|n| n == t.name)
+    };
+    let everything = all_rows(client, ListFilter::new().limit(1_000)).await;
+    everything.into_iter().filter(wanted).map(|t| t.id).collect()
+}
+
+/// Every id `filter` lists, page by page through cursors.
+async fn listed_rows(client: &CairnQ, filter: ListFilter) -> Vec<String> {
+    all_rows(client, filter).await.into_iter().map(|t| t.id).collect()
+}
+
+async fn all_rows(client: &CairnQ, mut filter: ListFilter) -> Vec<Task> {
+    let mut rows = Vec::new();
+    loop {
+        let page = client.list(&filter).await.expect("list");
+        assert!(page.undecodable.is_empty(), "every row decodes");
+        rows.extend(page.tasks);
+        match page.next {
+            Some(next) => filter = filter.after(next),
+            None => return rows,
+        }
+    }
+}
