@@ -15,12 +15,13 @@
 //! # }
 //! ```
 //!
-//! The crash, chaos and graceful-stop tests start child processes
+//! The crash, chaos, fairness and graceful-stop tests start child processes
 //! ([`crate::child`]); they need a store another process can open (a
 //! [`StoreLocator`](crate::StoreLocator)) and skip with a message otherwise.
 
 mod chaos;
 mod clients;
+mod fairness;
 mod handler_api;
 mod lifecycle;
 mod limits;
@@ -40,6 +41,7 @@ pub use clients::{
     concurrent_claimers_never_take_the_same_row, keyed_submits_from_concurrent_producers_keep_one_live_task_per_key,
     submit_many_is_all_or_nothing,
 };
+pub use fairness::worker_processes_share_a_drain;
 pub use handler_api::{
     a_batch_item_that_does_not_decode_fails_alone, canceled_reads_the_store_when_the_heartbeat_is_stale,
     handler_failures_follow_the_sdk_defaults,

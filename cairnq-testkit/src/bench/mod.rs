@@ -13,6 +13,7 @@
 //! another process, the RSS of a draining worker) is the [`crate::child`]
 //! protocol's child, run by the bench binary itself (`process`).
 
+mod claims;
 mod process;
 mod processes;
 mod roles;

@@ -148,9 +148,11 @@ async fn spawn_workers(exe: &Path, locator: &StoreLocator, count: usize) -> Resu
 async fn finish_workers(workers: Vec<RoleProcess>, tasks: usize) -> Result<(f64, i64)> {
     let mut ran = Vec::new();
     for worker in workers {
-        ran.push(number(&worker.finish().await?, "ran")?);
+        let report = worker.finish().await?;
+        // The evidence behind a share: each process's claims and lock waits.
+        eprintln!("processes: {tasks} tasks, worker process {report}");
+        ran.push(number(&report, "ran")?);
     }
-    eprintln!("processes: {tasks} tasks, handler calls per worker process {ran:?}");
     let total: f64 = ran.iter().sum();
     let mean = total / ran.len().max(1) as f64;
     let least = ran.iter().copied().fold(f64::INFINITY, f64::min);
