@@ -118,13 +118,9 @@ impl Sizes {
             scale: &[1_000, 5_000],
             process_secs: 2.0,
             process_backlog: 500,
-            soak: SoakSettings {
-                duration: Duration::from_secs(20),
-                sample_every: Duration::from_secs(2),
-                rate: 100.0,
-                keep: Duration::from_secs(4),
-                sweep_every: Duration::from_secs(2),
-            },
+            // The "2-minute version in --quick": the full soak's
+            // settings for 120 s, so CI watches twelve 10 s samples.
+            soak: Sizes::full().soak,
             schedules: 100,
         }
     }
