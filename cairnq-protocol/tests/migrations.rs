@@ -23,6 +23,7 @@ const PINNED: &[(Dialect, &str, u64)] = &[
     (Dialect::Sqlite, "ext_0001_schedules.sql", 0xa6a48da786988a11),
     (Dialect::Sqlite, "ext_0002_task_counts.sql", 0xc65e7c48431b70be),
     (Dialect::Sqlite, "ext_0003_list_order_index.sql", 0x508b895893899c79),
+    (Dialect::Sqlite, "ext_0004_task_keys_task_index.sql", 0x259e6caf92a5aba8),
     (Dialect::Postgres, "0001_init.sql", 0x7778450e5831eae1),
     (Dialect::Postgres, "0002_purge_index.sql", 0xa965e0ae09892a22),
     (Dialect::Postgres, "0003_notify.sql", 0x9ac243e7bda4bbce),
@@ -36,6 +37,7 @@ const PINNED: &[(Dialect, &str, u64)] = &[
     (Dialect::Postgres, "ext_0001_schedules.sql", 0x65ef2bc51ddcc0f8),
     (Dialect::Postgres, "ext_0002_task_counts.sql", 0x7aed2dda1403b944),
     (Dialect::Postgres, "ext_0003_list_order_index.sql", 0x508b895893899c79),
+    (Dialect::Postgres, "ext_0004_task_keys_task_index.sql", 0x259e6caf92a5aba8),
 ];
 
 #[test]

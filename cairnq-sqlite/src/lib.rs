@@ -150,10 +150,6 @@
 //!   through a hard link) contend for SQLite's single write lock.
 //! - `PRAGMA optimize` runs on the writer connection only (at most once a
 //!   minute); reader connections are `query_only` and never write statistics.
-//! - Purging a task makes SQLite look for its business keys (the
-//!   `on delete cascade` of `cairnq_task_keys`), and the shared schema has
-//!   no index on `cairnq_task_keys.task_id`: each purged row scans the key
-//!   table. Cheap with few keys; a new shared migration would fix it.
 //! - Network file systems are not supported (SQLite's WAL needs shared memory
 //!   on one host).
 //! - A task's `now` comes from this host's clock; processes on hosts with
