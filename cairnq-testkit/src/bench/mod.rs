@@ -125,6 +125,13 @@ impl Sizes {
         }
     }
 
+    /// These sizes with `tasks` in each burn-down (profiling runs under
+    /// callgrind use a few thousand).
+    pub fn with_burn(mut self, tasks: usize) -> Self {
+        self.burn = tasks.max(1);
+        self
+    }
+
     /// These sizes with the soak running for `duration` (sampled every 10 s
     /// once it is a minute or longer).
     pub fn with_soak(mut self, duration: Duration) -> Self {
