@@ -14,6 +14,7 @@
 //! protocol's child, run by the bench binary itself (`process`).
 
 mod claims;
+mod cpu;
 mod process;
 mod processes;
 mod roles;

@@ -161,6 +161,11 @@ impl RoleProcess {
         Ok(Self { child: Some(child), stdout })
     }
 
+    /// The process id (0 once finished).
+    pub(super) fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
     /// The next line the process prints (`None` once its stdout closed).
     async fn line(&mut self) -> Result<Option<String>> {
         let mut stdout = self.stdout.take().ok_or_else(|| Error::validation("role process", "no stdout"))?;
