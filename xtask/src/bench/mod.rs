@@ -13,7 +13,7 @@
 //! 100,000 / 1,000,000 tasks, with charts written to `bench-charts/`), many
 //! processes on one database, and a 2-minute soak; `--soak DURATION` runs
 //! the soak for that long (`soak`; its chart's file name carries the
-//! length, so a later run of another length keeps a recorded chart).
+//! length and the run's time, so no later run overwrites a recorded chart).
 //! `--quick` runs small versions of all of them, and the 2-minute soak. `--no-standard` skips the standard workloads and criterion, to
 //! rerun only what the other flags add; `--only NAME` runs just one of
 //! the added workloads (`scale`, `processes`, `soak`).
@@ -128,7 +128,8 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), String> {
         test_env::stop_postgres(root, "pg-bench");
     }
     let micro = if flags.standard { criterion(root, flags.quick)? } else { Vec::new() };
-    let mut report = render(&rows, &micro, &flags, postgres.is_some());
+    let stamp = today();
+    let mut report = render(&stamp, &rows, &micro, &flags, postgres.is_some());
     if !growth.is_empty() {
         let curves = curves::curves(&growth);
         let charts = if flags.record { curves::write_charts(root, CHART_DIR, &curves)? } else { Vec::new() };
@@ -141,8 +142,10 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), String> {
     }
     if !soaked.is_empty() {
         let _ = writeln!(report, "\n### Soak: samples over time\n");
-        let length = soak::length_label(flags.soak_length());
-        report.push_str(&soak::render(root, CHART_DIR, &length, &curves::curves(&soaked), flags.record)?);
+        // The chart's name carries the length and the run's time, so no
+        // later run overwrites a chart a section links to.
+        let name = format!("{}-{}", soak::length_label(flags.soak_length()), stamp.replace([':', '-'], ""));
+        report.push_str(&soak::render(root, CHART_DIR, &name, &curves::curves(&soaked), flags.record)?);
     }
     println!("{report}");
     if flags.record {
@@ -279,12 +282,12 @@ fn criterion(root: &Path, quick: bool) -> Result<Vec<(String, String)>, String> 
     Ok(out)
 }
 
-fn render(rows: &[Row], micro: &[(String, String)], flags: &Flags, postgres: bool) -> String {
+fn render(stamp: &str, rows: &[Row], micro: &[(String, String)], flags: &Flags, postgres: bool) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
         "## {} — `cargo xtask bench{}{}{}{}{}{}`\n",
-        today(),
+        stamp,
         if flags.quick { " --quick" } else { "" },
         if flags.peers { " --peers" } else { "" },
         if flags.scale && !flags.quick { " --scale" } else { "" },

@@ -42,8 +42,9 @@ pub(crate) fn length_label(secs: u64) -> String {
 }
 
 /// The table and chart links of the soak curves; charts written when
-/// `record`, named by backend and `length` (`soak-sqlite-30m.svg`).
-pub(crate) fn render(root: &Path, dir: &str, length: &str, curves: &[Curve], record: bool) -> Result<String, String> {
+/// `record`, named by backend and `name`, the soak's length and the run's
+/// time (`soak-sqlite-30m-20261202T0241Z.svg`).
+pub(crate) fn render(root: &Path, dir: &str, name: &str, curves: &[Curve], record: bool) -> Result<String, String> {
     let mut s = String::new();
     let _ = writeln!(s, "| backend | metric | first | max | middle third | last third | verdict |");
     let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---|");
@@ -75,9 +76,10 @@ pub(crate) fn render(root: &Path, dir: &str, length: &str, curves: &[Curve], rec
                     Series { label, points: c.points.iter().map(|p| (p.0 as f64, p.1 / max)).collect() }
                 })
                 .collect();
+            let length = name.split('-').next().unwrap_or(name);
             let title = format!("{backend} soak ({length}): each sample / the metric's maximum");
             let axes = Axes { title: &title, x_label: "seconds", y_label: "of max", log_x: false, log_y: false };
-            let file = format!("{dir}/soak-{backend}-{length}.svg");
+            let file = format!("{dir}/soak-{backend}-{name}.svg");
             write_svg(root, &file, &chart::svg(&axes, &series))?;
             let _ = writeln!(s, "\n![{backend} soak, {length}]({file})");
         }
