@@ -174,7 +174,8 @@ async fn spawn_writer(
         counters: Arc::clone(counters),
         max_batch: options.max_batch,
     };
-    let open = move || open_writer(&location, &options);
+    let waits = Arc::clone(&counters.lock);
+    let open = move || open_writer(&location, &options, waits);
     spawn_connection("cairnq-sqlite-writer".into(), exits, open, move |conn| run_writer(conn, work, env)).await?;
     Ok(sender)
 }

@@ -32,6 +32,7 @@ use cairnq_core::{Clock, Error, Result};
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
+use crate::busy::LockWaits;
 use crate::error::{explain, guarded, sqlite_error};
 use crate::local_wakeups::{Changes, WakeBoard};
 use crate::reader::ReadJob;
@@ -53,7 +54,7 @@ pub(crate) struct WriteCtx<'a> {
     pub(crate) changes: &'a mut Changes,
 }
 
-/// Counters of the writer thread, for tests and benchmarks.
+/// Counters of the writer thread, for tests, benchmarks and operators.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WriteStats {
@@ -61,17 +62,35 @@ pub struct WriteStats {
     pub commits: u64,
     /// Write jobs run (each caller's write is one job).
     pub jobs: u64,
+    /// Transactions whose `BEGIN IMMEDIATE` found SQLite's write lock held
+    /// by another connection (another process) and waited for it.
+    pub lock_waits: u64,
+    /// The time those transactions waited for the lock, in all: the busy
+    /// wait of processes sharing one file.
+    pub lock_wait: Duration,
+    /// Tries for the lock that found it held (a wait is one or more).
+    pub lock_tries: u64,
 }
 
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     commits: AtomicU64,
     jobs: AtomicU64,
+    /// The writer connection's waits for the write lock (its busy handler
+    /// counts into them).
+    pub(crate) lock: Arc<LockWaits>,
 }
 
 impl Counters {
     pub(crate) fn snapshot(&self) -> WriteStats {
-        WriteStats { commits: self.commits.load(Ordering::Relaxed), jobs: self.jobs.load(Ordering::Relaxed) }
+        let (lock_waits, lock_wait, lock_tries) = self.lock.snapshot();
+        WriteStats {
+            commits: self.commits.load(Ordering::Relaxed),
+            jobs: self.jobs.load(Ordering::Relaxed),
+            lock_waits,
+            lock_wait,
+            lock_tries,
+        }
     }
 }
 
@@ -197,7 +216,7 @@ pub(crate) fn run_writer(conn: Connection, work: mpsc::Receiver<Work>, env: Writ
 
 fn run_batch(conn: &Connection, mut batch: Vec<Box<dyn Job>>, env: &WriterEnv) {
     let mut changes = Changes::default();
-    let committed = run_in_transaction(conn, &mut batch, &mut changes, env.clock.as_ref());
+    let committed = run_in_transaction(conn, &mut batch, &mut changes, env);
     if let Ok(true) = committed {
         env.counters.commits.fetch_add(1, Ordering::Relaxed);
         env.counters.jobs.fetch_add(batch.len() as u64, Ordering::Relaxed);
@@ -246,11 +265,12 @@ fn run_in_transaction(
     conn: &Connection,
     batch: &mut [Box<dyn Job>],
     changes: &mut Changes,
-    clock: &dyn Clock,
+    env: &WriterEnv,
 ) -> Result<bool> {
     let attempt = |savepoints: bool, batch: &mut [Box<dyn Job>], changes: &mut Changes| {
-        control(conn, BEGIN)?;
-        let ran = run_jobs(conn, batch, changes, clock, savepoints);
+        // The wait for another process's write lock happens here.
+        env.counters.lock.timed(|| control(conn, BEGIN))?;
+        let ran = run_jobs(conn, batch, changes, env.clock.as_ref(), savepoints);
         let outcome = match ran {
             Ok(Ran::Commit) => control(conn, COMMIT).map(|()| true),
             Ok(Ran::Undo) => control(conn, ROLLBACK).map(|()| false),

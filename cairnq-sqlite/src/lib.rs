@@ -108,7 +108,13 @@
 //! Several processes may open one file. Cross-process write contention is
 //! waited out on the writer thread for [`SqliteOptions::busy_timeout`]
 //! (5 s by default); past that a write fails with a transient
-//! [`Error::Storage`](cairnq_core::Error::Storage). Opening applies missing
+//! [`Error::Storage`](cairnq_core::Error::Storage). The writer waits with
+//! a busy handler of its own, not SQLite's: SQLite's sleeps up to 100 ms
+//! between tries while the holder commits and begins again within
+//! microseconds, so one process could wait out a whole drain; this one
+//! tries again every 1-2 ms, so processes share the lock, and counts each
+//! wait ([`SqliteStore::write_stats`]: `lock_waits`, `lock_wait`,
+//! `lock_tries`). Opening applies missing
 //! migrations, one `BEGIN IMMEDIATE` transaction each, so processes cold
 //! starting together never apply one twice; a tool that must not create or
 //! migrate anything opens with [`Install::Existing`](cairnq_core::Install::Existing)
@@ -156,6 +162,7 @@
 //!   skewed clocks sharing one file (over a network share) would disagree.
 
 mod app_writes;
+mod busy;
 mod commit_watcher;
 mod database;
 mod diagnose;

@@ -10,6 +10,7 @@
 //! and analyzed like a file.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use cairnq_core::backend::{Installed, Query, Sql, check_protocol_version};
@@ -17,6 +18,7 @@ use cairnq_core::{Clock, Error, Install, Result};
 use cairnq_protocol::{Migration, sqlite};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
+use crate::busy::{self, LockWaits};
 use crate::error::{is_busy, opening, sqlite_error};
 use crate::location::Location;
 use crate::options::SqliteOptions;
@@ -32,13 +34,16 @@ const CACHE_KIB: i64 = -16 * 1024;
 const WAL_RETRIES: u32 = 100;
 const WAL_RETRY_PAUSE: Duration = Duration::from_millis(20);
 
-/// The writer's connection: checked, migrated and analyzed.
-pub(crate) fn open_writer(location: &Location, options: &SqliteOptions) -> Result<Connection> {
+/// The writer's connection: checked, migrated and analyzed. Its waits
+/// for another process's write lock go through cairnq's busy handler and
+/// are counted in `waits` (see `busy`).
+pub(crate) fn open_writer(location: &Location, options: &SqliteOptions, waits: Arc<LockWaits>) -> Result<Connection> {
     let prepare = || {
         let mut conn = match location {
             Location::File(path) => connect_file(path, options)?,
             Location::Memory { uri, .. } => connect(Path::new(uri), OpenFlags::SQLITE_OPEN_URI, options)?,
         };
+        busy::install(&mut conn, options.busy_timeout, waits).map_err(|e| sqlite_error("busy_handler", e))?;
         if options.install == Install::Existing {
             require_installation(&conn)?;
             return Ok(conn);

@@ -56,7 +56,8 @@ pub struct SqliteOptions {
     pub clock: Arc<dyn Clock>,
     /// How long a write waits for another process's write lock before it
     /// fails with a transient storage error. Waited out on the writer
-    /// thread; reads and the async runtime carry on meanwhile.
+    /// thread, trying again every 1-2 ms; reads and the async runtime carry
+    /// on meanwhile.
     pub busy_timeout: Duration,
     /// Reader threads, each with its own connection (at least 1). None
     /// in memory: the writer reads there.

@@ -37,6 +37,7 @@ macro_rules! worker_suite_tests {
             "multi_thread": a_killed_worker_is_recovered_after_its_lease,
             "multi_thread": a_suspended_worker_reports_its_lost_leases,
             "multi_thread": random_sigkills_lose_no_task,
+            "multi_thread": worker_processes_share_a_drain,
             "multi_thread": sigterm_drains_then_abandons,
             "multi_thread": a_second_sigterm_stops_at_once,
             "multi_thread": a_second_sigint_stops_at_once,

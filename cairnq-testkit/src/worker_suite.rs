@@ -16,13 +16,14 @@
 //! # }
 //! ```
 //!
-//! The crash, chaos and graceful-stop tests start child processes
+//! The crash, chaos, fairness and graceful-stop tests start child processes
 //! ([`crate::child`]); they need a store another process can open (a
 //! [`StoreLocator`](crate::StoreLocator)) and skip with a message otherwise.
 
 mod chaos;
 mod clients;
 mod events;
+mod fairness;
 mod handler_api;
 mod lifecycle;
 mod limits;
@@ -46,6 +47,7 @@ pub use clients::{
     submit_many_is_all_or_nothing,
 };
 pub use events::worker_events_name_their_attempt;
+pub use fairness::worker_processes_share_a_drain;
 pub use handler_api::{
     a_batch_item_that_does_not_decode_fails_alone, a_context_that_lost_its_lease_submits_no_children,
     canceled_reads_the_store_when_the_heartbeat_is_stale, handler_failures_follow_the_sdk_defaults,

@@ -54,11 +54,11 @@ pub(crate) async fn run_call(core: Arc<Shared>, handler: Handler, contexts: Vec<
                 endings.push((ctx, ending));
             }
             drop(load);
-            join_all(endings.into_iter().map(|(ctx, ending)| {
-                let span = ctx.state().attempt.span(ctx.task());
-                settle_single(&core, ctx, ending).instrument(span)
-            }))
-            .await;
+            // Not entered while the settle waits for its write: entering a
+            // span on every poll is a cost per task, and the settle's own
+            // event names its span (`Attempt::settled`). The span still
+            // ends after the settle, with the outcome recorded.
+            join_all(endings.into_iter().map(|(ctx, ending)| settle_single(&core, ctx, ending))).await;
         }
         Handler::Batch(call) => {
             // One call runs them all: each task's span is opened (and ends

@@ -111,11 +111,16 @@ fn hold_write_lock(path: &std::path::Path) -> rusqlite::Connection {
     conn
 }
 
+/// ... and the writer counts the wait (the busy wait of processes sharing
+/// one file, `WriteStats::lock_wait`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_carry_on_while_a_write_waits_for_another_process_lock() {
     let fresh = fresh_path();
-    let client = CairnQ::new(open_store(&fresh.path).await);
+    let store = Arc::new(open_store(&fresh.path).await);
+    let client = CairnQ::from_shared(Arc::clone(&store) as Arc<dyn Store>);
     let existing = client.submit("seed", &serde_json::json!({})).await.expect("seed");
+    let before = store.write_stats();
+    assert_eq!((before.lock_waits, before.lock_tries), (0, 0), "nobody held the lock yet: {before:?}");
     let other = hold_write_lock(&fresh.path);
 
     let pending = {
@@ -131,6 +136,9 @@ async fn reads_carry_on_while_a_write_waits_for_another_process_lock() {
     other.execute_batch("commit").expect("release the lock");
     pending.await.expect("join").expect("the write commits once the lock is free");
     assert_eq!(count(&fresh.path, "select count(*) from cairnq_tasks"), 2);
+    let after = store.write_stats();
+    assert_eq!(after.lock_waits, 1, "one transaction waited for the lock: {after:?}");
+    assert!(after.lock_tries >= 1 && !after.lock_wait.is_zero(), "the wait is counted: {after:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -13,6 +13,8 @@
 //! another process, the RSS of a draining worker) is the [`crate::child`]
 //! protocol's child, run by the bench binary itself (`process`).
 
+mod claims;
+mod cpu;
 mod process;
 mod processes;
 mod roles;
@@ -117,15 +119,18 @@ impl Sizes {
             scale: &[1_000, 5_000],
             process_secs: 2.0,
             process_backlog: 500,
-            soak: SoakSettings {
-                duration: Duration::from_secs(20),
-                sample_every: Duration::from_secs(2),
-                rate: 100.0,
-                keep: Duration::from_secs(4),
-                sweep_every: Duration::from_secs(2),
-            },
+            // The "2-minute version in --quick": the full soak's
+            // settings for 120 s, so CI watches twelve 10 s samples.
+            soak: Sizes::full().soak,
             schedules: 100,
         }
+    }
+
+    /// These sizes with `tasks` in each burn-down (profiling runs under
+    /// callgrind use a few thousand).
+    pub fn with_burn(mut self, tasks: usize) -> Self {
+        self.burn = tasks.max(1);
+        self
     }
 
     /// These sizes with the soak running for `duration` (sampled every 10 s

@@ -9,7 +9,9 @@
 //!   busy wait), and tasks done per second end to end. Run at 1 x 1 and
 //!   4 x 4 on one database each.
 //! - drain W: a backlog seeded with submit_many, drained by W worker
-//!   processes: the aggregate drain rate and each worker's share.
+//!   processes: the aggregate drain rate, each worker's share, and where
+//!   the CPU went (the machine's busy share; the worker processes' and, on
+//!   Postgres, the server's CPU per task).
 //!
 //! Every run checks the outcome: every task succeeded, and the handler
 //! calls summed over the workers minus the tasks is the duplicate-run count
@@ -21,6 +23,7 @@ use std::time::{Duration, Instant};
 use cairnq_core::{CairnQ, Error, Result, SubmitOptions, TaskSpec, TaskStatus};
 use serde_json::{Value, json};
 
+use super::cpu::{MachineTicks, Server, process_cpu_seconds};
 use super::process::locator_of;
 use super::roles::RoleProcess;
 use crate::{BackendFactory, StoreLocator};
@@ -56,7 +59,16 @@ pub(super) async fn processes(
         let detail = format!("{backlog} queued no-op tasks, {tag} worker process(es) of concurrency 8");
         out.push((format!("drain_{tag}_per_s"), run.done_per_s, detail.clone()));
         out.push((format!("drain_{tag}_min_worker_share"), run.min_share, detail.clone()));
-        out.push((format!("drain_{tag}_duplicate_runs"), run.duplicates as f64, detail));
+        out.push((format!("drain_{tag}_duplicate_runs"), run.duplicates as f64, detail.clone()));
+        // Where the cores went: a drain that does not scale says here
+        // whether the server or the clients held them.
+        let cpu = run.cpu.unwrap_or_default();
+        let per_task = |s: f64| s * 1e6 / backlog as f64;
+        out.push((format!("drain_{tag}_machine_busy"), cpu.busy, format!("{detail}; busy share of all cores")));
+        out.push((format!("drain_{tag}_workers_cpu_us_per_task"), per_task(cpu.workers_s), detail.clone()));
+        if cpu.server_s > 0.0 {
+            out.push((format!("drain_{tag}_server_cpu_us_per_task"), per_task(cpu.server_s), detail));
+        }
     }
     out.push(("drain_4_over_1".into(), ratio(drain_four.done_per_s, drain_one.done_per_s), "ratio".into()));
     Ok(out)
@@ -71,6 +83,8 @@ struct Run {
     /// The least a worker ran over the mean (1.0 = perfectly even).
     min_share: f64,
     duplicates: i64,
+    /// Where the CPU went (drains only).
+    cpu: Option<CpuReading>,
 }
 
 async fn mixed(factory: &dyn BackendFactory, exe: &Path, producers: usize, workers: usize, secs: f64) -> Result<Run> {
@@ -101,6 +115,7 @@ async fn mixed(factory: &dyn BackendFactory, exe: &Path, producers: usize, worke
         done_per_s: submitted as f64 / elapsed,
         min_share,
         duplicates,
+        cpu: None,
     })
 }
 
@@ -124,12 +139,46 @@ async fn drain(factory: &dyn BackendFactory, exe: &Path, workers: usize, backlog
     if Instant::now() > due {
         return Err(Error::validation("processes", "the workers took longer to start than the backlog's delay"));
     }
+    let server = Server::of(&locator).await?;
     tokio::time::sleep_until(due.into()).await;
+    let before = CpuReading::take(server.as_ref(), &running);
     let start = Instant::now();
     wait_drained(&client, backlog).await?;
-    let done_per_s = backlog as f64 / start.elapsed().as_secs_f64();
+    let elapsed = start.elapsed().as_secs_f64();
+    let cpu = CpuReading::take(server.as_ref(), &running).since(&before);
     let (min_share, duplicates) = finish_workers(running, backlog).await?;
-    Ok(Run { submits_per_s: 0.0, p50_ms: 0.0, p99_ms: 0.0, done_per_s, min_share, duplicates })
+    let done_per_s = backlog as f64 / elapsed;
+    Ok(Run { submits_per_s: 0.0, p50_ms: 0.0, p99_ms: 0.0, done_per_s, min_share, duplicates, cpu: Some(cpu) })
+}
+
+/// CPU used during a drain: the machine's busy share, and the server's and
+/// the worker processes' CPU seconds.
+#[derive(Debug, Clone, Copy, Default)]
+struct CpuReading {
+    machine: MachineTicks,
+    busy: f64,
+    server_s: f64,
+    workers_s: f64,
+}
+
+impl CpuReading {
+    fn take(server: Option<&Server>, workers: &[RoleProcess]) -> Self {
+        Self {
+            machine: MachineTicks::now(),
+            busy: 0.0,
+            server_s: server.map_or(0.0, Server::cpu_seconds),
+            workers_s: workers.iter().map(|w| process_cpu_seconds(w.pid())).sum(),
+        }
+    }
+
+    fn since(&self, earlier: &Self) -> Self {
+        Self {
+            machine: self.machine,
+            busy: self.machine.busy_since(&earlier.machine),
+            server_s: self.server_s - earlier.server_s,
+            workers_s: self.workers_s - earlier.workers_s,
+        }
+    }
 }
 
 /// Starts `count` worker processes and waits until each is serving.
@@ -148,9 +197,11 @@ async fn spawn_workers(exe: &Path, locator: &StoreLocator, count: usize) -> Resu
 async fn finish_workers(workers: Vec<RoleProcess>, tasks: usize) -> Result<(f64, i64)> {
     let mut ran = Vec::new();
     for worker in workers {
-        ran.push(number(&worker.finish().await?, "ran")?);
+        let report = worker.finish().await?;
+        // The evidence behind a share: each process's claims and lock waits.
+        eprintln!("processes: {tasks} tasks, worker process {report}");
+        ran.push(number(&report, "ran")?);
     }
-    eprintln!("processes: {tasks} tasks, handler calls per worker process {ran:?}");
     let total: f64 = ran.iter().sum();
     let mean = total / ran.len().max(1) as f64;
     let least = ran.iter().copied().fold(f64::INFINITY, f64::min);

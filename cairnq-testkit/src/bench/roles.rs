@@ -7,7 +7,8 @@
 //! - `producer`: eight lanes submit `noop` tasks (or, with `--rate`, one
 //!   lane at that many per second) for `--secs`; prints submits and latency.
 //! - `worker`: a `noop` worker of concurrency 8 until its stdin closes;
-//!   prints how many handler calls it made.
+//!   prints how many handler calls it made, and how it claimed them
+//!   (`claims`).
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -16,10 +17,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use cairnq_core::{CairnQ, Error, Result};
+use cairnq_core::{CairnQ, Error, Result, Store};
 use cairnq_worker::{TaskContext, TaskError, Worker, WorkerOptions};
 use serde_json::{Value, json};
 
+use super::claims;
 use crate::StoreLocator;
 use crate::child::open_store;
 
@@ -58,14 +60,16 @@ fn parse(args: &[String]) -> Result<RoleArgs> {
 /// Runs the role `args` name (after [`ROLE_FLAG`]); prints its JSON line.
 pub async fn run_role(args: &[String]) -> Result<()> {
     let args = parse(args)?;
-    let client = CairnQ::from_shared(open_store(&args.locator).await?);
+    let store = open_store(&args.locator).await?;
     let report = match args.role.as_str() {
-        "producer" => produce(&client, Duration::from_secs_f64(args.secs), args.rate).await?,
-        "worker" => work(&client).await?,
+        "producer" => {
+            produce(&CairnQ::from_shared(store.clone()), Duration::from_secs_f64(args.secs), args.rate).await?
+        }
+        "worker" => work(store.clone()).await?,
         other => return Err(Error::validation("role", format!("unknown role {other:?}"))),
     };
     println!("{report}");
-    client.close().await
+    store.close().await
 }
 
 async fn produce(client: &CairnQ, secs: Duration, rate: Option<f64>) -> Result<Value> {
@@ -109,10 +113,11 @@ pub(super) fn spread(samples: &mut [f64]) -> (f64, f64, f64) {
     (pick(0.5), pick(0.99), samples[samples.len() - 1])
 }
 
-async fn work(client: &CairnQ) -> Result<Value> {
+async fn work(store: Arc<dyn Store>) -> Result<Value> {
     let calls = Arc::new(AtomicUsize::new(0));
     let counter = calls.clone();
-    let mut worker = Worker::new(client.clone(), WorkerOptions::new().concurrency(8))?;
+    let (counted, claims) = claims::counted(store.clone());
+    let mut worker = Worker::new(CairnQ::from_shared(counted), WorkerOptions::new().concurrency(8))?;
     worker.task("noop", move |_ctx: TaskContext, _payload: Value| {
         counter.fetch_add(1, Ordering::Relaxed);
         async move { Ok::<_, TaskError>(Value::Null) }
@@ -125,7 +130,9 @@ async fn work(client: &CairnQ) -> Result<Value> {
         .map_err(|e| Error::storage("the stdin reader", e))?
         .map_err(|e| Error::storage("stdin", e))?;
     handle.stop_and_join().await?;
-    Ok(json!({ "ran": calls.load(Ordering::Relaxed) }))
+    let mut report = claims.report(store.as_ref());
+    report["ran"] = json!(calls.load(Ordering::Relaxed));
+    Ok(report)
 }
 
 /// A role process the parent started; dropping it kills it.
@@ -152,6 +159,11 @@ impl RoleProcess {
             .map_err(|e| Error::storage("cannot start a bench role process", e))?;
         let stdout = child.stdout.take().map(BufReader::new);
         Ok(Self { child: Some(child), stdout })
+    }
+
+    /// The process id (0 once finished).
+    pub(super) fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
     }
 
     /// The next line the process prints (`None` once its stdout closed).

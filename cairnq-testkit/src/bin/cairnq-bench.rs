@@ -9,7 +9,11 @@
 //! cairnq-bench --backend sqlite [--dir DIR] [--quick] --workload burn_down_c64
 //! cairnq-bench --backend postgres --dsn DSN --workload call_in_process
 //! cairnq-bench --backend sqlite --workload soak --soak-secs 1800
+//! cairnq-bench --backend sqlite --workload burn_down_c8_telemetry --burn 2000
 //! ```
+//!
+//! `--burn N` sets the burn-down size (profiling under callgrind, where
+//! 20,000 tasks take minutes).
 //!
 //! The multi-process workloads run it again as a producer or worker
 //! (`--role`, see `cairnq_testkit::bench::run_role`).
@@ -26,12 +30,20 @@ struct Args {
     dir: Option<PathBuf>,
     quick: bool,
     soak_secs: Option<u64>,
+    burn: Option<usize>,
     workload: Option<String>,
 }
 
 fn parse_args(args: &[String]) -> Result<Args, String> {
-    let mut parsed =
-        Args { backend: "sqlite".into(), dsn: None, dir: None, quick: false, soak_secs: None, workload: None };
+    let mut parsed = Args {
+        backend: "sqlite".into(),
+        dsn: None,
+        dir: None,
+        quick: false,
+        soak_secs: None,
+        burn: None,
+        workload: None,
+    };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         let mut value = || it.next().cloned().ok_or_else(|| format!("{flag} needs a value"));
@@ -41,6 +53,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             "--dir" => parsed.dir = Some(PathBuf::from(value()?)),
             "--quick" => parsed.quick = true,
             "--soak-secs" => parsed.soak_secs = Some(value()?.parse().map_err(|_| "--soak-secs takes seconds")?),
+            "--burn" => parsed.burn = Some(value()?.parse().map_err(|_| "--burn takes a task count")?),
             "--workload" => parsed.workload = Some(value()?),
             "--list" => {
                 println!("{}", WORKLOADS.join("\n"));
@@ -81,6 +94,10 @@ async fn run(args: Args) -> Result<(), String> {
     let sizes = if args.quick { Sizes::quick() } else { Sizes::full() };
     let sizes = match args.soak_secs {
         Some(secs) => sizes.with_soak(std::time::Duration::from_secs(secs)),
+        None => sizes,
+    };
+    let sizes = match args.burn {
+        Some(tasks) => sizes.with_burn(tasks),
         None => sizes,
     };
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;

@@ -11,9 +11,10 @@
 //!
 //! `--scale` adds the growth workloads (`curves`: costs at 10,000 /
 //! 100,000 / 1,000,000 tasks, with charts written to `bench-charts/`), many
-//! processes on one database, and a short soak; `--soak DURATION` runs the
-//! soak for that long (`soak`). `--quick` runs small versions of all of
-//! them. `--no-standard` skips the standard workloads and criterion, to
+//! processes on one database, and a 2-minute soak; `--soak DURATION` runs
+//! the soak for that long (`soak`; its chart's file name carries the
+//! length and the run's time, so no later run overwrites a recorded chart).
+//! `--quick` runs small versions of all of them, and the 2-minute soak. `--no-standard` skips the standard workloads and criterion, to
 //! rerun only what the other flags add; `--only NAME` runs just one of
 //! the added workloads (`scale`, `processes`, `soak`).
 
@@ -50,7 +51,16 @@ impl Flags {
     fn runs(&self, workload: &str) -> bool {
         self.only.as_deref().is_none_or(|only| only == workload)
     }
+
+    /// How long the soak runs: `--soak`, else the 2 minutes of `--scale`
+    /// and `--quick` (the "2-minute version").
+    fn soak_length(&self) -> u64 {
+        self.soak_secs.unwrap_or(DEFAULT_SOAK_SECS)
+    }
 }
+
+/// The soak's length without `--soak`, in seconds.
+const DEFAULT_SOAK_SECS: u64 = 120;
 
 /// Where the charts go, relative to the workspace root (BENCHMARKS.md links
 /// them).
@@ -109,8 +119,8 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), String> {
         }
         // The soak watches a SQLite file's WAL; one backend keeps it short.
         if *backend == "sqlite" && (flags.scale || flags.soak_secs.is_some()) && flags.runs("soak") {
-            let secs = flags.soak_secs.map(|s| s.to_string());
-            let extra: Vec<&str> = secs.iter().flat_map(|s| ["--soak-secs", s.as_str()]).collect();
+            let secs = flags.soak_length().to_string();
+            let extra = ["--soak-secs", secs.as_str()];
             soaked.extend(run_workload(&bench, backend, dsn.as_deref(), "soak", flags.quick, &extra)?);
         }
     }
@@ -118,7 +128,8 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), String> {
         test_env::stop_postgres(root, "pg-bench");
     }
     let micro = if flags.standard { criterion(root, flags.quick)? } else { Vec::new() };
-    let mut report = render(&rows, &micro, &flags, postgres.is_some());
+    let stamp = today();
+    let mut report = render(&stamp, &rows, &micro, &flags, postgres.is_some());
     if !growth.is_empty() {
         let curves = curves::curves(&growth);
         let charts = if flags.record { curves::write_charts(root, CHART_DIR, &curves)? } else { Vec::new() };
@@ -131,7 +142,10 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), String> {
     }
     if !soaked.is_empty() {
         let _ = writeln!(report, "\n### Soak: samples over time\n");
-        report.push_str(&soak::render(root, CHART_DIR, &curves::curves(&soaked), flags.record)?);
+        // The chart's name carries the length and the run's time, so no
+        // later run overwrites a chart a section links to.
+        let name = format!("{}-{}", soak::length_label(flags.soak_length()), stamp.replace([':', '-'], ""));
+        report.push_str(&soak::render(root, CHART_DIR, &name, &curves::curves(&soaked), flags.record)?);
     }
     println!("{report}");
     if flags.record {
@@ -268,18 +282,18 @@ fn criterion(root: &Path, quick: bool) -> Result<Vec<(String, String)>, String> 
     Ok(out)
 }
 
-fn render(rows: &[Row], micro: &[(String, String)], flags: &Flags, postgres: bool) -> String {
+fn render(stamp: &str, rows: &[Row], micro: &[(String, String)], flags: &Flags, postgres: bool) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
         "## {} — `cargo xtask bench{}{}{}{}{}{}`\n",
-        today(),
+        stamp,
         if flags.quick { " --quick" } else { "" },
         if flags.peers { " --peers" } else { "" },
         if flags.scale && !flags.quick { " --scale" } else { "" },
         if flags.standard { "" } else { " --no-standard" },
         flags.only.as_ref().map(|o| format!(" --only {o}")).unwrap_or_default(),
-        flags.soak_secs.map(|s| format!(" --soak {s}s")).unwrap_or_default(),
+        flags.soak_secs.map(|s| format!(" --soak {}", soak::length_label(s))).unwrap_or_default(),
     );
     let _ = writeln!(s, "{}\n", machine_facts());
     let _ = writeln!(

@@ -32,9 +32,19 @@ fn verdict(curve: &Curve) -> (f64, f64, &'static str) {
     (middle, last, if bounded { "bounded" } else { "**grows**" })
 }
 
+/// A soak length as a file name and a flag take it: `30m`, `2h`, `90s`.
+pub(crate) fn length_label(secs: u64) -> String {
+    match secs {
+        s if s > 0 && s % 3_600 == 0 => format!("{}h", s / 3_600),
+        s if s > 0 && s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
+}
+
 /// The table and chart links of the soak curves; charts written when
-/// `record`.
-pub(crate) fn render(root: &Path, dir: &str, curves: &[Curve], record: bool) -> Result<String, String> {
+/// `record`, named by backend and `name`, the soak's length and the run's
+/// time (`soak-sqlite-30m-20261202T0241Z.svg`).
+pub(crate) fn render(root: &Path, dir: &str, name: &str, curves: &[Curve], record: bool) -> Result<String, String> {
     let mut s = String::new();
     let _ = writeln!(s, "| backend | metric | first | max | middle third | last third | verdict |");
     let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---|");
@@ -66,11 +76,12 @@ pub(crate) fn render(root: &Path, dir: &str, curves: &[Curve], record: bool) -> 
                     Series { label, points: c.points.iter().map(|p| (p.0 as f64, p.1 / max)).collect() }
                 })
                 .collect();
-            let title = format!("{backend} soak: each sample / the metric's maximum");
+            let length = name.split('-').next().unwrap_or(name);
+            let title = format!("{backend} soak ({length}): each sample / the metric's maximum");
             let axes = Axes { title: &title, x_label: "seconds", y_label: "of max", log_x: false, log_y: false };
-            let file = format!("{dir}/soak-{backend}.svg");
+            let file = format!("{dir}/soak-{backend}-{name}.svg");
             write_svg(root, &file, &chart::svg(&axes, &series))?;
-            let _ = writeln!(s, "\n![{backend} soak]({file})");
+            let _ = writeln!(s, "\n![{backend} soak, {length}]({file})");
         }
     }
     Ok(s)
@@ -88,6 +99,15 @@ mod tests {
             metric: metric.into(),
             points: values.iter().enumerate().map(|(i, v)| (i * 10, *v)).collect(),
         }
+    }
+
+    #[test]
+    fn chart_names_carry_the_soak_length() {
+        assert_eq!(length_label(1_800), "30m");
+        assert_eq!(length_label(120), "2m");
+        assert_eq!(length_label(7_200), "2h");
+        assert_eq!(length_label(90), "90s");
+        assert_eq!(length_label(0), "0s");
     }
 
     #[test]
