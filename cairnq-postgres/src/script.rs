@@ -19,7 +19,7 @@ use std::fmt::Write as _;
 
 use cairnq_core::backend::{Installed, Sql, check_protocol_version};
 use cairnq_core::{Error, Result};
-use cairnq_protocol::{Migration, postgres, sql_string};
+use cairnq_protocol::{Dialect, postgres};
 
 use crate::inspect::{connect_once, ledger_entries, meta};
 use crate::migrate::{LOCK_INSTALL, LOCK_LEDGER, refuse_second_installation, table_exists};
@@ -49,8 +49,8 @@ pub(crate) async fn migration_script(dsn: &str, options: &PostgresOptions) -> Re
 }
 
 fn render(found: &Found<'_>) -> Result<String> {
-    let applied = |m: &&Migration| found.ledger.iter().flatten().any(|(name, _)| name == m.file_name);
-    let pending: Vec<&Migration> = postgres::MIGRATIONS.iter().filter(|m| !applied(m)).collect();
+    let applied = |file_name: &str| found.ledger.iter().flatten().any(|(name, _)| name == file_name);
+    let pending = Dialect::Postgres.script_steps(applied).map_err(|e| Error::storage("render the ledger rows", e))?;
     if pending.is_empty() {
         return Ok("-- cairnq: no pending migration; the database is up to date.\n".to_string());
     }
@@ -71,20 +71,9 @@ fn render(found: &Found<'_>) -> Result<String> {
     if found.ledger.is_none() {
         script.push_str(&install_block(found.schema));
     }
-    for migration in &pending {
-        let name = sql_string(migration.file_name);
-        let record = postgres::statement(Sql::RecordMigrationInScript)
-            .base()
-            .inline(&[("name", &name)])
-            .map_err(|e| Error::storage("render the ledger row", e))?;
-        let body = migration.sql.trim_end();
-        let end = if body.ends_with(';') { "" } else { ";" };
-        writeln!(
-            script,
-            "\n-- migration: {}\nbegin;\n{LOCK_LEDGER};\n{record};\n{body}{end}\ncommit;",
-            migration.file_name
-        )
-        .ok();
+    for step in &pending {
+        let (name, record, body) = (step.file_name, &step.record, &step.body);
+        writeln!(script, "\n-- migration: {name}\nbegin;\n{LOCK_LEDGER};\n{record};\n{body}\ncommit;").ok();
     }
     if !found.tasks_table {
         // A new database gets its planner statistics once, as a connect gives them.
@@ -104,6 +93,8 @@ fn install_block(schema: Option<&str>) -> String {
 
 #[cfg(test)]
 mod tests {
+    use cairnq_protocol::MigrationKind;
+
     use super::*;
 
     #[test]
@@ -116,7 +107,7 @@ mod tests {
 
         let shared: Vec<_> = postgres::MIGRATIONS
             .iter()
-            .filter(|m| !m.file_name.starts_with("ext_"))
+            .filter(|m| m.kind == MigrationKind::Shared)
             .map(|m| (m.file_name.into(), 1))
             .collect();
         let partly = render(&Found { schema: None, ledger: Some(shared), tasks_table: true }).expect("render");

@@ -224,6 +224,49 @@ impl Dialect {
     }
 }
 
+/// One pending migration as a script printed for people to run applies it
+/// (`cairnq migrate sql`), in either dialect: the ledger row first in its
+/// transaction (so a migration another process recorded meanwhile fails
+/// the insert and applies nothing), then the migration's SQL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptStep {
+    /// The migration's file name, what the ledger records.
+    pub file_name: &'static str,
+    /// The insert of its ledger row (`record_migration_in_script`, the name
+    /// written out), without a closing `;`.
+    pub record: String,
+    /// The migration's SQL, ending in `;`.
+    pub body: String,
+}
+
+impl Dialect {
+    /// This dialect's migrations `applied` does not name, in the order they
+    /// apply, each as a printed script applies it.
+    ///
+    /// ```
+    /// use cairnq_protocol::Dialect;
+    /// let steps = Dialect::Sqlite.script_steps(|name| name != "0002_purge_index.sql").unwrap();
+    /// assert_eq!(steps.len(), 1);
+    /// assert!(steps[0].record.contains("values ('0002_purge_index.sql', "));
+    /// assert!(steps[0].body.ends_with(';'));
+    /// ```
+    pub fn script_steps(self, applied: impl Fn(&str) -> bool) -> Result<Vec<ScriptStep>, MissingValue> {
+        let record = self.statement(Sql::RecordMigrationInScript).base();
+        let pending = migrations(self).iter().filter(|m| !applied(m.file_name));
+        pending
+            .map(|migration| {
+                let body = migration.sql.trim_end();
+                let end = if body.ends_with(';') { "" } else { ";" };
+                Ok(ScriptStep {
+                    file_name: migration.file_name,
+                    record: record.inline(&[("name", &sql_string(migration.file_name))])?,
+                    body: format!("{body}{end}"),
+                })
+            })
+            .collect()
+    }
+}
+
 /// Looks a statement up by name.
 pub fn statement(dialect: Dialect, name: &str) -> Option<&'static Statement> {
     statements(dialect).iter().find(|s| s.name == name)

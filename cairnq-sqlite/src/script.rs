@@ -16,7 +16,7 @@ use std::path::PathBuf;
 
 use cairnq_core::backend::{Installed, Sql, check_protocol_version};
 use cairnq_core::{Error, Result};
-use cairnq_protocol::{Migration, sql_string, sqlite};
+use cairnq_protocol::{Dialect, sqlite};
 
 use crate::inspect::{ledger, meta_rows, off_runtime, read_only, table_exists};
 
@@ -46,8 +46,8 @@ pub(crate) async fn migration_script(path: PathBuf) -> Result<String> {
 }
 
 fn render(found: &Found) -> Result<String> {
-    let applied = |m: &&Migration| found.ledger.iter().flatten().any(|(name, _)| name == m.file_name);
-    let pending: Vec<&Migration> = sqlite::MIGRATIONS.iter().filter(|m| !applied(m)).collect();
+    let applied = |file_name: &str| found.ledger.iter().flatten().any(|(name, _)| name == file_name);
+    let pending = Dialect::Sqlite.script_steps(applied).map_err(|e| Error::storage("render the ledger rows", e))?;
     if pending.is_empty() {
         return Ok("-- cairnq: no pending migration; the database is up to date.\n".to_string());
     }
@@ -63,16 +63,9 @@ fn render(found: &Found) -> Result<String> {
     if found.ledger.is_none() {
         writeln!(script, "{};", text(Sql::CreateMigrationLedger)).ok();
     }
-    for migration in &pending {
-        let name = sql_string(migration.file_name);
-        let record = sqlite::statement(Sql::RecordMigrationInScript)
-            .base()
-            .inline(&[("name", &name)])
-            .map_err(|e| Error::storage("render the ledger row", e))?;
-        let body = migration.sql.trim_end();
-        let end = if body.ends_with(';') { "" } else { ";" };
-        writeln!(script, "\n-- migration: {}\nbegin immediate;\n{record};\n{body}{end}\ncommit;", migration.file_name)
-            .ok();
+    for step in &pending {
+        let (name, record, body) = (step.file_name, &step.record, &step.body);
+        writeln!(script, "\n-- migration: {name}\nbegin immediate;\n{record};\n{body}\ncommit;").ok();
     }
     if !found.tasks_table {
         // A new database gets its planner statistics once, as a store's open gives them.
@@ -88,6 +81,8 @@ fn text(sql: Sql) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use cairnq_protocol::MigrationKind;
+
     use super::*;
 
     #[test]
@@ -98,7 +93,7 @@ mod tests {
 
         let shared: Vec<_> = sqlite::MIGRATIONS
             .iter()
-            .filter(|m| !m.file_name.starts_with("ext_"))
+            .filter(|m| m.kind == MigrationKind::Shared)
             .map(|m| (m.file_name.into(), 1))
             .collect();
         let partly = render(&Found { ledger: Some(shared), tasks_table: true }).expect("render");
