@@ -284,11 +284,7 @@ impl TaskContext {
     /// is refused with `LostLease` when awaited (as the Python SDK refuses
     /// it). A settled task may still submit children.
     fn wire_child<'a, R>(&'a self, submit: Submit<'a, R>) -> Submit<'a, R> {
-        let submit = submit.parent_id(&self.task.id).root_id(self.root_id()).precondition(|| self.require_lease());
-        match self.correlation_id() {
-            Some(correlation) => submit.correlation_id(correlation),
-            None => submit,
-        }
+        submit.child_of(&self.task).precondition(|| self.require_lease())
     }
 
     /// Waits for another task to finish (see [`CairnQ::wait`]).

@@ -119,11 +119,7 @@ pub(crate) async fn run(context: &Context, args: Args) -> Result<Exit, Failure> 
 /// (unless one is given) correlation id; exit 3 when there is no such task.
 async fn join_chain(client: &CairnQ, options: SubmitOptions, parent_id: &str) -> Result<SubmitOptions, Failure> {
     let parent = find(client, Some(parent_id), None).await?;
-    let options = options.parent_id(&parent.id).root_id(parent.root_id.as_deref().unwrap_or(&parent.id));
-    Ok(match (&options.correlation_id, parent.correlation_id) {
-        (None, Some(correlation)) => options.correlation_id(correlation),
-        _ => options,
-    })
+    Ok(options.child_of(&parent))
 }
 
 /// The payload from `--payload JSON`, `--payload -` (stdin) or

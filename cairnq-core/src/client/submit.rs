@@ -135,6 +135,28 @@ impl SubmitOptions {
         self
     }
 
+    /// Makes the task a child of `parent`: `parent`'s id as its parent,
+    /// `parent`'s root (or `parent` itself, the first of its chain) as its
+    /// root, and `parent`'s correlation id unless one is set already. What a
+    /// handler's child submit and `cairnq submit --parent` both do.
+    ///
+    /// ```
+    /// # fn demo(parent: &cairnq_core::Task) {
+    /// use cairnq_core::SubmitOptions;
+    /// let child = SubmitOptions::new().child_of(parent);
+    /// assert_eq!(child.parent_id.as_deref(), Some(parent.id.as_str()));
+    /// assert_eq!(child.root_id.as_deref(), Some(parent.root_id.as_deref().unwrap_or(&parent.id)));
+    /// # }
+    /// ```
+    pub fn child_of(mut self, parent: &Task) -> Self {
+        self.parent_id = Some(parent.id.clone());
+        self.root_id = Some(parent.root_id.clone().unwrap_or_else(|| parent.id.clone()));
+        if self.correlation_id.is_none() {
+            self.correlation_id = parent.correlation_id.clone();
+        }
+        self
+    }
+
     /// Validates the options for `name` and `payload` and builds the row to
     /// insert, with a fresh id.
     pub fn to_new_task(&self, name: &str, payload: Json) -> Result<NewTask> {
@@ -284,6 +306,7 @@ macro_rules! forward_options {
             parent_id(impl Into<String>),
             root_id(impl Into<String>),
             correlation_id(impl Into<String>),
+            child_of(&Task),
         );
 
         /// Replaces every option at once.
