@@ -11,6 +11,7 @@ use cairnq_core::{Error, MigrationStatus, Result};
 use cairnq_protocol::sqlite;
 use rusqlite::{Connection, OpenFlags};
 
+use crate::SqliteStore;
 use crate::error::{opening, sqlite_error};
 use crate::location::Location;
 use crate::row::first_text;
@@ -35,6 +36,100 @@ impl FileHealth {
     /// Whether the integrity check passed.
     pub fn is_ok(&self) -> bool {
         self.integrity == "ok"
+    }
+}
+
+/// Looking at a file without opening a store on it: the ledger, the script
+/// that opening would run, the meta rows, the file's health.
+impl SqliteStore {
+    /// The migration ledger of the database file at `path` beside the
+    /// migrations this SDK ships: applied (with when) or pending, in
+    /// file-name order, plus any the ledger holds that this SDK does not
+    /// know. Reads on a read-only connection without opening a store: it
+    /// migrates nothing and creates no file (a missing file has every
+    /// migration pending).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> cairnq_core::Result<()> {
+    /// use cairnq_core::Store;
+    /// use cairnq_sqlite::SqliteStore;
+    /// let dir = tempfile::tempdir().expect("temp dir");
+    /// let path = dir.path().join("q.db");
+    /// assert!(SqliteStore::migrations(&path).await?.iter().all(|m| !m.is_applied()));
+    /// assert!(!path.exists(), "looking created nothing");
+    /// SqliteStore::open(&path).await?.close().await?;
+    /// assert!(SqliteStore::migrations(&path).await?.iter().all(|m| m.is_applied()));
+    /// # Ok(()) }
+    /// ```
+    pub async fn migrations(path: impl AsRef<Path>) -> Result<Vec<MigrationStatus>> {
+        migrations(path.as_ref().to_path_buf()).await
+    }
+
+    /// The SQL that opening a store would run on the file at `path` right
+    /// now, as one script to run as is (`sqlite3 -bail FILE < SCRIPT`) for
+    /// teams whose schema changes go through their own tool: the WAL
+    /// switch, the ledger when there is none, each pending migration in
+    /// its own `BEGIN IMMEDIATE` transaction with its ledger row, and the
+    /// first `ANALYZE` of a new database. Only what the ledger lacks is in
+    /// it. Reads only (nothing is created); a database of another protocol
+    /// version is refused with [`Error::ProtocolVersionMismatch`].
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> cairnq_core::Result<()> {
+    /// use cairnq_core::Store;
+    /// use cairnq_sqlite::SqliteStore;
+    /// let dir = tempfile::tempdir().expect("temp dir");
+    /// let path = dir.path().join("q.db");
+    /// let script = SqliteStore::migration_script(&path).await?;
+    /// assert!(script.contains("-- migration: 0001_init.sql") && !path.exists());
+    /// SqliteStore::open(&path).await?.close().await?;
+    /// assert!(!SqliteStore::migration_script(&path).await?.contains("-- migration:"));
+    /// # Ok(()) }
+    /// ```
+    pub async fn migration_script(path: impl AsRef<Path>) -> Result<String> {
+        crate::script::migration_script(path.as_ref().to_path_buf()).await
+    }
+
+    /// Every row of the database's `cairnq_meta` table (`protocol_version`,
+    /// `schema_version`, ...) as stored, read without opening a store;
+    /// empty when there is no file or no such table.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> cairnq_core::Result<()> {
+    /// use cairnq_core::Store;
+    /// use cairnq_sqlite::SqliteStore;
+    /// let dir = tempfile::tempdir().expect("temp dir");
+    /// let path = dir.path().join("q.db");
+    /// SqliteStore::open(&path).await?.close().await?;
+    /// let meta = SqliteStore::meta(&path).await?;
+    /// assert_eq!(meta.get("protocol_version").map(String::as_str), Some("1"));
+    /// # Ok(()) }
+    /// ```
+    pub async fn meta(path: impl AsRef<Path>) -> Result<BTreeMap<String, String>> {
+        meta(path.as_ref().to_path_buf()).await
+    }
+
+    /// The health of the database file at `path`: `PRAGMA quick_check`,
+    /// the journal mode, the sizes of the file and its `-wal`. Read-only;
+    /// a missing file is [`Error::Unusable`].
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> cairnq_core::Result<()> {
+    /// use cairnq_sqlite::SqliteStore;
+    /// let dir = tempfile::tempdir().expect("temp dir");
+    /// let path = dir.path().join("q.db");
+    /// let store = SqliteStore::open(&path).await?;
+    /// let health = SqliteStore::file_health(&path).await?;
+    /// assert!(health.is_ok());
+    /// assert_eq!(health.journal_mode, "wal");
+    /// # Ok(()) }
+    /// ```
+    pub async fn file_health(path: impl AsRef<Path>) -> Result<FileHealth> {
+        file_health(path.as_ref().to_path_buf()).await
     }
 }
 
