@@ -90,7 +90,9 @@ impl Hub {
         self.ensure_started();
         let version = self.inner.version.load(Ordering::SeqCst);
         let snapshot = self.inner.snapshot.get(version, &self.inner.client).await?;
-        self.inner.record(&snapshot.stats);
+        // At the time it was read: a cached reading recorded again is then
+        // no new sample, and never one dated later than its counts.
+        self.inner.record(&snapshot.stats, snapshot.read_at_ms);
         Ok(snapshot)
     }
 
@@ -138,9 +140,9 @@ impl HubInner {
         let _ = self.changes.send(version);
     }
 
-    fn record(&self, stats: &Stats) {
+    /// Keeps the finished count of `stats`, read at `at_ms`, as a sample.
+    fn record(&self, stats: &Stats, at_ms: i64) {
         let finished = stats.values().map(|c| c.succeeded + c.failed + c.canceled).sum();
-        let at_ms = now_ms();
         let mut samples = self.samples.lock();
         if samples.back().is_some_and(|last| at_ms - last.at_ms < 1000) {
             // Page loads read stats too; one sample a second is plenty.
@@ -163,7 +165,7 @@ async fn run(hub: Weak<HubInner>) {
         let Some(inner) = hub.upgrade() else { return };
         let queues = match inner.client.stats(None).await {
             Ok(stats) => {
-                inner.record(&stats);
+                inner.record(&stats, now_ms());
                 queue_set(&stats)
             }
             Err(_) => {
@@ -215,7 +217,7 @@ async fn follow(hub: &Weak<HubInner>, mut feed: ChangeFeed, queues: &BTreeSet<St
         if now.duration_since(last_sample) >= SAMPLE_EVERY {
             last_sample = now;
             if let Ok(stats) = inner.client.stats(None).await {
-                inner.record(&stats);
+                inner.record(&stats, now_ms());
                 if queue_set(&stats) != *queues {
                     return true;
                 }
