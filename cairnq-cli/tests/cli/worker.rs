@@ -8,6 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cairnq_core::{ErrorEnvelope, TaskStatus};
+use cairnq_testkit::support::eventually_within;
 use serde_json::{Value, json};
 
 use crate::support::{Fixture, peer};
@@ -191,14 +192,9 @@ async fn a_command_that_ignores_sigterm_is_killed_after_the_kill_grace() {
     let _worker = Worker(child);
     until_exists(&started);
     fixture.client.cancel(&task.id).await.expect("cancel");
-    let start = Instant::now();
-    loop {
-        let now = fixture.client.get(&task.id).await.expect("get").expect("task");
-        if now.status == TaskStatus::Canceled {
-            break;
-        }
-        assert!(start.elapsed() < Duration::from_secs(60), "never canceled: {:?}", now.status);
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually_within("the task canceled", Duration::from_secs(60), || async {
+        fixture.client.get(&task.id).await.expect("get").is_some_and(|now| now.status == TaskStatus::Canceled)
+    })
+    .await;
     assert!(termed.exists(), "the command got SIGTERM first, ignored it, and was killed");
 }
