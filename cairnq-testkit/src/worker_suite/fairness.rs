@@ -17,7 +17,7 @@ use std::time::Duration;
 use cairnq_core::{CairnQ, ListFilter, TaskSpec, TaskStatus};
 use serde_json::json;
 
-use super::support::{count, fresh};
+use super::support::{count, fresh, list_all};
 use crate::BackendFactory;
 use crate::child::{ChildArgs, ChildMode, ChildProcess};
 use crate::support::eventually_within;
@@ -70,15 +70,8 @@ pub async fn worker_processes_share_a_drain(factory: &dyn BackendFactory) {
 /// Succeeded tasks by the worker that ran them, read page by page.
 async fn runs_by_worker(client: &CairnQ) -> HashMap<String, usize> {
     let mut ran = HashMap::new();
-    let mut filter = ListFilter::new().status(TaskStatus::Succeeded).limit(500);
-    loop {
-        let page = client.list(&filter).await.expect("list");
-        for task in &page.tasks {
-            *ran.entry(task.worker_id.clone().unwrap_or_default()).or_insert(0) += 1;
-        }
-        match page.next {
-            Some(next) => filter = filter.after(next),
-            None => return ran,
-        }
+    for task in list_all(client, ListFilter::new().status(TaskStatus::Succeeded).limit(500)).await {
+        *ran.entry(task.worker_id.unwrap_or_default()).or_insert(0) += 1;
     }
+    ran
 }

@@ -12,7 +12,7 @@ use cairnq_core::store::{ClaimDraw, ClaimParams, CountTasksParams, FailParams, S
 use cairnq_core::{CairnQ, Conflict, ListFilter, SubmitOptions, Task, TaskSpec, TaskStatus};
 use serde_json::json;
 
-use super::support::fresh;
+use super::support::{fresh, list_all};
 use crate::BackendFactory;
 
 /// A task's children are the rows naming it as parent (not its
@@ -161,24 +161,11 @@ async fn expected_rows(client: &CairnQ, filter: &ListFilter) -> Vec<String> {
             && filter.queue.as_deref().is_none_or(|q| q == t.queue)
             && filter.name.as_deref().is_none_or(|n| n == t.name)
     };
-    let everything = all_rows(client, ListFilter::new().limit(1_000)).await;
+    let everything = list_all(client, ListFilter::new().limit(1_000)).await;
     everything.into_iter().filter(wanted).map(|t| t.id).collect()
 }
 
 /// Every id `filter` lists, page by page through cursors.
 async fn listed_rows(client: &CairnQ, filter: ListFilter) -> Vec<String> {
-    all_rows(client, filter).await.into_iter().map(|t| t.id).collect()
-}
-
-async fn all_rows(client: &CairnQ, mut filter: ListFilter) -> Vec<Task> {
-    let mut rows = Vec::new();
-    loop {
-        let page = client.list(&filter).await.expect("list");
-        assert!(page.undecodable.is_empty(), "every row decodes");
-        rows.extend(page.tasks);
-        match page.next {
-            Some(next) => filter = filter.after(next),
-            None => return rows,
-        }
-    }
+    list_all(client, filter).await.into_iter().map(|t| t.id).collect()
 }

@@ -6,10 +6,25 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use cairnq_core::{CairnQ, Json};
+use cairnq_core::{CairnQ, Json, ListFilter, Task};
 use cairnq_worker::{Worker, WorkerHandle, WorkerOptions};
 
 pub(crate) use crate::support::{count, eventually, finished, fresh, now_ms};
+
+/// Every task `filter` lists, page by page through cursors (each page of
+/// the filter's limit); every row must decode.
+pub(crate) async fn list_all(client: &CairnQ, mut filter: ListFilter) -> Vec<Task> {
+    let mut rows = Vec::new();
+    loop {
+        let page = client.list(&filter).await.expect("list");
+        assert!(page.undecodable.is_empty(), "every row decodes");
+        rows.extend(page.tasks);
+        match page.next {
+            Some(next) => filter = filter.after(next),
+            None => return rows,
+        }
+    }
+}
 
 /// `Some(value)` as stored JSON, to compare with a task's result.
 pub(crate) fn some(value: serde_json::Value) -> Option<Json> {
