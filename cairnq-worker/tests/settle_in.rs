@@ -119,13 +119,13 @@ impl App {
 /// The handler's write: its row in `app_rows` and the task's success with
 /// `result`, in one transaction.
 async fn write_and_settle(ctx: &TaskContext, db: &Db, result: &Value) -> cairnq_core::Result<Option<Task>> {
-    let (task_id, attempt, worker) = (ctx.task_id().to_string(), ctx.attempt(), ctx.worker_id().to_string());
-    let insert = "insert into app_rows (task_id, attempt, worker) values";
     match db {
         Db::Sqlite(_) => {
+            let (task_id, attempt, worker) = (ctx.task_id().to_string(), ctx.attempt(), ctx.worker_id().to_string());
             let result = result.clone();
             ctx.succeed_with(move |conn| {
-                conn.execute(&format!("{insert} (?1, ?2, ?3)"), (&task_id, attempt, &worker))?;
+                let insert = "insert into app_rows (task_id, attempt, worker) values (?1, ?2, ?3)";
+                conn.execute(insert, (&task_id, attempt, &worker))?;
                 Ok(result)
             })
             .await
@@ -133,13 +133,25 @@ async fn write_and_settle(ctx: &TaskContext, db: &Db, result: &Value) -> cairnq_
         Db::Postgres { pool, .. } => {
             let mut conn = app_step(pool.get().await);
             let tx = app_step(conn.transaction().await);
-            let attempt = i32::try_from(attempt).expect("attempt");
-            app_step(tx.execute(&format!("{insert} ($1, $2, $3)"), &[&task_id, &attempt, &worker]).await);
-            let settled = ctx.succeed_in(&tx, result).await?;
+            let settled = bill_in(ctx, &tx, result).await?;
             app_step(tx.commit().await);
             Ok(settled)
         }
     }
+}
+
+/// On Postgres, the handler's row in `app_rows` and the task's success with
+/// `result` in the application's transaction `tx` (from any pool), left
+/// for the caller to commit or roll back.
+async fn bill_in(
+    ctx: &TaskContext,
+    tx: &cairnq_postgres::tokio_postgres::Transaction<'_>,
+    result: &Value,
+) -> cairnq_core::Result<Option<Task>> {
+    let attempt = i32::try_from(ctx.attempt()).expect("attempt");
+    let insert = "insert into app_rows (task_id, attempt, worker) values ($1, $2, $3)";
+    app_step(tx.execute(insert, &[&ctx.task_id(), &attempt, &ctx.worker_id()]).await);
+    ctx.succeed_in(tx, result).await
 }
 
 /// A statement of the application's own: the tests' setup makes it work.
@@ -294,10 +306,8 @@ async fn postgres_a_rolled_back_transaction_leaves_the_task_to_be_run_again() {
             async move {
                 let mut conn = app_step(pool.get().await);
                 let tx = app_step(conn.transaction().await);
-                let attempt = i32::try_from(ctx.attempt()).expect("attempt");
-                let insert = "insert into app_rows (task_id, attempt, worker) values ($1, $2, $3)";
-                app_step(tx.execute(insert, &[&ctx.task_id(), &attempt, &ctx.worker_id()]).await);
-                ctx.succeed_in(&tx, &json!({ "attempt": attempt })).await?;
+                let attempt = ctx.attempt();
+                bill_in(&ctx, &tx, &json!({ "attempt": attempt })).await?;
                 if attempt == 1 {
                     app_step(tx.rollback().await); // as a failed commit would
                 } else {
@@ -391,9 +401,7 @@ async fn postgres_a_tokio_postgres_transaction_of_another_pool_settles_too() {
                 );
                 tokio::spawn(connection);
                 let tx = app_step(session.transaction().await);
-                let insert = "insert into app_rows (task_id, attempt, worker) values ($1, 1, $2)";
-                app_step(tx.execute(insert, &[&ctx.task_id(), &ctx.worker_id()]).await);
-                ctx.succeed_in(&tx, &json!("billed on another pool")).await?;
+                bill_in(&ctx, &tx, &json!("billed on another pool")).await?;
                 app_step(tx.commit().await);
                 Ok::<_, TaskError>(json!("ignored"))
             }
