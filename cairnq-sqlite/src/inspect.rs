@@ -39,8 +39,8 @@ impl FileHealth {
     }
 }
 
-/// Looking at a file without opening a store on it: the ledger, the script
-/// that opening would run, the meta rows, the file's health.
+/// Looking at a file without opening a store on it: the ledger, the meta
+/// rows, the file's health (the script opening would run is `script`'s).
 impl SqliteStore {
     /// The migration ledger of the database file at `path` beside the
     /// migrations this SDK ships: applied (with when) or pending, in
@@ -64,32 +64,6 @@ impl SqliteStore {
     /// ```
     pub async fn migrations(path: impl AsRef<Path>) -> Result<Vec<MigrationStatus>> {
         migrations(path.as_ref().to_path_buf()).await
-    }
-
-    /// The SQL that opening a store would run on the file at `path` right
-    /// now, as one script to run as is (`sqlite3 -bail FILE < SCRIPT`) for
-    /// teams whose schema changes go through their own tool: the WAL
-    /// switch, the ledger when there is none, each pending migration in
-    /// its own `BEGIN IMMEDIATE` transaction with its ledger row, and the
-    /// first `ANALYZE` of a new database. Only what the ledger lacks is in
-    /// it. Reads only (nothing is created); a database of another protocol
-    /// version is refused with [`Error::ProtocolVersionMismatch`].
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> cairnq_core::Result<()> {
-    /// use cairnq_core::Store;
-    /// use cairnq_sqlite::SqliteStore;
-    /// let dir = tempfile::tempdir().expect("temp dir");
-    /// let path = dir.path().join("q.db");
-    /// let script = SqliteStore::migration_script(&path).await?;
-    /// assert!(script.contains("-- migration: 0001_init.sql") && !path.exists());
-    /// SqliteStore::open(&path).await?.close().await?;
-    /// assert!(!SqliteStore::migration_script(&path).await?.contains("-- migration:"));
-    /// # Ok(()) }
-    /// ```
-    pub async fn migration_script(path: impl AsRef<Path>) -> Result<String> {
-        crate::script::migration_script(path.as_ref().to_path_buf()).await
     }
 
     /// Every row of the database's `cairnq_meta` table (`protocol_version`,

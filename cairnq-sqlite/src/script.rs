@@ -12,12 +12,13 @@
 //! the database) fails the insert, so with `-bail` nothing is applied twice.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use cairnq_core::backend::{Installed, Sql, check_protocol_version};
 use cairnq_core::{Error, Result};
 use cairnq_protocol::{Dialect, sqlite};
 
+use crate::SqliteStore;
 use crate::inspect::{ledger, meta_rows, off_runtime, read_only, table_exists};
 
 /// What the script depends on, read from the file (all absent when there
@@ -26,6 +27,34 @@ use crate::inspect::{ledger, meta_rows, off_runtime, read_only, table_exists};
 struct Found {
     ledger: Option<Vec<(String, i64)>>,
     tasks_table: bool,
+}
+
+impl SqliteStore {
+    /// The SQL that opening a store would run on the file at `path` right
+    /// now, as one script to run as is (`sqlite3 -bail FILE < SCRIPT`) for
+    /// teams whose schema changes go through their own tool: the WAL
+    /// switch, the ledger when there is none, each pending migration in
+    /// its own `BEGIN IMMEDIATE` transaction with its ledger row, and the
+    /// first `ANALYZE` of a new database. Only what the ledger lacks is in
+    /// it. Reads only (nothing is created); a database of another protocol
+    /// version is refused with [`Error::ProtocolVersionMismatch`].
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> cairnq_core::Result<()> {
+    /// use cairnq_core::Store;
+    /// use cairnq_sqlite::SqliteStore;
+    /// let dir = tempfile::tempdir().expect("temp dir");
+    /// let path = dir.path().join("q.db");
+    /// let script = SqliteStore::migration_script(&path).await?;
+    /// assert!(script.contains("-- migration: 0001_init.sql") && !path.exists());
+    /// SqliteStore::open(&path).await?.close().await?;
+    /// assert!(!SqliteStore::migration_script(&path).await?.contains("-- migration:"));
+    /// # Ok(()) }
+    /// ```
+    pub async fn migration_script(path: impl AsRef<Path>) -> Result<String> {
+        migration_script(path.as_ref().to_path_buf()).await
+    }
 }
 
 /// The script for the file at `path` (see [`SqliteStore::migration_script`](crate::SqliteStore::migration_script)).
