@@ -31,7 +31,7 @@ fn main() -> ExitCode {
     }
 }
 
-const USAGE: &str = "usage: cargo xtask <tidy | test [cargo test args] | bench [--quick] [--peers] [--scale] [--soak DURATION] [--no-standard] [--only scale|processes|soak] [--no-record]>";
+const USAGE: &str = "usage: cargo xtask <tidy | test [cargo test args] | bench [--quick] [--peers] [--scale] [--soak DURATION] [--no-standard] [--only scale|processes|soak] [--no-record] | bench --compare REV [--rounds N] [--workloads W,..] [--backends sqlite,postgres] [--quick] [--no-record]>";
 
 /// The workspace root: the parent of this crate's directory.
 pub(crate) fn project_root() -> PathBuf {

@@ -17,6 +17,10 @@
 //! `--quick` runs small versions of all of them, and the 2-minute soak. `--no-standard` skips the standard workloads and criterion, to
 //! rerun only what the other flags add; `--only NAME` runs just one of
 //! the added workloads (`scale`, `processes`, `soak`).
+//!
+//! `--compare REV` (module `compare`) builds the bench at another revision
+//! and runs chosen workloads interleaved with the working tree's build: the
+//! step before claiming any change on a hot path.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -25,6 +29,7 @@ use std::process::{Command, Stdio};
 use crate::test_env;
 
 mod chart;
+mod compare;
 mod curves;
 mod rows;
 mod soak;
@@ -77,6 +82,9 @@ const PEER_WORKLOADS: &[(&str, &[&str], &[&str])] = &[
 
 pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), String> {
     let has = |flag: &str| args.iter().any(|a| a == flag);
+    if has("--compare") {
+        return compare::run(root, args);
+    }
     let flags = Flags {
         quick: has("--quick"),
         peers: has("--peers"),
