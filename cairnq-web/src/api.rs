@@ -1,6 +1,6 @@
 //! The JSON API under `/api`, for the page script and for scripts: task
 //! objects use the protocol's column names (cairnq_core's `Task`
-//! serialization), schedules those of `cairnq_schedules`, errors are
+//! serialization), schedules those of `cairnq_ext_schedules`, errors are
 //! `{"error": "..."}` with a fitting status.
 
 use axum::Json;

@@ -1,7 +1,7 @@
 //! What the schedules page and `/api/schedules` share: the actions on one
 //! schedule (pause, resume, trigger now, delete), done through the client
 //! as `cairnq schedule` does them, and a schedule as JSON with the
-//! `cairnq_schedules` column names.
+//! `cairnq_ext_schedules` column names.
 
 use axum::http::StatusCode;
 use cairnq_core::{CairnQ, Result, ScheduleInfo, ScheduleOwner, Task};
@@ -100,7 +100,7 @@ pub(crate) async fn act(client: &CairnQ, name: &str, action: ScheduleAction) -> 
     })
 }
 
-/// A schedule as the API writes it: the columns of `cairnq_schedules`.
+/// A schedule as the API writes it: the columns of `cairnq_ext_schedules`.
 #[derive(Debug, Serialize)]
 pub(crate) struct ScheduleJson<'a> {
     name: &'a str,

@@ -103,7 +103,7 @@ pub enum WorkerIssue {
         error: Error,
     },
     /// This worker fires no schedules: the database has no usable
-    /// `cairnq_schedules` table (opened as it is, before this SDK's
+    /// `cairnq_ext_schedules` table (opened as it is, before this SDK's
     /// extension migrations ran; `cairnq migrate` applies them). It keeps
     /// running tasks. Reported once.
     SchedulesOff {

@@ -60,14 +60,14 @@ async fn declare(core: &Shared) -> cairnq_core::Result<()> {
     Ok(())
 }
 
-/// Whether `error` says the database has no usable `cairnq_schedules`
+/// Whether `error` says the database has no usable `cairnq_ext_schedules`
 /// table: opened as it is (`Install::Existing`) before this SDK's extension
 /// migrations ran, or a role without rights on it. Both backends name the
-/// table in such errors ("no such table: cairnq_schedules", `relation
-/// "cairnq_schedules" does not exist`, "permission denied for table
-/// cairnq_schedules"). The tasks are still there to run, so the worker goes
+/// table in such errors ("no such table: cairnq_ext_schedules", `relation
+/// "cairnq_ext_schedules" does not exist`, "permission denied for table
+/// cairnq_ext_schedules"). The tasks are still there to run, so the worker goes
 /// on without schedules instead of stopping as for an unusable database;
 /// whether the database is usable at all is the claim loop's to find out.
 fn not_installed(error: &Error) -> bool {
-    !error.is_transient() && error.to_string().contains("cairnq_schedules")
+    !error.is_transient() && error.to_string().contains("cairnq_ext_schedules")
 }

@@ -6,7 +6,7 @@
 use crate::json::Json;
 use crate::store::NewTask;
 
-/// One `cairnq_schedules` row.
+/// One `cairnq_ext_schedules` row.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ScheduleRow {

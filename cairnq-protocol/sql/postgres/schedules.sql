@@ -8,7 +8,7 @@ select floor(extract(epoch from clock_timestamp()) * 1000)::bigint::text as id
 
 -- name: select_schedules
 select row_to_json(s)::text as id
-from cairnq_schedules s
+from cairnq_ext_schedules s
 where true
   and s.name = :name::text -- when: by_name
   and not s.paused and s.next_fire_ms <= :now_ms::bigint -- when: due
@@ -23,7 +23,7 @@ order by s.name -- when: listing
 -- history stay as they are.
 -- name: upsert_schedule
 with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms)
-insert into cairnq_schedules as s (
+insert into cairnq_ext_schedules as s (
     name, task_name, queue, payload, priority, max_attempts, metadata, spec, tz, next_fire_ms,
     catch_up, catch_up_window_ms, catch_up_max, overlap, jitter_ms, paused, owner, created_at_ms, updated_at_ms
 )
@@ -44,12 +44,12 @@ on conflict (name) do update set
 returning row_to_json(s)::text as id
 
 -- name: delete_schedule
-delete from cairnq_schedules where name = :name::text returning name as id
+delete from cairnq_ext_schedules where name = :name::text returning name as id
 
 -- Pauses or resumes; a resume takes the next fire computed from now.
 -- name: pause_schedule
 with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms)
-update cairnq_schedules s set
+update cairnq_ext_schedules s set
     paused = :paused::boolean,
     next_fire_ms = coalesce(:next_fire_ms::bigint, s.next_fire_ms),
     updated_at_ms = clock.now_ms
@@ -61,7 +61,7 @@ returning row_to_json(s)::text as id
 -- holds the slot the firer read, so of many processes exactly one wins it.
 -- name: advance_schedule
 with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms)
-update cairnq_schedules s set
+update cairnq_ext_schedules s set
     next_fire_ms = :next_fire_ms::bigint,
     last_slot_ms = coalesce(:last_slot_ms::bigint, s.last_slot_ms),
     missed = s.missed + :missed::bigint,

@@ -9,7 +9,7 @@ select cast(:now_ms as text) as id
 
 -- name: select_schedules
 select json_object('name', name, 'task_name', task_name, 'queue', queue, 'payload', payload, 'priority', priority, 'max_attempts', max_attempts, 'metadata', metadata, 'spec', spec, 'tz', tz, 'next_fire_ms', next_fire_ms, 'last_slot_ms', last_slot_ms, 'missed', missed, 'catch_up', catch_up, 'catch_up_window_ms', catch_up_window_ms, 'catch_up_max', catch_up_max, 'overlap', overlap, 'jitter_ms', jitter_ms, 'paused', paused, 'owner', owner, 'created_at_ms', created_at_ms, 'updated_at_ms', updated_at_ms) as id
-from cairnq_schedules
+from cairnq_ext_schedules
 where true
   and name = :name -- when: by_name
   and paused = 0 and next_fire_ms <= :now_ms -- when: due
@@ -23,7 +23,7 @@ order by name -- when: listing
 -- changed one takes the next fire computed for it. Paused and the fire
 -- history stay as they are.
 -- name: upsert_schedule
-insert into cairnq_schedules (
+insert into cairnq_ext_schedules (
     name, task_name, queue, payload, priority, max_attempts, metadata, spec, tz, next_fire_ms,
     catch_up, catch_up_window_ms, catch_up_max, overlap, jitter_ms, paused, owner, created_at_ms, updated_at_ms
 ) values (
@@ -34,8 +34,8 @@ on conflict (name) do update set
     task_name = excluded.task_name, queue = excluded.queue, payload = excluded.payload,
     priority = excluded.priority, max_attempts = excluded.max_attempts, metadata = excluded.metadata,
     next_fire_ms = case
-        when cairnq_schedules.spec = excluded.spec and cairnq_schedules.tz = excluded.tz
-        then cairnq_schedules.next_fire_ms else excluded.next_fire_ms end,
+        when cairnq_ext_schedules.spec = excluded.spec and cairnq_ext_schedules.tz = excluded.tz
+        then cairnq_ext_schedules.next_fire_ms else excluded.next_fire_ms end,
     spec = excluded.spec, tz = excluded.tz, catch_up = excluded.catch_up,
     catch_up_window_ms = excluded.catch_up_window_ms, catch_up_max = excluded.catch_up_max,
     overlap = excluded.overlap, jitter_ms = excluded.jitter_ms, owner = excluded.owner,
@@ -43,11 +43,11 @@ on conflict (name) do update set
 returning json_object('name', name, 'task_name', task_name, 'queue', queue, 'payload', payload, 'priority', priority, 'max_attempts', max_attempts, 'metadata', metadata, 'spec', spec, 'tz', tz, 'next_fire_ms', next_fire_ms, 'last_slot_ms', last_slot_ms, 'missed', missed, 'catch_up', catch_up, 'catch_up_window_ms', catch_up_window_ms, 'catch_up_max', catch_up_max, 'overlap', overlap, 'jitter_ms', jitter_ms, 'paused', paused, 'owner', owner, 'created_at_ms', created_at_ms, 'updated_at_ms', updated_at_ms) as id
 
 -- name: delete_schedule
-delete from cairnq_schedules where name = :name returning name as id
+delete from cairnq_ext_schedules where name = :name returning name as id
 
 -- Pauses or resumes; a resume takes the next fire computed from now.
 -- name: pause_schedule
-update cairnq_schedules set
+update cairnq_ext_schedules set
     paused = :paused, next_fire_ms = coalesce(:next_fire_ms, next_fire_ms), updated_at_ms = :now_ms
 where name = :name
 returning json_object('name', name, 'task_name', task_name, 'queue', queue, 'payload', payload, 'priority', priority, 'max_attempts', max_attempts, 'metadata', metadata, 'spec', spec, 'tz', tz, 'next_fire_ms', next_fire_ms, 'last_slot_ms', last_slot_ms, 'missed', missed, 'catch_up', catch_up, 'catch_up_window_ms', catch_up_window_ms, 'catch_up_max', catch_up_max, 'overlap', overlap, 'jitter_ms', jitter_ms, 'paused', paused, 'owner', owner, 'created_at_ms', created_at_ms, 'updated_at_ms', updated_at_ms) as id
@@ -55,7 +55,7 @@ returning json_object('name', name, 'task_name', task_name, 'queue', queue, 'pay
 -- One fire's compare-and-set: moves the next fire on only if the row still
 -- holds the slot the firer read, so of many processes exactly one wins it.
 -- name: advance_schedule
-update cairnq_schedules set
+update cairnq_ext_schedules set
     next_fire_ms = :next_fire_ms,
     last_slot_ms = coalesce(:last_slot_ms, last_slot_ms),
     missed = missed + :missed,

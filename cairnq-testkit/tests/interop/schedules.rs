@@ -1,5 +1,5 @@
 //! The schedules extension seen from the Python SDK, on SQLite and on
-//! Postgres: a database holding `cairnq_schedules` and its ledger row opens
+//! Postgres: a database holding `cairnq_ext_schedules` and its ledger row opens
 //! in Python, which submits and claims as before, and a Python worker runs a
 //! task a Rust schedule fired (an ordinary keyed task).
 
@@ -23,7 +23,7 @@ async fn python_works_on_a_database_with_schedules_and_runs_a_fired_task() {
     let schema = peer(&["schema", db]);
     let tables: Vec<&str> =
         schema["objects"].as_array().expect("objects").iter().filter_map(|o| o[2].as_str()).collect();
-    assert!(tables.contains(&"cairnq_schedules"), "the file holds the extension table: {tables:?}");
+    assert!(tables.contains(&"cairnq_ext_schedules"), "the file holds the extension table: {tables:?}");
     python_works_as_before(db);
     let client = CairnQ::new(SqliteStore::open(&path).await.expect("reopen"));
     assert_ran_by_python(&client, fired).await;
@@ -38,7 +38,7 @@ async fn python_works_on_a_postgres_schema_with_schedules_and_runs_a_fired_task(
     let (dsn, schema) = (dsn(), cairnq_testkit::postgres::fresh_schema_name());
     let client = CairnQ::new(rust_store(&dsn, &schema).await);
     let fired = schedule_and_fire(&client).await;
-    let table = format!("{schema}.cairnq_schedules");
+    let table = format!("{schema}.cairnq_ext_schedules");
     let found = cairnq_testkit::postgres::raw(&dsn).await.query_one("select to_regclass($1)::text", &[&table]).await;
     let found: Option<String> = found.expect("look the table up").get(0);
     assert_eq!(found.as_deref(), Some(table.as_str()), "the schema holds the extension table");
@@ -49,7 +49,7 @@ async fn python_works_on_a_postgres_schema_with_schedules_and_runs_a_fired_task(
 
 /// Saves `py` (`@every 1s`, task `scheduled_py`) and fires one of its
 /// slots: (task id, slot ms).
-async fn schedule_and_fire(client: &CairnQ) -> (String, i64) {
+pub(crate) async fn schedule_and_fire(client: &CairnQ) -> (String, i64) {
     let every = Schedule::every("py", Duration::from_secs(1), "scheduled_py").expect("valid");
     client.save_schedule(&every.payload(&json!({"from": "schedule"})).expect("json")).await.expect("save");
     for _ in 0..100 {
@@ -64,7 +64,7 @@ async fn schedule_and_fire(client: &CairnQ) -> (String, i64) {
 
 /// On `db` (the peer's spelling), Python submits and claims as before, and
 /// its worker runs the fired task beside its own job.
-fn python_works_as_before(db: &str) {
+pub(crate) fn python_works_as_before(db: &str) {
     let submitted = peer(&["submit", db, "py_job", r#"{"n":1}"#]);
     let claimed = peer(&["claim-complete", db, "py_job", r#"{"ok":true}"#]);
     assert_eq!(claimed["claimed"]["id"], submitted["id"], "Python claims as before");
@@ -75,7 +75,7 @@ fn python_works_as_before(db: &str) {
 
 /// The fired task (id, slot) succeeded with the Python worker's result and
 /// is still the task its slot key names.
-async fn assert_ran_by_python(client: &CairnQ, (id, slot): (String, i64)) {
+pub(crate) async fn assert_ran_by_python(client: &CairnQ, (id, slot): (String, i64)) {
     let done = client.get(&id).await.expect("get").expect("exists");
     assert_eq!(done.status, TaskStatus::Succeeded);
     assert_eq!(done.result, Some(json!({"echo": {"from": "schedule"}, "by": "python"}).into()));
