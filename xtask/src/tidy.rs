@@ -7,6 +7,7 @@
 //!   driver, and no backend names another backend.
 //! - Every Rust file opens with a `//!` doc saying why it exists.
 //! - ARCHITECTURE.md has a section for every crate.
+//! - No Rust source file is longer than 500 lines.
 //! - No two top-level modules of a crate import each other, directly or
 //!   round a circle (see [`imports`]).
 
@@ -164,12 +165,19 @@ fn check_dependencies(name: &str, dir: &Path, problems: &mut Vec<String>) {
     }
 }
 
+/// The longest a source file may be: one a reader takes in at one sitting.
+const MAX_FILE_LINES: usize = 500;
+
 fn check_sources(name: &str, dir: &Path, problems: &mut Vec<String>) {
     for file in rust_files(dir) {
         let text = fs::read_to_string(&file).unwrap_or_default();
         let shown = file.strip_prefix(dir.parent().unwrap_or(dir)).unwrap_or(&file).display().to_string();
         if !text.trim_start().starts_with("//!") {
             problems.push(format!("{shown}: does not open with a `//!` module doc"));
+        }
+        let lines = text.lines().count();
+        if lines > MAX_FILE_LINES {
+            problems.push(format!("{shown}: {lines} lines, over {MAX_FILE_LINES}: split it along a seam"));
         }
         let in_src = file.components().any(|c| c.as_os_str() == "src");
         if !in_src {
