@@ -11,6 +11,7 @@ use super::query::{Arg, Query};
 use crate::error::{Error, Result};
 use crate::json::Json;
 use crate::model::Task;
+use crate::schedule::{CatchUp, Overlap, ScheduleOwner};
 use crate::store::{
     DeleteScheduleParams, FireScheduleParams, PauseScheduleParams, SaveScheduleParams, ScheduleQuery, ScheduleRead,
     ScheduleRow,
@@ -36,6 +37,7 @@ pub async fn schedules(exec: &impl Executor, query: &ScheduleQuery) -> Result<Sc
 /// Creates or updates a schedule; the row as stored.
 pub async fn save_schedule(exec: &impl Executor, params: &SaveScheduleParams) -> Result<ScheduleRow> {
     let r = &params.row;
+    let (catch_up, catch_up_window_ms, catch_up_max) = r.catch_up.stored();
     let q = Query::new(Sql::UpsertSchedule)
         .arg("name", &r.name)
         .arg("task_name", &r.task_name)
@@ -47,12 +49,12 @@ pub async fn save_schedule(exec: &impl Executor, params: &SaveScheduleParams) ->
         .arg("spec", &r.spec)
         .arg("tz", &r.tz)
         .arg("next_fire_ms", r.next_fire_ms)
-        .arg("catch_up", &r.catch_up)
-        .arg("catch_up_window_ms", r.catch_up_window_ms)
-        .arg("catch_up_max", r.catch_up_max)
-        .arg("overlap", &r.overlap)
+        .arg("catch_up", catch_up)
+        .arg("catch_up_window_ms", catch_up_window_ms)
+        .arg("catch_up_max", catch_up_max)
+        .arg("overlap", r.overlap.as_str())
         .arg("jitter_ms", r.jitter_ms)
-        .arg("owner", &r.owner);
+        .arg("owner", r.owner.as_str());
     decode_all(exec.ids(q).await?)?.pop().ok_or_else(|| Error::corrupt_row("a schedule upsert returned no row"))
 }
 
@@ -127,13 +129,12 @@ pub fn decode_row(text: &str) -> Result<ScheduleRow> {
         next_fire_ms: int_of("next_fire_ms")?,
         last_slot_ms: value.get("last_slot_ms").and_then(Value::as_i64),
         missed: int_of("missed")?,
-        catch_up: text_of("catch_up")?,
-        catch_up_window_ms: int_of("catch_up_window_ms")?,
-        catch_up_max: int_of("catch_up_max")?,
-        overlap: text_of("overlap")?,
+        catch_up: CatchUp::from_stored(&text_of("catch_up")?, int_of("catch_up_window_ms")?, int_of("catch_up_max")?)
+            .map_err(|e| bad(e.to_string()))?,
+        overlap: Overlap::parse(&text_of("overlap")?).map_err(|e| bad(e.to_string()))?,
         jitter_ms: int_of("jitter_ms")?,
         paused,
-        owner: text_of("owner")?,
+        owner: ScheduleOwner::from_stored(&text_of("owner")?),
         created_at_ms: int_of("created_at_ms")?,
         updated_at_ms: int_of("updated_at_ms")?,
     })

@@ -82,7 +82,7 @@ impl CairnQ {
         let rows = self.store.schedules(&ScheduleQuery::all()).await?.rows;
         declared.undeclared = rows
             .into_iter()
-            .filter(|r| r.owner == ScheduleOwner::Code.as_str() && !names.contains(r.name.as_str()))
+            .filter(|r| r.owner == ScheduleOwner::Code && !names.contains(r.name.as_str()))
             .map(|r| r.name)
             .collect();
         Ok(declared)
@@ -101,7 +101,7 @@ impl CairnQ {
 
     /// Pauses a schedule (it stops firing); `None` when there is none.
     pub async fn pause_schedule(&self, name: &str) -> Result<Option<ScheduleInfo>> {
-        let row = self.store.pause_schedule(&PauseScheduleParams::new(name, true)).await?;
+        let row = self.store.pause_schedule(&PauseScheduleParams::pause(name)).await?;
         row.map(|row| ScheduleInfo::from_row(&row)).transpose()
     }
 
@@ -112,7 +112,7 @@ impl CairnQ {
         let Some(row) = read.rows.first() else { return Ok(None) };
         let info = ScheduleInfo::from_row(row)?;
         let next = info.schedule.spec.next_after(read.now_ms)?.unwrap_or(i64::MAX);
-        let params = PauseScheduleParams::new(name, false).next_fire_ms(next);
+        let params = PauseScheduleParams::resume(name).next_fire_ms(next);
         self.store.pause_schedule(&params).await?.map(|row| ScheduleInfo::from_row(&row)).transpose()
     }
 

@@ -58,6 +58,29 @@ impl CatchUp {
         }
     }
 
+    /// The stored columns: the name (`skip`, `latest` or `all`), the
+    /// window in milliseconds and the cap (`all`'s defaults for the others,
+    /// as the columns' defaults are).
+    pub(crate) fn stored(&self) -> (&'static str, i64, i64) {
+        let (window, max) = match self {
+            Self::All { window, max } => (*window, *max),
+            _ => (Duration::from_secs(3600), 100),
+        };
+        (self.as_str(), i64::try_from(window.as_millis()).unwrap_or(i64::MAX), i64::from(max))
+    }
+
+    /// From the stored columns (see [`CatchUp::stored`]); a negative
+    /// window or cap reads as zero.
+    pub(crate) fn from_stored(name: &str, window_ms: i64, max: i64) -> Result<Self> {
+        Ok(match Self::parse(name)? {
+            Self::All { .. } => Self::All {
+                window: Duration::from_millis(u64::try_from(window_ms).unwrap_or(0)),
+                max: u32::try_from(max.max(0)).unwrap_or(u32::MAX),
+            },
+            other => other,
+        })
+    }
+
     /// Parses `skip`, `latest` or `all` (with the default window and cap).
     pub fn parse(text: &str) -> Result<Self> {
         match text {
@@ -119,6 +142,12 @@ impl ScheduleOwner {
             Self::Code => "code",
             Self::Api => "api",
         }
+    }
+
+    /// From the stored name: anything but `code` is the API's (a row of
+    /// unknown origin may be deleted, never silently claimed by code).
+    pub(crate) fn from_stored(name: &str) -> Self {
+        if name == "code" { Self::Code } else { Self::Api }
     }
 }
 
@@ -271,10 +300,9 @@ impl Schedule {
         let ms = |field: &'static str, d: Duration| {
             i64::try_from(d.as_millis()).map_err(|_| Error::validation(field, "is too long to store"))
         };
-        let (window_ms, max) = match self.catch_up {
-            CatchUp::All { window, max } => (ms("catch_up_window", window)?, i64::from(max)),
-            _ => (3_600_000, 100),
-        };
+        if let CatchUp::All { window, .. } = self.catch_up {
+            ms("catch_up_window", window)?;
+        }
         Ok(ScheduleRow {
             name: self.name.clone(),
             task_name: self.task.clone(),
@@ -288,13 +316,11 @@ impl Schedule {
             next_fire_ms,
             last_slot_ms: None,
             missed: 0,
-            catch_up: self.catch_up.as_str().to_string(),
-            catch_up_window_ms: window_ms,
-            catch_up_max: max,
-            overlap: self.overlap.as_str().to_string(),
+            catch_up: self.catch_up,
+            overlap: self.overlap,
             jitter_ms: ms("jitter", self.jitter)?,
             paused: false,
-            owner: owner.as_str().to_string(),
+            owner,
             created_at_ms: 0,
             updated_at_ms: 0,
         })
@@ -330,20 +356,9 @@ impl ScheduleInfo {
 
     fn decode(row: &ScheduleRow) -> Result<Self> {
         let spec = ScheduleSpec::parse(&row.spec, &row.tz)?;
-        let catch_up = match CatchUp::parse(&row.catch_up)? {
-            CatchUp::All { .. } => CatchUp::All {
-                window: Duration::from_millis(u64::try_from(row.catch_up_window_ms).unwrap_or(0)),
-                max: u32::try_from(row.catch_up_max).unwrap_or(0),
-            },
-            other => other,
-        };
-        let owner = match row.owner.as_str() {
-            "code" => ScheduleOwner::Code,
-            _ => ScheduleOwner::Api,
-        };
         let schedule = Schedule {
-            catch_up,
-            overlap: Overlap::parse(&row.overlap)?,
+            catch_up: row.catch_up,
+            overlap: row.overlap,
             payload: row.payload.clone(),
             queue: row.queue.clone(),
             priority: row.priority,
@@ -358,7 +373,7 @@ impl ScheduleInfo {
             last_slot_ms: row.last_slot_ms,
             missed: u64::try_from(row.missed).unwrap_or(0),
             paused: row.paused,
-            owner,
+            owner: row.owner,
             updated_at_ms: row.updated_at_ms,
         })
     }

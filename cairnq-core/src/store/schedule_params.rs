@@ -4,6 +4,7 @@
 //! above it.
 
 use crate::json::Json;
+use crate::schedule::{CatchUp, Overlap, ScheduleOwner};
 use crate::store::NewTask;
 
 /// One `cairnq_ext_schedules` row.
@@ -34,20 +35,17 @@ pub struct ScheduleRow {
     pub last_slot_ms: Option<i64>,
     /// Slots passed over, in total.
     pub missed: i64,
-    /// `skip`, `latest` or `all`.
-    pub catch_up: String,
-    /// How far back `all` replays.
-    pub catch_up_window_ms: i64,
-    /// The most slots `all` replays at once.
-    pub catch_up_max: i64,
-    /// `allow` or `skip`.
-    pub overlap: String,
+    /// What a fire after an outage replays (stored as the `catch_up` name
+    /// with `catch_up_window_ms` and `catch_up_max`).
+    pub catch_up: CatchUp,
+    /// Whether a slot fires while the previous fire's task is live.
+    pub overlap: Overlap,
     /// The most random delay of a fired task.
     pub jitter_ms: i64,
     /// A paused schedule is never due.
     pub paused: bool,
-    /// `code` or `api`.
-    pub owner: String,
+    /// Who made it.
+    pub owner: ScheduleOwner,
     /// Set by the store on insert.
     pub created_at_ms: i64,
     /// Set by the store on every write.
@@ -129,9 +127,14 @@ pub struct PauseScheduleParams {
 }
 
 impl PauseScheduleParams {
-    /// Sets `paused` on `name`.
-    pub fn new(name: impl Into<String>, paused: bool) -> Self {
-        Self { name: name.into(), paused, next_fire_ms: None }
+    /// Pauses `name`.
+    pub fn pause(name: impl Into<String>) -> Self {
+        Self { name: name.into(), paused: true, next_fire_ms: None }
+    }
+
+    /// Resumes `name`.
+    pub fn resume(name: impl Into<String>) -> Self {
+        Self { name: name.into(), paused: false, next_fire_ms: None }
     }
 
     /// Moves the next fire too.

@@ -47,7 +47,7 @@ pub(super) async fn half_a_minute_off(client: &CairnQ) -> (String, i64) {
 /// Writes an outage into the row: `name` holds `slot` as its next fire, a
 /// slot nobody fired, as if every process had been down since.
 pub(super) async fn rewind(client: &CairnQ, name: &str, slot: i64) {
-    let params = PauseScheduleParams::new(name, false).next_fire_ms(slot);
+    let params = PauseScheduleParams::resume(name).next_fire_ms(slot);
     client.store().pause_schedule(&params).await.expect("rewind").expect("the schedule exists");
 }
 
