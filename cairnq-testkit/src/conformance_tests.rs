@@ -64,6 +64,7 @@ macro_rules! worker_suite_tests {
             "multi_thread": complete_batch_settles_each_task_as_complete_would,
             "multi_thread": a_submit_returns_the_row_it_wrote,
             "multi_thread": a_typed_call_writes_its_submit_options,
+            "multi_thread": times_past_the_protocols_range_are_refused_before_any_write,
             "multi_thread": push_wakeups_complete_watches_taken_before_a_change,
             "multi_thread": waits_are_woken_by_the_finish_not_the_poll,
             "multi_thread": handler_failures_follow_the_sdk_defaults,

@@ -73,6 +73,7 @@ pub use outcomes::{
 pub use queue_ops::{
     a_submit_returns_the_row_it_wrote, a_typed_call_writes_its_submit_options,
     backpressure_refuses_submits_to_a_full_queue, retention_sweeps_by_rule,
+    times_past_the_protocols_range_are_refused_before_any_write,
 };
 pub use reads::{
     a_task_knows_its_children_and_its_key, counts_agree_with_the_rows_and_stop_at_their_bound,

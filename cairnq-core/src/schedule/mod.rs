@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::clock::span_ms;
 use crate::error::{Error, Result};
 use crate::json::Json;
 use crate::store::ScheduleRow;
@@ -250,7 +251,8 @@ impl Schedule {
         self
     }
 
-    /// A random delay up to `jitter` for each fired task.
+    /// A random delay up to `jitter` for each fired task (at most
+    /// [`MAX_DELAY`](crate::MAX_DELAY), else the schedule is refused).
     pub fn jitter(mut self, jitter: Duration) -> Self {
         self.jitter = jitter;
         self
@@ -292,7 +294,9 @@ impl Schedule {
             catch_up_window_ms: window_ms,
             catch_up_max: max,
             overlap: self.overlap.as_str().to_string(),
-            jitter_ms: ms("jitter", self.jitter)?,
+            // A fired task is delayed up to the jitter: refused here if a
+            // fire could not submit it.
+            jitter_ms: span_ms("jitter", self.jitter)?,
             paused: false,
             owner: owner.as_str().to_string(),
             created_at_ms: 0,
