@@ -71,6 +71,7 @@ macro_rules! worker_suite_tests {
             "multi_thread": a_batch_item_that_does_not_decode_fails_alone,
             "multi_thread": canceled_reads_the_store_when_the_heartbeat_is_stale,
             "multi_thread": a_progress_report_carries_a_cancel_home,
+            "multi_thread": a_value_handler_takes_a_payload_nested_a_thousand_levels,
             "multi_thread": a_context_that_lost_its_lease_submits_no_children,
             "multi_thread": watch_signals_claimable_finished_and_ticks,
             "multi_thread": a_refused_result_fails_only_its_own_task,

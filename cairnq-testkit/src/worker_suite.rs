@@ -50,8 +50,8 @@ pub use events::worker_events_name_their_attempt;
 pub use fairness::worker_processes_share_a_drain;
 pub use handler_api::{
     a_batch_item_that_does_not_decode_fails_alone, a_context_that_lost_its_lease_submits_no_children,
-    a_progress_report_carries_a_cancel_home, canceled_reads_the_store_when_the_heartbeat_is_stale,
-    handler_failures_follow_the_sdk_defaults,
+    a_progress_report_carries_a_cancel_home, a_value_handler_takes_a_payload_nested_a_thousand_levels,
+    canceled_reads_the_store_when_the_heartbeat_is_stale, handler_failures_follow_the_sdk_defaults,
 };
 pub use lifecycle::{
     a_killed_worker_is_recovered_after_its_lease, a_second_sigint_stops_at_once, a_second_sigterm_stops_at_once,

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use cairnq_core::{Error, ListFilter, TaskDef, TaskStatus, WaitOptions};
+use cairnq_core::{Error, Json, ListFilter, TaskDef, TaskStatus, WaitOptions};
 use cairnq_worker::{BatchItem, TaskContext, TaskError};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -164,4 +164,22 @@ pub async fn a_context_that_lost_its_lease_submits_no_children(factory: &dyn Bac
     }
     let children = client.list(&ListFilter::new().name("child")).await.expect("list");
     assert!(children.tasks.is_empty(), "no child was written: {:?}", children.tasks);
+}
+
+/// A payload nested 1,000 levels deep (serde_json alone stops at 128; the
+/// Python SDK writes and reads about 1,000) reaches a handler typed on
+/// `serde_json::Value`, and the same value comes back as its result.
+pub async fn a_value_handler_takes_a_payload_nested_a_thousand_levels(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    let _worker = start(&client, quick_options(), |w| {
+        w.task("echo", |_ctx: TaskContext, payload: Value| async move { Ok::<_, TaskError>(payload) })
+            .expect("register");
+    });
+    let depth = 1_000;
+    let text = format!("{}\"core\"{}", "[".repeat(depth), "]".repeat(depth));
+    let payload = Json::parse(text).expect("valid JSON");
+    let task = client.submit("echo", &payload).await.expect("submit");
+    let done = finished(&client, &task.id).await;
+    assert_eq!(done.status, TaskStatus::Succeeded, "{:?}", done.error);
+    assert_eq!(done.result, Some(payload), "the value came back whole");
 }
