@@ -157,6 +157,23 @@ pub enum Error {
         #[source]
         source: Option<BoxError>,
     },
+    /// The database could not be reached: the connection was refused or
+    /// timed out, or it dropped under the call (a server stopped or
+    /// restarting, a network down). Transient: the same call may succeed
+    /// once the database answers again. A worker reports an outage once,
+    /// reminds now and then, and says when it ends
+    /// ([`observe::Outage`](crate::observe::Outage)), instead of reporting
+    /// every failed call. Its [`kind`](Error::kind) is
+    /// [`ErrorKind::StorageError`].
+    #[error("database unreachable: {message}")]
+    Unreachable {
+        /// What failed (naming the host and port where the driver says
+        /// them), then the driver's cause.
+        message: String,
+        /// The driver's error.
+        #[source]
+        source: Option<BoxError>,
+    },
     /// The database or its driver failed.
     #[error("storage error: {message}")]
     Storage {
@@ -244,7 +261,9 @@ impl Error {
             Self::Validation { .. } => ErrorKind::ValidationError,
             Self::NotFound { .. } => ErrorKind::NotFound,
             Self::StoreClosed => ErrorKind::StoreClosed,
-            Self::Storage { .. } | Self::Unusable { .. } | Self::Undecodable(_) => ErrorKind::StorageError,
+            Self::Storage { .. } | Self::Unreachable { .. } | Self::Unusable { .. } | Self::Undecodable(_) => {
+                ErrorKind::StorageError
+            }
         }
     }
 
@@ -266,7 +285,13 @@ impl Error {
 
     /// Whether retrying the same call later may succeed.
     pub fn is_transient(&self) -> bool {
-        matches!(self, Self::Storage { transient: true, .. })
+        matches!(self, Self::Storage { transient: true, .. } | Self::Unreachable { .. })
+    }
+
+    /// Whether the database could not be reached at all
+    /// ([`Error::Unreachable`]): an outage rather than a failed call.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, Self::Unreachable { .. })
     }
 
     /// Whether the database itself cannot be used and waiting will not
@@ -340,6 +365,7 @@ impl Error {
             Self::StoreClosed => Self::StoreClosed,
             Self::Undecodable(row) => Self::Undecodable(row.clone()),
             Self::Unusable { message, .. } => Self::Unusable { message: message.clone(), source: None },
+            Self::Unreachable { message, .. } => Self::Unreachable { message: message.clone(), source: None },
             Self::Storage { message, transient, .. } => {
                 Self::Storage { message: message.clone(), source: None, transient: *transient }
             }

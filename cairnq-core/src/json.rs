@@ -8,6 +8,7 @@
 //! into the type asked for. Values going in are checked once: NaN and
 //! infinities are refused (PROTOCOL.md: never coerced).
 
+mod deep;
 mod escapes;
 mod finite;
 
@@ -72,8 +73,9 @@ impl Json {
     /// Encodes a value, refusing NaN and infinities. Integers of any width
     /// (`u128`) are kept.
     pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Self> {
-        finite::check_finite(value).map_err(JsonError)?;
-        serde_json::value::to_raw_value(value).map(Self).map_err(|e| JsonError(e.to_string()))
+        let value = deep::Stacked(value);
+        finite::check_finite(&value).map_err(JsonError)?;
+        serde_json::value::to_raw_value(&value).map(Self).map_err(|e| JsonError(e.to_string()))
     }
 
     /// Checks that `text` is one JSON document and keeps it verbatim.
@@ -90,15 +92,25 @@ impl Json {
 
     /// Decodes the document into `T`. A lone surrogate escape inside a
     /// string decodes as U+FFFD (the stored text keeps the escape).
+    ///
+    /// Documents nested up to 4,096 levels decode (serde_json alone stops
+    /// at 128; the Python SDK reads about 1,000), without risk to the
+    /// thread's stack; a deeper one is refused with an error saying so.
+    ///
+    /// ```
+    /// # use cairnq_core::Json;
+    /// let deep = Json::parse(format!("{}{}", "[".repeat(1_000), "]".repeat(1_000))).unwrap();
+    /// let value: serde_json::Value = deep.decode().unwrap();
+    /// assert_eq!(Json::from(&value), deep);
+    /// ```
     pub fn decode<T: DeserializeOwned>(&self) -> Result<T> {
         let text = self.as_str();
-        serde_json::from_str(text).or_else(|first| {
-            match escapes::replace_lone_surrogates(text) {
-                std::borrow::Cow::Owned(repaired) => serde_json::from_str(&repaired),
+        deep::from_str(text)
+            .or_else(|first| match escapes::replace_lone_surrogates(text) {
+                std::borrow::Cow::Owned(repaired) => deep::from_str(&repaired),
                 std::borrow::Cow::Borrowed(_) => Err(first),
-            }
-            .map_err(|e| JsonError(e.to_string()))
-        })
+            })
+            .map_err(JsonError)
     }
 
     /// The document as a `serde_json::Value`. Lossy where `Value` is: an
@@ -143,7 +155,7 @@ impl From<&Value> for Json {
     /// A `Value` holds only finite numbers and string keys, so encoding it
     /// cannot fail (the `null` fallback is never taken).
     fn from(value: &Value) -> Self {
-        Self(serde_json::value::to_raw_value(value).unwrap_or_default())
+        Self(serde_json::value::to_raw_value(&deep::Stacked(value)).unwrap_or_default())
     }
 }
 

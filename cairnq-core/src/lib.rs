@@ -50,7 +50,7 @@ pub use client::{
     CairnQ, Call, Declared, FireReport, Retry, Signal, Submit, SubmitOptions, TaskSpec, WaitOptions, Watch,
     task_outcome,
 };
-pub use clock::{Clock, SystemClock};
+pub use clock::{Clock, MAX_DELAY, SystemClock};
 pub use envelope::{ErrorEnvelope, codes};
 pub use error::{BoxError, Error, ErrorKind, Result};
 pub use install::{Install, MigrationStatus};

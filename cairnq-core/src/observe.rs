@@ -1,7 +1,8 @@
 //! Observability that every layer shares: the names of the metrics (one
 //! list, so the worker, the exporters and the tests cannot drift apart), the
 //! W3C trace context a submit writes into a task's metadata and a worker
-//! continues, and the cached collector of the queue gauges.
+//! continues, the cached collector of the queue gauges, and the one
+//! outage state per store that keeps a database outage to a few lines.
 //!
 //! Everything goes through facades (`tracing`, `metrics`): nothing is
 //! recorded until the application installs a subscriber or a recorder, and
@@ -20,9 +21,11 @@
 //! a process without tracing pays nothing and its rows are unchanged.
 
 mod gauges;
+mod outage;
 mod trace;
 
 pub use gauges::{DEFAULT_GAUGE_INTERVAL, GaugeHandle, QueueGauges};
+pub use outage::{OUTAGE_REMINDER, Outage, OutageNews};
 pub(crate) use trace::send_span;
 pub use trace::{TRACEPARENT, TraceContext};
 

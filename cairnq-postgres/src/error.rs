@@ -2,16 +2,19 @@
 //!
 //! Every driver, pool and server error passes through [`classify`] (or
 //! [`classify_pool`]), so callers see the protocol's kinds: a refused JSON
-//! value is [`Error::Serialization`], anything a retry may cure — a
-//! dropped connection, a restarting server, a deadlock or serialization
-//! failure — is a *transient* [`Error::Storage`], and what no wait cures —
+//! value is [`Error::Serialization`], a server that cannot be reached — a
+//! refused, timed-out or dropped connection, a server shutting down or
+//! starting up — is [`Error::Unreachable`] (transient, and an outage a
+//! worker reports once), anything else a retry may cure — a deadlock or
+//! serialization failure, too many connections — is a *transient*
+//! [`Error::Storage`], and what no wait cures —
 //! a missing privilege, a read-only transaction (a standby, or
 //! `default_transaction_read_only`), failed authentication, a database,
 //! schema or cairnq table that does not exist, corrupted data — is
 //! [`Error::Unusable`].
 
 use cairnq_core::Error;
-use deadpool_postgres::PoolError;
+use deadpool_postgres::{PoolError, TimeoutType};
 use tokio_postgres::error::SqlState;
 
 /// Maps a tokio-postgres error, with `context` saying what was being done.
@@ -19,10 +22,13 @@ pub(crate) fn classify(context: &str, err: tokio_postgres::Error) -> Error {
     let Some(db) = err.as_db_error() else {
         // No server answer at all: the connection failed or dropped.
         let message = format!("{context}: {err}{}", source_text(&err));
-        return Error::Storage { message, source: Some(Box::new(err)), transient: true };
+        return Error::Unreachable { message, source: Some(Box::new(err)) };
     };
     let code = db.code().clone();
     let message = format!("{context}: {} {}: {}", db.severity(), code.code(), db.message());
+    if is_going_away(&code) {
+        return Error::Unreachable { message, source: Some(Box::new(err)) };
+    }
     if is_refused_value(&code) {
         return Error::Serialization(message);
     }
@@ -41,6 +47,10 @@ pub(crate) fn classify_pool(context: &str, err: PoolError) -> Error {
         PoolError::Backend(e) => classify(context, e),
         PoolError::PostCreateHook(deadpool_postgres::HookError::Backend(e)) => classify(context, e),
         PoolError::Closed => Error::StoreClosed,
+        // Opening (or checking) a connection timed out: nobody answers.
+        PoolError::Timeout(kind @ (TimeoutType::Create | TimeoutType::Recycle)) => {
+            Error::Unreachable { message: format!("{context}: timed out ({kind:?}) connecting"), source: None }
+        }
         PoolError::Timeout(kind) => Error::Storage {
             message: format!("{context}: timed out ({kind:?}) waiting for a Postgres connection"),
             source: None,
@@ -76,6 +86,14 @@ fn is_unusable(code: &SqlState, message: &str) -> bool {
         .contains(code)
         // Only cairnq's own tables: `relation "cairnq_tasks" does not exist`.
         || (*code == SqlState::UNDEFINED_TABLE && message.contains("\"cairnq_"))
+}
+
+/// The server is shutting down, starting up, or dropped the connection
+/// (class 08, and 57P01-57P03: admin or crash shutdown, cannot connect
+/// now): an outage, not a failed call.
+fn is_going_away(code: &SqlState) -> bool {
+    code.code().starts_with("08")
+        || [SqlState::ADMIN_SHUTDOWN, SqlState::CRASH_SHUTDOWN, SqlState::CANNOT_CONNECT_NOW].contains(code)
 }
 
 fn is_transient(code: &SqlState) -> bool {

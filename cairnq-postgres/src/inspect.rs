@@ -21,8 +21,9 @@ pub(crate) async fn connect_once(dsn: &str, options: &PostgresOptions) -> Result
     let options = options.clone().pool_size(1).listen(false);
     options.validate()?;
     let config = pool::pg_config(dsn, &options)?;
+    let endpoint = pool::endpoint(&config);
     let pool = pool::build(config, tls::connector(&options)?, &options)?;
-    pool::checkout(&pool).await
+    pool::checkout(&pool, endpoint.as_deref()).await
 }
 
 /// The ledger this connection reaches, merged with the shipped migrations.

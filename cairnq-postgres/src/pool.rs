@@ -64,7 +64,34 @@ fn search_path_hook(quoted_schema: String) -> Hook {
     })
 }
 
-/// A pooled connection.
-pub(crate) async fn checkout(pool: &Pool) -> Result<Client> {
-    pool.get().await.map_err(|e| classify_pool("connect to Postgres", e))
+/// Where `config` points, for people: `host:port` (every host, comma
+/// separated; a Unix socket by its directory and port). `None` when the
+/// DSN names no host (libpq's default socket).
+pub(crate) fn endpoint(config: &tokio_postgres::Config) -> Option<String> {
+    let ports = config.get_ports();
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, host)| {
+            // One port for every host, or one each (libpq's rule); 5432 by default.
+            let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+            match host {
+                tokio_postgres::config::Host::Tcp(name) if name.contains(':') => format!("[{name}]:{port}"),
+                tokio_postgres::config::Host::Tcp(name) => format!("{name}:{port}"),
+                #[cfg(unix)]
+                tokio_postgres::config::Host::Unix(dir) => format!("{}:{port}", dir.display()),
+            }
+        })
+        .collect();
+    (!hosts.is_empty()).then(|| hosts.join(", "))
+}
+
+/// A pooled connection from the server at `endpoint` (named in the error
+/// when it cannot be reached: `connect to Postgres at 127.0.0.1:5432: ...`).
+pub(crate) async fn checkout(pool: &Pool, endpoint: Option<&str>) -> Result<Client> {
+    pool.get().await.map_err(|e| match endpoint {
+        Some(endpoint) => classify_pool(&format!("connect to Postgres at {endpoint}"), e),
+        None => classify_pool("connect to Postgres", e),
+    })
 }

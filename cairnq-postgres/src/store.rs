@@ -57,6 +57,8 @@ struct Inner {
     owns_pool: bool,
     listener: Option<Listener>,
     schema: Option<String>,
+    /// The DSN's `host:port`, for errors and reports (an application's pool: `None`).
+    endpoint: Option<Arc<str>>,
     /// Unkeyed submits share writes (see [`write::submit_queue`]).
     submits: Arc<Coalescer<NewTask, Task>>,
     /// Whether the database has the trigger-kept counter table
@@ -89,11 +91,12 @@ impl PostgresStore {
         options.validate()?;
         let config = pool::pg_config(dsn, &options)?;
         let pool = pool::build(config.clone(), tls::connector(&options)?, &options)?;
+        let endpoint = pool::endpoint(&config).map(Arc::from);
         let listen_config = match &options.listen_dsn {
             Some(listen_dsn) => pool::pg_config(listen_dsn, &options)?,
             None => config,
         };
-        Self::start(pool, PoolOrigin::Ours, Some(listen_config), options).await
+        Self::start((pool, endpoint), PoolOrigin::Ours, Some(listen_config), options).await
     }
 
     /// A store on the application's own deadpool pool (the
@@ -138,18 +141,18 @@ impl PostgresStore {
     pub async fn from_pool(pool: Pool, options: PostgresOptions) -> Result<Self> {
         options.validate()?;
         let listen_config = options.listen_dsn.as_deref().map(|dsn| pool::pg_config(dsn, &options)).transpose()?;
-        Self::start(pool, PoolOrigin::Application, listen_config, options).await
+        Self::start((pool, None), PoolOrigin::Application, listen_config, options).await
     }
 
     /// Installs on a checkout of `pool`, then starts the LISTEN connection
     /// (when `listen` is on and there is somewhere to connect it).
     async fn start(
-        pool: Pool,
+        (pool, endpoint): (Pool, Option<Arc<str>>),
         origin: PoolOrigin,
         listen_config: Option<tokio_postgres::Config>,
         options: PostgresOptions,
     ) -> Result<Self> {
-        let mut client = pool::checkout(&pool).await?;
+        let mut client = pool::checkout(&pool, endpoint.as_deref()).await?;
         match options.install {
             Install::Existing => require_installation(&client, options.schema.as_deref()).await?,
             _ => install(&mut client, options.schema.as_deref(), origin).await?,
@@ -161,9 +164,9 @@ impl PostgresStore {
             Some(config) => Some(Listener::start(config, tls::connector(&options)?)),
             None => None,
         };
-        let submits = write::submit_queue(pool.clone());
         let owns_pool = origin == PoolOrigin::Ours;
-        let inner = Inner { pool, owns_pool, listener, schema: options.schema, submits, counted, ordered };
+        let (schema, submits) = (options.schema, write::submit_queue(pool.clone(), endpoint.clone()));
+        let inner = Inner { pool, owns_pool, listener, schema, endpoint, submits, counted, ordered };
         Ok(Self { inner: Arc::new(inner) })
     }
 
@@ -290,7 +293,7 @@ impl PostgresStore {
     }
 
     async fn client(&self) -> Result<Client> {
-        pool::checkout(&self.inner.pool).await
+        pool::checkout(&self.inner.pool, self.inner.endpoint.as_deref()).await
     }
 }
 
@@ -323,6 +326,10 @@ macro_rules! on_connection {
 impl Store for PostgresStore {
     fn backend(&self) -> &'static str {
         "postgres"
+    }
+
+    fn endpoint(&self) -> Option<String> {
+        self.inner.endpoint.as_deref().map(str::to_string)
     }
 
     fn as_any(&self) -> Option<&dyn std::any::Any> {

@@ -22,18 +22,18 @@ const INSERT_CHUNK: usize = 1_000;
 /// unkeyed submit waiting goes out in one `insert_tasks` statement (one
 /// commit). A batch the server refuses is written again one task at a
 /// time, so each submit gets its own outcome. Callers check the JSON first.
-pub(crate) fn submit_queue(pool: Pool) -> Arc<Coalescer<NewTask, Task>> {
+pub(crate) fn submit_queue(pool: Pool, endpoint: Option<Arc<str>>) -> Arc<Coalescer<NewTask, Task>> {
     Coalescer::new(
         INSERT_CHUNK,
         Arc::new(move |batch| {
-            let pool = pool.clone();
-            Box::pin(async move { insert_batch(&pool, batch).await })
+            let (pool, endpoint) = (pool.clone(), endpoint.clone());
+            Box::pin(async move { insert_batch(&pool, endpoint.as_deref(), batch).await })
         }),
     )
 }
 
-async fn insert_batch(pool: &Pool, batch: Vec<NewTask>) -> Vec<Result<Task>> {
-    let together = match pool::checkout(pool).await {
+async fn insert_batch(pool: &Pool, endpoint: Option<&str>, batch: Vec<NewTask>) -> Vec<Result<Task>> {
+    let together = match pool::checkout(pool, endpoint).await {
         Ok(client) => insert_unkeyed(&client, &batch).await,
         Err(e) => Err(e),
     };
@@ -42,7 +42,7 @@ async fn insert_batch(pool: &Pool, batch: Vec<NewTask>) -> Vec<Result<Task>> {
         Err(_) => {
             let mut outcomes = Vec::with_capacity(batch.len());
             for task in &batch {
-                outcomes.push(match pool::checkout(pool).await {
+                outcomes.push(match pool::checkout(pool, endpoint).await {
                     Ok(client) => insert(&client, task).await,
                     Err(e) => Err(e),
                 });

@@ -88,6 +88,10 @@ macro_rules! forwarded_operations {
                 self.0.inner().backend()
             }
 
+            fn endpoint(&self) -> Option<String> {
+                self.0.inner().endpoint()
+            }
+
             /// The inner store's: a backend's own operations (a worker
             /// handler's `succeed_with`) reach the real backend, past any
             /// override.

@@ -50,6 +50,7 @@ pub use events::worker_events_name_their_attempt;
 pub use fairness::worker_processes_share_a_drain;
 pub use handler_api::{
     a_batch_item_that_does_not_decode_fails_alone, a_context_that_lost_its_lease_submits_no_children,
+    a_progress_report_carries_a_cancel_home, a_value_handler_takes_a_payload_nested_a_thousand_levels,
     canceled_reads_the_store_when_the_heartbeat_is_stale, handler_failures_follow_the_sdk_defaults,
 };
 pub use lifecycle::{
@@ -72,6 +73,7 @@ pub use outcomes::{
 pub use queue_ops::{
     a_submit_returns_the_row_it_wrote, a_typed_call_writes_its_submit_options,
     backpressure_refuses_submits_to_a_full_queue, retention_sweeps_by_rule,
+    times_past_the_protocols_range_are_refused_before_any_write,
 };
 pub use reads::{
     a_task_knows_its_children_and_its_key, counts_agree_with_the_rows_and_stop_at_their_bound,

@@ -160,11 +160,7 @@ impl TaskContext {
     /// does this; call it before a long stretch of blocking work).
     pub async fn heartbeat(&self) -> Result<()> {
         let params = HeartbeatParams::new(&self.task.id, &self.core.worker_id).lease_ms(self.core.options.lease_ms());
-        let row = self.owned_write(self.core.client.heartbeat(&params)).await?;
-        if row.cancel_requested_at_ms.is_some() {
-            self.state.mark_canceled();
-        }
-        Ok(())
+        self.owned_write(self.core.client.heartbeat(&params)).await.map(drop)
     }
 
     /// Whether a cancel was requested; once true it stays true.
@@ -193,7 +189,12 @@ impl TaskContext {
         self.state.is_canceled()
     }
 
-    /// Resolves when a cancel is requested.
+    /// Resolves when this attempt learns that a cancel was requested: from
+    /// the heartbeat, from [`canceled`](Self::canceled), or from the row any
+    /// write of the attempt returns ([`progress`](Self::progress),
+    /// [`message`](Self::message), [`heartbeat`](Self::heartbeat)). A
+    /// handler that reports progress while it waits on this hears of a
+    /// cancel at its next report.
     pub fn on_cancel(&self) -> impl Future<Output = ()> + Send + 'static {
         let state = self.state.clone();
         async move { state.cancel_signal().await }
@@ -304,12 +305,19 @@ impl TaskContext {
         if self.state.is_lost() { Err(lost_lease(&self.task.id, &self.core.worker_id)) } else { Ok(()) }
     }
 
-    /// An ownership-checked write; a lost lease is remembered.
+    /// An ownership-checked write; a lost lease is remembered, and the row
+    /// it returns answers the cancel question: a handler that reports
+    /// progress while it awaits [`on_cancel`](Self::on_cancel) hears of a
+    /// cancel at its next report, not at the next heartbeat (which may be
+    /// a third of a long lease away).
     async fn owned_write(&self, write: impl Future<Output = Result<Task>>) -> Result<Task> {
         self.require_lease()?;
         let written = write.await;
-        if matches!(written, Err(Error::LostLease { .. })) {
-            self.core.lease_lost(&self.state);
+        match &written {
+            Ok(row) if row.cancel_requested_at_ms.is_some() => self.state.mark_canceled(),
+            Ok(_) => self.state.cancel_checked(),
+            Err(Error::LostLease { .. }) => self.core.lease_lost(&self.state),
+            Err(_) => {}
         }
         written
     }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cairnq_core::Error;
-use cairnq_core::observe::Outcome;
+use cairnq_core::observe::{OUTAGE_REMINDER, Outcome};
 
 use crate::observe::Attempt;
 
@@ -52,6 +52,31 @@ pub enum WorkerIssue {
         error: Error,
         /// Whether the worker stops because of it.
         stopping: bool,
+    },
+    /// The database cannot be reached ([`Error::is_unreachable`]: a
+    /// refused or dropped connection). Said once per outage for the whole
+    /// process, however many calls fail (one outage state per store:
+    /// [`Outage`](cairnq_core::observe::Outage)), then again every
+    /// [`OUTAGE_REMINDER`](cairnq_core::observe::OUTAGE_REMINDER) while it
+    /// lasts (`down_for` above zero). Every part keeps retrying as it would;
+    /// [`WorkerIssue::Reconnected`] says when it ends.
+    Unreachable {
+        /// What the loop was doing when it noticed.
+        phase: Phase,
+        /// Where the database is, when the store says (`host:port`).
+        endpoint: Option<String>,
+        /// How long it has been unreachable (zero: it just became so).
+        down_for: Duration,
+        /// The error that said so.
+        error: Error,
+    },
+    /// The database answers again after an outage
+    /// ([`WorkerIssue::Unreachable`]) of this long. Said once.
+    Reconnected {
+        /// Where the database is, when the store says.
+        endpoint: Option<String>,
+        /// From the first failed call to the first answered one.
+        after: Duration,
     },
     /// A heartbeat tick came this much later than scheduled: something is
     /// blocking the async runtime (a synchronous handler registered with
@@ -164,6 +189,18 @@ impl fmt::Display for WorkerIssue {
                  (reported once until a store call succeeds): {error}",
                 Call(*phase, task_id)
             ),
+            Self::Unreachable { endpoint, down_for, error, .. } if down_for.is_zero() => write!(
+                f,
+                "{} is unreachable; retrying, and saying so again every {} s while it lasts: {error}",
+                Database(endpoint),
+                OUTAGE_REMINDER.as_secs()
+            ),
+            Self::Unreachable { endpoint, down_for, error, .. } => {
+                write!(f, "{} is still unreachable after {:.1} s: {error}", Database(endpoint), down_for.as_secs_f64())
+            }
+            Self::Reconnected { endpoint, after } => {
+                write!(f, "{} answers again: reconnected after {:.1} s", Database(endpoint), after.as_secs_f64())
+            }
             Self::BlockedRuntime { late_by } => write!(
                 f,
                 "a heartbeat tick ran {} ms late: the async runtime was blocked or the process was suspended",
@@ -279,6 +316,18 @@ impl fmt::Display for Call<'_> {
     }
 }
 
+/// The database, named by its endpoint when the store gives one.
+struct Database<'a>(&'a Option<String>);
+
+impl fmt::Display for Database<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(endpoint) => write!(f, "the database at {endpoint}"),
+            None => f.write_str("the database"),
+        }
+    }
+}
+
 /// The hook that receives [`WorkerIssue`]s.
 pub type OnError = Arc<dyn Fn(WorkerIssue) + Send + Sync>;
 
@@ -300,6 +349,7 @@ fn log(worker_id: &str, about: Option<&Attempt>, issue: &WorkerIssue) {
         WorkerIssue::Store { phase, task_id, error } | WorkerIssue::Unusable { phase, task_id, error, .. } => {
             (Some(phase.as_str()), task_id.as_deref(), Some(error))
         }
+        WorkerIssue::Unreachable { phase, error, .. } => (Some(phase.as_str()), None, Some(error)),
         WorkerIssue::SlowStore { phase, .. } => (Some(phase.as_str()), None, None),
         WorkerIssue::WakeupsLost { error, .. } => (None, None, Some(error)),
         _ => (None, None, None),
@@ -314,7 +364,7 @@ fn log(worker_id: &str, about: Option<&Attempt>, issue: &WorkerIssue) {
         };
     }
     match issue {
-        WorkerIssue::Draining { .. } | WorkerIssue::Repaired { .. } => event!(info),
+        WorkerIssue::Draining { .. } | WorkerIssue::Repaired { .. } | WorkerIssue::Reconnected { .. } => event!(info),
         WorkerIssue::Unusable { .. } => event!(error),
         _ => event!(warn),
     }

@@ -8,7 +8,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cairnq_core::{Backoff, Backpressure, Error, Result, Schedule};
+use cairnq_core::{Backoff, Backpressure, Error, MAX_DELAY, Result, Schedule};
 
 use crate::issue::{OnError, WorkerIssue};
 
@@ -180,7 +180,8 @@ impl WorkerOptions {
         self
     }
 
-    /// Retry backoff base and cap (a zero base retries at once).
+    /// Retry backoff base and cap (a zero base retries at once; a delay past
+    /// [`MAX_DELAY`] waits [`MAX_DELAY`]).
     pub fn backoff(mut self, base: Duration, cap: Duration) -> Self {
         self.backoff = Backoff::new(base, cap);
         self
@@ -314,8 +315,11 @@ impl WorkerOptions {
         if self.concurrency == 0 {
             return Err(Error::validation("concurrency", "must be at least 1"));
         }
-        if self.lease < Duration::from_millis(1) {
-            return Err(Error::validation("lease", "must be at least 1 ms"));
+        if self.lease < Duration::from_millis(1) || self.lease > MAX_DELAY {
+            return Err(Error::validation(
+                "lease",
+                "must be at least 1 ms and at most MAX_DELAY (about 292 million years)",
+            ));
         }
         if self.schedules_every.is_some_and(|every| every.is_zero()) {
             return Err(Error::validation("schedules_every", "must be above zero (or None for never)"));

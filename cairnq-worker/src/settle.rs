@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use cairnq_core::backend::lost_lease;
 use cairnq_core::store::{FailParams, SettleParams};
-use cairnq_core::{Error, Json, Result, Task, TaskStatus, codes};
+use cairnq_core::{Error, Json, MAX_DELAY, Result, Task, TaskStatus, codes};
 
 use crate::issue::Phase;
 use crate::retries::with_transient_retries;
@@ -197,7 +197,8 @@ impl Shared {
 
     fn fail_params(&self, task: &Task, error: &TaskError) -> FailParams {
         let delay = if error.is_retryable() { self.options.backoff.delay(task.attempt) } else { Duration::ZERO };
-        let delay_ms = i64::try_from(delay.as_millis()).unwrap_or(i64::MAX);
+        // A backoff cap past what a run_at can hold waits as long as one can.
+        let delay_ms = i64::try_from(delay.min(MAX_DELAY).as_millis()).unwrap_or(i64::MAX);
         FailParams::new(&task.id, &self.worker_id)
             .error(error.envelope().to_json())
             .retryable(error.is_retryable())

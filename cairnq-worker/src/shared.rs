@@ -2,16 +2,19 @@
 //! the leases the heartbeat renews, the load, the completion queue, and
 //! where problems are reported.
 //!
-//! Every store call of the loop (probe, claim, heartbeat, repair, settle)
-//! reports its outcome here ([`Shared::store_ok`], [`Shared::store_failed`]):
-//! an error waiting will not heal is reported once per outage and, under
-//! [`OnUnusable::Stop`], stops the worker and becomes what `Worker::run`
-//! returns. Settling itself is in [`settle`](crate::settle).
+//! Every store call of the loop (probe, claim, heartbeat, repair, settle,
+//! schedules) reports its outcome here ([`Shared::store_ok`],
+//! [`Shared::store_failed`]): an error waiting will not heal is reported
+//! once per outage and, under [`OnUnusable::Stop`], stops the worker and
+//! becomes what `Worker::run` returns. An unreachable database goes through
+//! the store's one [`Outage`] state in the process, so an outage is a line
+//! when it starts, a reminder a minute, and a line when it ends, not a line
+//! per failed call. Settling itself is in [`settle`](crate::settle).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use cairnq_core::observe::Outcome;
+use cairnq_core::observe::{Outage, OutageNews, Outcome};
 use cairnq_core::{CairnQ, Error};
 use parking_lot::Mutex;
 
@@ -38,6 +41,8 @@ pub(crate) struct Shared {
     halted: Mutex<Option<Error>>,
     /// An unusable error was reported since the last successful store call.
     unusable_reported: AtomicBool,
+    /// The store's outage state, shared by everything in the process.
+    outage: Arc<Outage>,
 }
 
 impl Shared {
@@ -50,6 +55,7 @@ impl Shared {
         let on_error = options.on_error.clone();
         let completions = completion_queue(client.clone(), worker_id.clone());
         let meters = Meters::new(&worker_id);
+        let outage = Outage::of(client.store());
         Self {
             client,
             options,
@@ -62,7 +68,13 @@ impl Shared {
             stop,
             halted: Mutex::new(None),
             unusable_reported: AtomicBool::new(false),
+            outage,
         }
+    }
+
+    /// The store's outage state in this process.
+    pub(crate) fn outage(&self) -> &Outage {
+        &self.outage
     }
 
     /// Hands an issue to the hook (a `tracing` event by default).
@@ -80,6 +92,10 @@ impl Shared {
     /// unusable error will be reported again.
     pub(crate) fn store_ok(&self) {
         self.unusable_reported.store(false, Ordering::Relaxed);
+        if let Some(OutageNews::Ended { after }) = self.outage.reached() {
+            let endpoint = self.outage.endpoint().map(str::to_string);
+            self.report(WorkerIssue::Reconnected { endpoint, after });
+        }
     }
 
     /// A store call of the loop failed in `phase`, about `attempt` when it
@@ -91,6 +107,16 @@ impl Shared {
     pub(crate) fn store_failed(&self, phase: Phase, attempt: Option<&Attempt>, error: Error) {
         let task_id = attempt.map(|a| a.task_id().to_string());
         let deliver = |issue| crate::issue::deliver(self.on_error.as_ref(), &self.worker_id, attempt, issue);
+        if error.is_unreachable() {
+            let down_for = match self.outage.failed(&error) {
+                Some(OutageNews::Began) => std::time::Duration::ZERO,
+                Some(OutageNews::Continues { down_for }) => down_for,
+                // Said already, by this worker or another part of the process.
+                _ => return,
+            };
+            let endpoint = self.outage.endpoint().map(str::to_string);
+            return self.report(WorkerIssue::Unreachable { phase, endpoint, down_for, error });
+        }
         if !error.is_unusable() {
             return deliver(WorkerIssue::Store { phase, task_id, error });
         }

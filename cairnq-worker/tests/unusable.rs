@@ -97,14 +97,19 @@ async fn observe(child: &mut ChildProcess, window: Duration) -> Observed {
     seen
 }
 
-/// The worker claimed once, reported one issue saying it stops, and its
-/// run ended with an unusable error (the child's exit code 1); each
-/// message starting with `cause`, said once.
+/// The worker claimed at most once, reported one issue saying it stops,
+/// and its run ended with an unusable error (the child's exit code 1);
+/// each message starting with `cause`, said once.
+///
+/// At most once, not exactly once: the claim loop and the start-up repair
+/// both write, and either may meet the read-only database first. When the
+/// repair does (a loaded machine can hold the claim loop back that long),
+/// the worker stops before its first claim, which is as right.
 fn assert_stopped_once(seen: &Observed, status: Option<ExitStatus>, cause: &str) {
     let ended = seen.ended.as_deref().unwrap_or_else(|| {
-        panic!("the worker still ran after 10 s ({} claim attempts, {} issues)", seen.claims, seen.issues.len())
+        panic!("the worker still ran after {PATIENCE:?} ({} claim attempts, {} issues)", seen.claims, seen.issues.len())
     });
-    assert_eq!(seen.claims, 1, "a claim that cannot heal was tried again");
+    assert!(seen.claims <= 1, "a claim that cannot heal was tried again: {} claims", seen.claims);
     assert_eq!(seen.issues.len(), 1, "reported once: {:?}", seen.issues);
     let issue = &seen.issues[0];
     assert!(issue.contains("waiting will not help, so the worker stops"), "{issue}");
@@ -139,7 +144,9 @@ async fn assert_untouched(path: &Path) {
 async fn a_worker_on_a_read_only_database_stops_with_one_clear_error() {
     let (_dir, path) = read_only_database().await;
     let Some(mut child) = spawn_unprivileged(&path, false) else { return };
-    let seen = observe(&mut child, Duration::from_secs(10)).await;
+    // Until it ends (at most PATIENCE): how long stopping takes is the
+    // machine's business; what it did before it stopped is the verdict.
+    let seen = observe(&mut child, PATIENCE).await;
     let status = end(&mut child, &seen).await;
     eprintln!("stop policy: {} claim attempt(s), issues {:?}, {:?}", seen.claims, seen.issues, seen.ended);
     assert_stopped_once(&seen, status, &format!("{} is not writable by this process", path.display()));
@@ -195,7 +202,7 @@ async fn a_postgres_worker_without_write_privileges_stops_with_one_clear_error()
 
     let locator = StoreLocator::Postgres { dsn: role.dsn(&dsn), schema };
     let mut child = ChildProcess::spawn(&worker_args(locator, false)).expect("start the child worker");
-    let seen = observe(&mut child, Duration::from_secs(10)).await;
+    let seen = observe(&mut child, PATIENCE).await;
     let status = end(&mut child, &seen).await;
     eprintln!(
         "postgres, no write privilege: {} claim attempt(s), issues {:?}, {:?}",

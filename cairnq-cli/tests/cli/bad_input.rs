@@ -15,6 +15,9 @@ async fn read_only_commands_never_create_a_database() {
     // Bad input to a command that may create: refused before the open.
     cli.run(&["submit", "x", "--payload", "{nope"]).refused(2, "--payload is not valid JSON");
     cli.run(&["submit", "x", "--delay", "soon"]).refused(2, "is not a duration");
+    // A run_at past the protocol's 64-bit epoch milliseconds (now + about 300 million years).
+    cli.run(&["submit", "x", "--delay", "300000000y"]).refused(2, "invalid delay");
+    cli.run(&["worker", "--exec", "cat", "--lease", "300000000y"]).refused(2, "invalid lease");
     cli.run(&["submit", "x", "--metadata", "[1]"]).refused(2, "--metadata must be a JSON object");
     cli.run(&["worker", "--exec", "  "]).refused(2, "command");
     cli.run(&["worker", "--exec", "cat", "--concurrency", "0"]).refused(2, "concurrency");

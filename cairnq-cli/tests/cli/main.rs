@@ -8,6 +8,7 @@ mod flags;
 mod metrics;
 mod migrate_sql;
 mod ops;
+mod outage;
 mod output;
 mod python;
 mod scenarios;

@@ -22,6 +22,7 @@ use serde::Serialize;
 use tracing::Instrument;
 
 use crate::backpressure::{Backpressure, BackpressureGate};
+use crate::clock::require_span_ms;
 use crate::error::{Error, Result, require_non_empty, require_non_negative, require_positive, require_text};
 use crate::model::{HeldLease, ListCursor, Stats, Task, TaskPage, TaskRef, fold_stats};
 use crate::observe;
@@ -255,7 +256,7 @@ impl CairnQ {
 
     /// Claims due tasks (lease recovery first), see [`Store::claim`].
     pub async fn claim(&self, params: &ClaimParams) -> Result<Vec<Task>> {
-        require_positive("lease_ms", params.lease_ms)?;
+        require_lease_ms(params.lease_ms)?;
         require_non_empty("worker_id", &params.worker_id)?;
         require_text("worker_id", &params.worker_id)?;
         for draw in &params.draws {
@@ -267,14 +268,14 @@ impl CairnQ {
 
     /// Extends one lease.
     pub async fn heartbeat(&self, params: &HeartbeatParams) -> Result<Task> {
-        require_positive("lease_ms", params.lease_ms)?;
+        require_lease_ms(params.lease_ms)?;
         require_owner(&params.task_id, &params.worker_id)?;
         self.store.heartbeat(params).await
     }
 
     /// Extends many leases; returns those still held, in the order asked.
     pub async fn heartbeat_batch(&self, params: &HeartbeatBatchParams) -> Result<Vec<HeldLease>> {
-        require_positive("lease_ms", params.lease_ms)?;
+        require_lease_ms(params.lease_ms)?;
         require_text("worker_id", &params.worker_id)?;
         params.task_ids.iter().try_for_each(|id| require_text("task_ids", id))?;
         if params.task_ids.is_empty() {
@@ -335,7 +336,7 @@ impl CairnQ {
 
     /// Fails an attempt (requeue, fail, or cancel-wins).
     pub async fn fail(&self, params: &FailParams) -> Result<Task> {
-        require_non_negative("delay_ms", params.delay_ms)?;
+        require_span_ms("delay_ms", params.delay_ms)?;
         require_owner(&params.task_id, &params.worker_id)?;
         if !params.error.is_object() {
             return Err(Error::validation("error", "must be an error envelope object"));
@@ -380,6 +381,13 @@ pub(crate) fn by_id(task_id: &str) -> Result<TaskSelector> {
 pub(crate) fn by_key(key: &str) -> Result<TaskSelector> {
     require_text("key", key)?;
     Ok(TaskSelector::Key(key.to_string()))
+}
+
+/// A lease of at least 1 ms that now plus it can be stored (see
+/// [`MAX_DELAY`](crate::MAX_DELAY)).
+fn require_lease_ms(lease_ms: i64) -> Result<()> {
+    require_positive("lease_ms", lease_ms)?;
+    require_span_ms("lease_ms", lease_ms)
 }
 
 /// The task and worker of an ownership-checked write, as text every

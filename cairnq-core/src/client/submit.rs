@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::client::{CairnQ, WaitOptions, task_outcome};
+use crate::clock::span_ms;
 use crate::error::{Error, Result, require_non_empty, require_text};
 use crate::id::new_task_id;
 use crate::json::Json;
@@ -40,7 +41,8 @@ pub struct SubmitOptions {
     /// Claims allowed before a retryable failure becomes final: 1 up to
     /// `i32::MAX` (the column is 32-bit in every SDK).
     pub max_attempts: u32,
-    /// Not claimable before now + delay (whole milliseconds are stored).
+    /// Not claimable before now + delay (whole milliseconds are stored; at
+    /// most [`MAX_DELAY`](crate::MAX_DELAY), else the submit is refused).
     pub delay: Duration,
     /// A JSON object of caller metadata.
     pub metadata: Option<Json>,
@@ -181,8 +183,7 @@ impl SubmitOptions {
         let max_attempts = i32::try_from(self.max_attempts).map_err(|_| {
             Error::validation("max_attempts", format!("{} is above the 32-bit limit", self.max_attempts))
         })?;
-        let delay_ms = i64::try_from(self.delay.as_millis())
-            .map_err(|_| Error::validation("delay", format!("{:?} is too long to store", self.delay)))?;
+        let delay_ms = span_ms("delay", self.delay)?;
         let metadata = match &self.metadata {
             None => Json::empty_object(),
             Some(m) if m.is_object() => m.clone(),

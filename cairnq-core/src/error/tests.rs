@@ -36,13 +36,15 @@ fn one_of_each() -> Vec<Error> {
         Error::StoreClosed,
         Error::Unusable { message: "queue.db is not writable".into(), source: Some(Box::new(io())) },
         Error::storage("begin", io()),
+        Error::Unreachable { message: "connect to Postgres at db:5432: refused".into(), source: Some(Box::new(io())) },
         Error::corrupt_row("column x"),
     ]
 }
 
 #[test]
 fn no_display_repeats_its_prefix() {
-    let prefixes = ["storage error: ", "unusable database: ", "serialization error: ", "invalid "];
+    let prefixes =
+        ["storage error: ", "unusable database: ", "database unreachable: ", "serialization error: ", "invalid "];
     for error in one_of_each() {
         for shown in [error.to_string(), error.replicate().to_string()] {
             for prefix in prefixes {

@@ -98,8 +98,25 @@ impl QueueGauges {
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 ticks.tick().await;
-                if let Err(error) = self.collect().await {
-                    tracing::warn!(error.kind = ?error.kind(), %error, "cairnq queue gauges: the read failed");
+                // An outage is told once per store and process, whoever
+                // meets it first, not by every failed read.
+                let outage = super::Outage::of(self.client.store());
+                match self.collect().await {
+                    // Another collector's turn: no call was made.
+                    Ok(false) => {}
+                    Ok(true) => {
+                        if let Some(news) = outage.reached() {
+                            tracing::info!("cairnq queue gauges: {}", outage.describe(news, None));
+                        }
+                    }
+                    Err(error) if error.is_unreachable() => {
+                        if let Some(news) = outage.failed(&error) {
+                            tracing::warn!(error.kind = ?error.kind(), "cairnq queue gauges: {}", outage.describe(news, Some(&error)));
+                        }
+                    }
+                    Err(error) => {
+                        tracing::warn!(error.kind = ?error.kind(), %error, "cairnq queue gauges: the read failed")
+                    }
                 }
             }
         });

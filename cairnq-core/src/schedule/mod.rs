@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::clock::span_ms;
 use crate::error::{Error, Result};
 use crate::json::Json;
 use crate::store::ScheduleRow;
@@ -279,7 +280,8 @@ impl Schedule {
         self
     }
 
-    /// A random delay up to `jitter` for each fired task.
+    /// A random delay up to `jitter` for each fired task (at most
+    /// [`MAX_DELAY`](crate::MAX_DELAY), else the schedule is refused).
     pub fn jitter(mut self, jitter: Duration) -> Self {
         self.jitter = jitter;
         self
@@ -318,7 +320,9 @@ impl Schedule {
             missed: 0,
             catch_up: self.catch_up,
             overlap: self.overlap,
-            jitter_ms: ms("jitter", self.jitter)?,
+            // A fired task is delayed up to the jitter: refused here if a
+            // fire could not submit it.
+            jitter_ms: span_ms("jitter", self.jitter)?,
             paused: false,
             owner,
             created_at_ms: 0,

@@ -103,6 +103,13 @@ pub trait Store: Send + Sync + 'static {
     /// A short backend name, e.g. `sqlite`, for messages.
     fn backend(&self) -> &'static str;
 
+    /// Where the database is, for people reading a report: `host:port`
+    /// for a server, a path for a file. `None` (the default) when the
+    /// backend does not say.
+    fn endpoint(&self) -> Option<String> {
+        None
+    }
+
     /// Optional capabilities; none by default.
     fn capabilities(&self) -> Capabilities {
         Capabilities::none()

@@ -73,6 +73,17 @@ impl TestServer {
     pub fn stop(&self) -> Result<()> {
         script(&["stop".as_ref(), self.dir.as_os_str()]).map(drop)
     }
+
+    /// Starts a [`stop`](Self::stop)ped server again, on the same port (an
+    /// outage that ends): the DSN stays valid.
+    pub fn start_again(&self) -> Result<()> {
+        let port = self.dsn.rsplit_once(':').and_then(|(_, rest)| rest.split('/').next()).unwrap_or_default();
+        let stdout = script(&["start".as_ref(), self.dir.as_os_str(), port.as_ref()])?;
+        match stdout.lines().rev().find(|l| l.starts_with("postgres")) {
+            Some(dsn) if dsn == self.dsn => Ok(()),
+            other => Err(server_error(format!("restarted on another address: {other:?}, not {}", self.dsn))),
+        }
+    }
 }
 
 impl Drop for TestServer {

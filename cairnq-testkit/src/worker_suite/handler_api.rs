@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use cairnq_core::{Error, ListFilter, TaskDef, TaskStatus, WaitOptions};
+use cairnq_core::{Error, Json, ListFilter, TaskDef, TaskStatus, WaitOptions};
 use cairnq_worker::{BatchItem, TaskContext, TaskError};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -106,6 +106,39 @@ pub async fn canceled_reads_the_store_when_the_heartbeat_is_stale(factory: &dyn 
     assert_eq!(done.status, TaskStatus::Canceled);
 }
 
+/// A handler that reports progress every 100 ms while it awaits
+/// `on_cancel()` hears of a cancel from the row its next report returns:
+/// with the heartbeat every 30 s (a two-minute lease), the task ends
+/// canceled within 10 s of the cancel, long before the first heartbeat
+/// could have told it.
+pub async fn a_progress_report_carries_a_cancel_home(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    let heartbeat = Duration::from_secs(30);
+    let options = quick_options().lease(Duration::from_secs(120)).heartbeat(heartbeat);
+    let _worker = start(&client, options, |w| {
+        w.task("busy", |ctx: TaskContext, _: Value| async move {
+            let cancel = ctx.on_cancel();
+            tokio::pin!(cancel);
+            loop {
+                tokio::select! {
+                    () = &mut cancel => return Ok::<_, TaskError>("stopped"),
+                    () = tokio::time::sleep(Duration::from_millis(100)) => ctx.progress(0.5).await?,
+                }
+            }
+        })
+        .expect("register");
+    });
+    let task = client.submit("busy", &json!({})).await.expect("submit");
+    eventually("the handler reports progress", || async {
+        client.get(&task.id).await.ok().flatten().is_some_and(|t| t.progress.is_some())
+    })
+    .await;
+    client.cancel(&task.id).await.expect("cancel");
+    let wait = WaitOptions::new().timeout(heartbeat / 3);
+    let done = client.wait(&task.id, &wait).await.expect("canceled long before the first heartbeat");
+    assert_eq!(done.status, TaskStatus::Canceled);
+}
+
 /// Once a context's lease is lost (here: the attempt outran `max_run` and
 /// was abandoned), its child submits are refused with `LostLease` and
 /// write nothing, as in the Python SDK: another attempt will submit them.
@@ -131,4 +164,22 @@ pub async fn a_context_that_lost_its_lease_submits_no_children(factory: &dyn Bac
     }
     let children = client.list(&ListFilter::new().name("child")).await.expect("list");
     assert!(children.tasks.is_empty(), "no child was written: {:?}", children.tasks);
+}
+
+/// A payload nested 1,000 levels deep (serde_json alone stops at 128; the
+/// Python SDK writes and reads about 1,000) reaches a handler typed on
+/// `serde_json::Value`, and the same value comes back as its result.
+pub async fn a_value_handler_takes_a_payload_nested_a_thousand_levels(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    let _worker = start(&client, quick_options(), |w| {
+        w.task("echo", |_ctx: TaskContext, payload: Value| async move { Ok::<_, TaskError>(payload) })
+            .expect("register");
+    });
+    let depth = 1_000;
+    let text = format!("{}\"core\"{}", "[".repeat(depth), "]".repeat(depth));
+    let payload = Json::parse(text).expect("valid JSON");
+    let task = client.submit("echo", &payload).await.expect("submit");
+    let done = finished(&client, &task.id).await;
+    assert_eq!(done.status, TaskStatus::Succeeded, "{:?}", done.error);
+    assert_eq!(done.result, Some(payload), "the value came back whole");
 }

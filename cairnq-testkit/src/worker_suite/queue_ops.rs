@@ -1,13 +1,13 @@
 //! The client-side gates the worker shares: backpressure (from the API and
-//! from inside handlers) and the retention sweeper; and what a submit (or a
-//! typed call) writes.
+//! from inside handlers) and the retention sweeper; what a submit (or a
+//! typed call) writes; and the times it refuses to write.
 
 use std::time::Duration;
 
 use cairnq_core::store::{ClaimDraw, ClaimParams, FailParams, SettleParams};
 use cairnq_core::{
-    Backpressure, CairnQ, Error, ErrorEnvelope, ErrorKind, Json, Retention, SubmitOptions, TaskDef, TaskSpec,
-    TaskStatus,
+    Backpressure, CairnQ, Error, ErrorEnvelope, ErrorKind, Json, MAX_DELAY, Retention, SubmitOptions, TaskDef,
+    TaskSpec, TaskStatus,
 };
 use cairnq_worker::{TaskContext, TaskError};
 use serde_json::{Value, json};
@@ -168,4 +168,48 @@ pub async fn a_typed_call_writes_its_submit_options(factory: &dyn BackendFactory
     assert_eq!((row.status, row.result), (TaskStatus::Succeeded, some(json!(42))));
     assert_eq!(row.metadata.decode::<Value>().expect("metadata")["asked"], "by a call");
     assert_eq!(row.payload, Json::from(json!(21)));
+}
+
+/// A delay or lease that would put a time past what the protocol stores
+/// (64-bit epoch milliseconds) is refused with the same `ValidationError`
+/// on every backend, before anything is written: a submit, a task of a
+/// `submit_many`, a retry delay, a claim's lease. The longest delay allowed
+/// ([`MAX_DELAY`]) is stored exactly and read back.
+pub async fn times_past_the_protocols_range_are_refused_before_any_write(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    let max_ms = i64::try_from(MAX_DELAY.as_millis()).expect("MAX_DELAY fits in i64");
+    let i64_max = Duration::from_millis(u64::try_from(i64::MAX).expect("positive"));
+    for delay in [MAX_DELAY + Duration::from_millis(1), i64_max, Duration::MAX] {
+        let alone = client.submit("later", &json!({})).delay(delay).await.map(drop);
+        let later = TaskSpec::new("later", &2).options(SubmitOptions::new().delay(delay));
+        let in_batch = client.submit_many(&[TaskSpec::new("now", &1), later]).await.map(drop);
+        for refused in [alone, in_batch] {
+            assert!(matches!(&refused, Err(Error::Validation { field: "delay", .. })), "{delay:?}: {refused:?}");
+        }
+    }
+    assert_eq!(count(&client, TaskStatus::Queued).await, 0, "the refused submits wrote nothing");
+    let longest = client.submit("later", &json!({})).delay(MAX_DELAY).await.expect("the longest delay fits");
+    let stored = client.get(&longest.id).await.expect("get reads the row").expect("the row");
+    assert_eq!(stored.run_at_ms - stored.created_at_ms, max_ms, "run_at is now + MAX_DELAY, exactly");
+
+    let task = client.submit("job", &json!({})).await.expect("submit");
+    for lease_ms in [max_ms + 1, i64::MAX] {
+        let claim = ClaimParams::new("w", lease_ms).draw(ClaimDraw::new(vec!["default".into()]));
+        let refused = client.claim(&claim).await;
+        assert!(matches!(&refused, Err(Error::Validation { field: "lease_ms", .. })), "{refused:?}");
+    }
+    let claim = ClaimParams::new("w", 30_000).draw(ClaimDraw::new(vec!["default".into()]));
+    assert_eq!(client.claim(&claim).await.expect("claim").len(), 1, "the job is due, the later task is not");
+    let envelope = ErrorEnvelope::new("flaky", "try again").to_json();
+    let fail = |delay_ms| FailParams::new(&task.id, "w").error(envelope.clone()).retryable(true).delay_ms(delay_ms);
+    for delay_ms in [max_ms + 1, i64::MAX] {
+        let refused = client.fail(&fail(delay_ms)).await;
+        assert!(matches!(&refused, Err(Error::Validation { field: "delay_ms", .. })), "{refused:?}");
+    }
+    let running = client.get(&task.id).await.expect("get").expect("the row");
+    assert_eq!(running.status, TaskStatus::Running, "the refused fails changed nothing");
+    let requeued = client.fail(&fail(max_ms)).await.expect("the longest retry delay fits");
+    let stored = client.get(&task.id).await.expect("get reads the row").expect("the row");
+    assert_eq!((stored.status, stored.run_at_ms), (TaskStatus::Queued, requeued.run_at_ms));
+    assert_eq!(stored.run_at_ms - stored.updated_at_ms, max_ms, "run_at is now + the delay, exactly");
 }

@@ -137,7 +137,10 @@ pub(crate) fn peer(args: &[&str]) -> Value {
     );
     let stdout = String::from_utf8_lossy(&output.stdout);
     let last = stdout.lines().last().unwrap_or("null");
-    serde_json::from_str(last).unwrap_or_else(|e| panic!("peer printed no JSON ({e}): {stdout}"))
+    // Through Json, which reads as deep as the peer writes (serde_json
+    // alone stops at 128 levels).
+    let parsed = cairnq_core::Json::parse(last.to_string()).and_then(|json| json.decode());
+    parsed.unwrap_or_else(|e| panic!("peer printed no JSON ({e}): {stdout}"))
 }
 
 /// Runs `interop/peer.py` with `args`, which must fail, and returns its

@@ -1,6 +1,7 @@
 //! Cross-language worker tests on one SQLite file: Python submits and a Rust
-//! worker runs, Python reads the results; a Rust client submits and a Python
-//! worker runs, Rust reads the results.
+//! worker runs, Python reads the results (a payload as deep as Python writes
+//! among them); a Rust client submits and a Python worker runs, Rust reads
+//! the results.
 
 use std::time::Duration;
 
@@ -65,6 +66,41 @@ async fn rust_submits_a_python_worker_runs_rust_reads_the_results() {
         assert_eq!(done.lease_until_ms, None);
     }
     client.close().await.expect("close");
+}
+
+/// A payload nested 400 levels deep, written by the Python SDK (serde_json
+/// alone stops at 128), reaches a Rust handler typed on `Value`, and Python
+/// reads the echoed result back whole. Not deeper: the peer prints a task
+/// through `dataclasses.asdict`, two Python frames a level, so it reaches
+/// the interpreter's recursion limit of 1,000 near 500 levels (the SDK's
+/// own json reads about 1,000; the suite's
+/// `a_value_handler_takes_a_payload_nested_a_thousand_levels` takes that
+/// depth on every backend).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_deep_python_payload_reaches_a_rust_value_handler() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("shared.db");
+    let db = path.to_str().expect("utf-8 path");
+    let depth = 400;
+    let payload = format!("{}\"py\"{}", "[".repeat(depth), "]".repeat(depth));
+    let submitted = peer(&["submit-to", db, "default", "deep_echo", &payload]);
+    let id = submitted["id"].as_str().expect("an id");
+
+    let client = CairnQ::new(SqliteStore::open(&path).await.expect("open"));
+    let options = WorkerOptions::new().poll_interval(Duration::from_millis(20));
+    let mut worker = Worker::new(client.clone(), options).expect("worker");
+    worker
+        .task("deep_echo", |_ctx: TaskContext, payload: Value| async move { Ok::<_, TaskError>(payload) })
+        .expect("register");
+    let handle = worker.spawn();
+    wait_until_all_succeeded(&client, 1).await;
+    handle.stop_and_join().await.expect("worker stops");
+    client.close().await.expect("close");
+
+    let seen = peer(&["get", db, id]);
+    assert_eq!(seen["status"], "succeeded", "{}", seen["error"]);
+    let expected = cairnq_core::Json::parse(payload).expect("valid").to_value().expect("decodes");
+    assert!(seen["result"] == expected && seen["payload"] == expected, "the payload came back whole");
 }
 
 async fn wait_until_all_succeeded(client: &CairnQ, expected: usize) {

@@ -172,6 +172,9 @@ pub(crate) struct ClaimLoop {
     claim_failures: u32,
     /// No claim starts before this, while claims fail.
     claim_after: Option<tokio::time::Instant>,
+    /// The last claim failed because the database was unreachable: the
+    /// pause ends as soon as any call of the process reaches it again.
+    unreachable: bool,
 }
 
 impl ClaimLoop {
@@ -197,6 +200,7 @@ impl ClaimLoop {
             watch: None,
             claim_failures: 0,
             claim_after: None,
+            unreachable: false,
         }
     }
 
@@ -268,6 +272,7 @@ impl ClaimLoop {
                 // A call whose settle write finished (see MAX_SETTLING).
                 _ = self.calls.join_next(), if !self.calls.is_empty() => {},
                 _ = tokio::time::sleep_until(wake_at) => {},
+                _ = core.outage().reachable(), if self.unreachable => {},
                 _ = stopped => {},
             },
             // A call ending may unblock a resource or a per-name cap that
@@ -289,8 +294,9 @@ impl ClaimLoop {
         if self.buffer.len() > self.prefetch / 2 || self.calls.len() >= self.core.options.concurrency + MAX_SETTLING {
             return false;
         }
+        let outage_over = self.unreachable && !self.core.outage().is_down();
         match self.claim_after {
-            Some(at) if tokio::time::Instant::now() < at => return false,
+            Some(at) if tokio::time::Instant::now() < at && !outage_over => return false,
             _ => self.claim_after = None,
         }
         let core = self.core.clone();
@@ -327,7 +333,7 @@ impl ClaimLoop {
             self.prefetch = prefetch_room(self.core.options.concurrency, started.elapsed(), self.core.load.mean_call());
         }
         if !matches!(claimed, Claimed::Failed(..)) {
-            self.claim_failures = 0;
+            (self.claim_failures, self.unreachable) = (0, false);
             self.core.store_ok();
         }
         match claimed {
@@ -357,12 +363,14 @@ impl ClaimLoop {
 
     /// A failed probe or claim: no claim starts before the backoff pause
     /// ([`claim_backoff`]) has passed (`start_claim` checks, `pause` sleeps
-    /// until then), and the core reports it (and stops the worker if the
-    /// database is unusable).
+    /// until then) or, when the database was unreachable, before another
+    /// call of the process reaches it again; the core reports it (and
+    /// stops the worker if the database is unusable).
     fn back_off(&mut self, phase: Phase, error: cairnq_core::Error) {
         self.claim_failures = self.claim_failures.saturating_add(1);
         let pause = claim_backoff(self.core.options.poll_interval, self.claim_failures);
         self.claim_after = Some(tokio::time::Instant::now() + pause);
+        self.unreachable = error.is_unreachable();
         self.core.store_failed(phase, None, error);
     }
 
