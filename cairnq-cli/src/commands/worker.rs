@@ -18,7 +18,7 @@ use crate::humanize;
 /// The contract between the worker and the command, in `--help`.
 const CONTRACT: &str = "\
 The command runs through `sh -c`, once per task:
-  stdin        the payload JSON
+  stdin        the payload JSON (a file, written whole before the command starts)
   environment  CAIRNQ_TASK_ID, CAIRNQ_TASK_NAME, CAIRNQ_ATTEMPT (1 first), CAIRNQ_QUEUE
   stdout       the result JSON (empty: null; not JSON: the task fails for good)
   stderr       lines `progress 0.5 optional message` report progress; the last 4 KB
@@ -27,7 +27,9 @@ The command runs through `sh -c`, once per task:
                any other code failed, retried while attempts are left
 A cancel or a lost lease sends the command SIGTERM, then SIGKILL --kill-grace later.
 SIGTERM or Ctrl-C to the worker drains: it claims nothing more and running commands
-finish (for up to 30 s); a second signal stops at once.
+finish (for up to 30 s); a second signal stops at once. A worker that dies outright
+(SIGKILL, a crash) takes its commands with it: each command's process group is
+SIGKILLed at once, so none runs on beside its task's retry.
 
 -o does not apply: the worker prints no data, only its reports on stderr.";
 

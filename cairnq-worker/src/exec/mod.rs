@@ -3,9 +3,12 @@
 //! Needs the `exec` feature (Unix).
 //!
 //! Each task runs `sh -c COMMAND` (so pipes and quoting work) in a process
-//! group of its own:
+//! group of its own, led by a small watchdog shell (so `kill 0` reaches the
+//! command's whole group, `kill -- -$$` does not):
 //!
-//! - **stdin** carries the payload JSON, exactly as stored, then closes.
+//! - **stdin** is the payload JSON, exactly as stored, in an anonymous
+//!   temporary file (in `TMPDIR`) written whole before the command starts:
+//!   a command never runs on a payload cut short.
 //! - **environment**: `CAIRNQ_TASK_ID`, `CAIRNQ_TASK_NAME`, `CAIRNQ_ATTEMPT`
 //!   (1 on the first claim) and `CAIRNQ_QUEUE`, on top of the worker's own.
 //! - **stdout** is the result: one JSON document (surrounding whitespace is
@@ -25,6 +28,10 @@
 //!   When the shell exits, whatever it left running in its group is killed.
 //! - **worker shutdown** drains: running commands finish (a Ctrl-C on the
 //!   worker's terminal does not reach them; they are in their own group).
+//! - **worker death** (SIGKILL, a crash, the OOM killer): the watchdog sees
+//!   the worker's end of its pipe close and SIGKILLs the group at once, so
+//!   no command runs on past its lease beside its own retry. A process
+//!   that left the group (`setsid`) is out of reach, as for every stop.
 //!
 //! | the command | the task |
 //! |---|---|
@@ -247,13 +254,13 @@ impl Exec {
         if ctx.state().is_canceled() {
             return Err(outcome::stopped(StopReason::Canceled, "", self.options.max_stdout_bytes));
         }
-        let (mut child, mut group) = child::spawn(&self.command, &self.options, &ctx).map_err(outcome::not_started)?;
-        let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        let spawned = child::spawn(&self.command, &self.options, &ctx).await;
+        let (mut child, mut group) = spawned.map_err(outcome::not_started)?;
+        let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
         let overflow = Notify::new();
         let exited = Notify::new();
         let streams = async {
             tokio::join!(
-                streams::feed_stdin(stdin, ctx.payload_json().as_str()),
                 streams::read_stdout(stdout, self.options.max_stdout_bytes, &overflow),
                 streams::watch_stderr(stderr, &ctx),
             )
@@ -265,7 +272,7 @@ impl Exec {
             tokio::select! {
                 // Output already complete wins over a grace just over.
                 biased;
-                ((), stdout, stderr) = streams => Some((stdout, stderr)),
+                (stdout, stderr) = streams => Some((stdout, stderr)),
                 () = async { exited.notified().await; tokio::time::sleep(self.options.kill_grace).await } => None,
             }
         };

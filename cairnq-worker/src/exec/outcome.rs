@@ -100,7 +100,8 @@ pub(super) fn stopped(reason: StopReason, stderr: &str, max_stdout_bytes: u64) -
 }
 
 /// The command could not be started (no `sh`, no such directory, no
-/// processes left): retried, another attempt may find it better.
+/// processes left, no room for the payload file): retried, another attempt
+/// may find it better.
 pub(super) fn not_started(error: io::Error) -> TaskError {
     failure("exec_spawn_failed", &format!("cannot start the command with sh -c: {error}"), true, Map::new(), "")
 }
