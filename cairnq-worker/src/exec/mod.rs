@@ -66,6 +66,7 @@
 
 mod child;
 mod outcome;
+mod program;
 mod streams;
 
 use std::path::PathBuf;
@@ -172,6 +173,33 @@ impl ExecHandler {
         Ok(Self { exec: Arc::new(Exec { command, options }) })
     }
 
+    /// Checks, before any task runs, that the program the command line
+    /// starts is there: its first word, when the shell reads it as written,
+    /// must be an executable file (a word with a `/`, relative to
+    /// [`current_dir`](ExecOptions::current_dir)) or something `sh` finds
+    /// (a builtin, a program on `PATH`); and the script a well-known
+    /// interpreter is given (`python3 resize.py`, `sh ./run.sh`) must
+    /// exist. Words holding quotes, expansions or assignments are taken as
+    /// they are. Fails with a validation error saying what is wrong, so a
+    /// worker can refuse to start instead of failing every task with
+    /// exit 127. `cairnq worker --exec` runs it before it opens the
+    /// database.
+    ///
+    /// ```
+    /// use cairnq_worker::exec::ExecHandler;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// assert!(ExecHandler::new("cat | wc -c").expect("a command").check_program().await.is_ok());
+    /// let wrong = ExecHandler::new("./no/such/resize.sh --fast").expect("a command");
+    /// let refused = wrong.check_program().await.expect_err("no such file");
+    /// assert!(refused.to_string().contains("./no/such/resize.sh does not exist"), "{refused}");
+    /// # }
+    /// ```
+    pub async fn check_program(&self) -> Result<()> {
+        let dir = self.exec.options.current_dir.as_deref();
+        program::check(&self.exec.command, dir).await.map_err(|why| Error::validation("command", why))
+    }
+
     /// The command line.
     pub fn command(&self) -> &str {
         &self.exec.command
@@ -250,11 +278,21 @@ async fn max_run_near(ctx: &TaskContext, grace: Duration) -> Duration {
 }
 
 impl Exec {
+    /// Runs the command for one attempt, and tells the worker's log when
+    /// it failed.
     async fn run(self: Arc<Self>, ctx: TaskContext) -> SingleResult {
+        let ran = self.attempt(&ctx).await;
+        if let Err(error) = &ran {
+            outcome::report(&ctx, error);
+        }
+        ran
+    }
+
+    async fn attempt(&self, ctx: &TaskContext) -> SingleResult {
         if ctx.state().is_canceled() {
             return Err(outcome::stopped(StopReason::Canceled, "", self.options.max_stdout_bytes));
         }
-        let spawned = child::spawn(&self.command, &self.options, &ctx).await;
+        let spawned = child::spawn(&self.command, &self.options, ctx).await;
         let (mut child, mut group) = spawned.map_err(outcome::not_started)?;
         let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
         let overflow = Notify::new();
@@ -262,7 +300,7 @@ impl Exec {
         let streams = async {
             tokio::join!(
                 streams::read_stdout(stdout, self.options.max_stdout_bytes, &overflow),
-                streams::watch_stderr(stderr, &ctx),
+                streams::watch_stderr(stderr, ctx),
             )
         };
         // Whatever the shell left in its group is killed when it exits, so
@@ -278,9 +316,9 @@ impl Exec {
         };
         let stop = async {
             tokio::select! {
-                () = cancel_seen(&ctx) => StopReason::Canceled,
+                () = cancel_seen(ctx) => StopReason::Canceled,
                 () = ctx.on_lost_lease() => StopReason::LostLease,
-                limit = max_run_near(&ctx, self.options.kill_grace) => StopReason::MaxRun(limit),
+                limit = max_run_near(ctx, self.options.kill_grace) => StopReason::MaxRun(limit),
                 () = overflow.notified() => StopReason::StdoutTooLarge,
             }
         };
