@@ -12,6 +12,7 @@ mod commands;
 mod db;
 mod exit;
 mod humanize;
+mod log;
 mod metrics;
 mod output;
 mod table;

@@ -139,8 +139,9 @@
 //!   its thread until it returns (threads cannot be killed); its outcome is
 //!   discarded.
 //! - A command of the `exec` feature runs in a process group the worker
-//!   kills when it abandons the attempt; a worker killed outright (SIGKILL,
-//!   a crash) cannot, so its commands run on while their leases expire.
+//!   kills when it abandons the attempt, and its watchdog kills when the
+//!   worker dies outright; a process the command moved out of its group
+//!   (`setsid`) is beyond both.
 //! - A batch draw reserves one call slot for the transaction even when it
 //!   then finds nothing; the next round rotates and retries at once.
 

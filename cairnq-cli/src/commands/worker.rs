@@ -14,11 +14,12 @@ use cairnq_worker::{Worker, WorkerOptions};
 use crate::commands::Context;
 use crate::exit::{Exit, Failure};
 use crate::humanize;
+use crate::log::LogLevel;
 
 /// The contract between the worker and the command, in `--help`.
 const CONTRACT: &str = "\
 The command runs through `sh -c`, once per task:
-  stdin        the payload JSON
+  stdin        the payload JSON (a file, written whole before the command starts)
   environment  CAIRNQ_TASK_ID, CAIRNQ_TASK_NAME, CAIRNQ_ATTEMPT (1 first), CAIRNQ_QUEUE
   stdout       the result JSON (empty: null; not JSON: the task fails for good)
   stderr       lines `progress 0.5 optional message` report progress; the last 4 KB
@@ -27,9 +28,23 @@ The command runs through `sh -c`, once per task:
                any other code failed, retried while attempts are left
 A cancel or a lost lease sends the command SIGTERM, then SIGKILL --kill-grace later.
 SIGTERM or Ctrl-C to the worker drains: it claims nothing more and running commands
-finish (for up to 30 s); a second signal stops at once.
+finish (for up to 30 s); a second signal stops at once. A worker that dies outright
+(SIGKILL, a crash) takes its commands with it: each command's process group is
+SIGKILLed at once, so none runs on beside its task's retry.
 
--o does not apply: the worker prints no data, only its reports on stderr.";
+Before it opens the database, the worker checks the program the command starts: a
+path (a word with a /) must be an executable file, a bare name something sh finds
+(a builtin, a program on PATH), and the script given to sh, bash, python3, node,
+ruby, perl or php must exist; otherwise it exits 2 and says why, claiming nothing.
+
+Log (stderr, one line per event, --log-level or CAIRNQ_LOG_LEVEL):
+  warn   each failed attempt: task id, name, attempt, the exit code or signal and
+         the command's last stderr line, and whether the task is retried; a lost
+         lease, a failed store call
+  info   (the default) also the start, a drain, a canceled command
+  error  only what stops the worker; off: nothing; debug: every attempt's end
+
+-o does not apply: the worker prints no data, only its log on stderr.";
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = CONTRACT)]
@@ -58,6 +73,9 @@ pub(crate) struct Args {
     /// end before SIGKILL.
     #[arg(long, default_value = "10s", value_parser = humanize::duration)]
     kill_grace: Duration,
+    /// How much the worker logs on stderr (each failed attempt is a warning).
+    #[arg(long, value_enum, value_name = "LEVEL", default_value_t = LogLevel::Info, env = "CAIRNQ_LOG_LEVEL")]
+    log_level: LogLevel,
     /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464),
     /// queue depths read every 10 s.
     #[arg(long, value_name = "ADDR")]
@@ -67,16 +85,12 @@ pub(crate) struct Args {
 impl Args {
     /// The worker options of the arguments, checked by the library.
     fn options(&self) -> Result<WorkerOptions, Failure> {
-        let worker_id = new_worker_id();
-        let reporter = worker_id.clone();
+        // The worker's reports go to the log (crate::log), each at its level.
         let mut options = WorkerOptions::new()
             .queues(self.queues.iter().cloned())
             .concurrency(self.concurrency)
             .lease(self.lease)
-            .worker_id(worker_id)
-            // The library logs through `tracing`; the command has no
-            // subscriber, so it writes the worker's reports itself.
-            .on_error(move |issue| eprintln!("cairnq worker {reporter}: {issue}"));
+            .worker_id(new_worker_id());
         if self.metrics_addr.is_some() {
             options = options.queue_gauges(Some(DEFAULT_GAUGE_INTERVAL));
         }
@@ -91,9 +105,12 @@ impl Args {
 /// Runs until SIGTERM or SIGINT, then drains (running commands finish); a
 /// second signal stops at once.
 pub(crate) async fn run(context: &Context, args: Args) -> Result<Exit, Failure> {
-    // Bad arguments are refused before the database is opened.
+    crate::log::install(args.log_level);
+    // Bad arguments, and a command whose program is not there, are refused
+    // before the database is opened: nothing is claimed.
     let options = args.options()?;
     let handler = ExecHandler::with_options(&args.exec, ExecOptions::new().kill_grace(args.kill_grace))?;
+    handler.check_program().await?;
     if let Some(addr) = args.metrics_addr {
         crate::metrics::serve(addr).await?;
     }
@@ -104,7 +121,7 @@ pub(crate) async fn run(context: &Context, args: Args) -> Result<Exit, Failure> 
     } else {
         worker.exec(&args.names, &handler)?;
     }
-    eprintln!(
+    tracing::info!(
         "cairnq worker {} runs {:?} for {} on queue(s) {}",
         worker.worker_id(),
         args.exec,

@@ -4,7 +4,9 @@
 //! library returns for the same database.
 
 mod bad_input;
+mod exec_chaos;
 mod flags;
+mod marked;
 mod metrics;
 mod migrate_sql;
 mod ops;
@@ -17,3 +19,4 @@ mod support;
 mod top;
 mod web;
 mod worker;
+mod worker_death;

@@ -1,7 +1,8 @@
 //! `cairnq worker --exec`: a shell script as the worker of tasks the
 //! Python SDK submitted, end to end through real processes; SIGTERM to the
 //! worker drains a running command; a command deaf to SIGTERM is killed
-//! after `--kill-grace`.
+//! after `--kill-grace`; a command whose program is not there is refused at
+//! the start, and every failed attempt is on the worker's log.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -11,7 +12,7 @@ use cairnq_core::{ErrorEnvelope, TaskStatus};
 use cairnq_testkit::support::eventually_within;
 use serde_json::{Value, json};
 
-use crate::support::{Fixture, peer};
+use crate::support::{Fixture, Ran, peer};
 
 /// The worker script: doubles `n`; `bad` fails for good (exit 65) after
 /// writing to stderr; `flaky` asks for a retry (exit 75) on its first
@@ -197,4 +198,100 @@ async fn a_command_that_ignores_sigterm_is_killed_after_the_kill_grace() {
     })
     .await;
     assert!(termed.exists(), "the command got SIGTERM first, ignored it, and was killed");
+}
+
+/// What `cairnq worker --exec command` did, once it exited; a worker that
+/// runs instead of refusing is stopped (bounded) and the test fails.
+fn refusal(fixture: &Fixture, command: &str) -> Ran {
+    let mut worker = fixture
+        .cli
+        .command(&["worker", "--exec", command])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the worker");
+    let start = Instant::now();
+    while worker.try_wait().expect("poll the worker").is_none() {
+        if start.elapsed() > Duration::from_secs(30) {
+            let _ = worker.kill();
+            let _ = worker.wait();
+            panic!("the worker runs {command:?} instead of refusing it");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ran::from(worker.wait_with_output().expect("the worker's output"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_command_whose_program_is_not_there_is_refused_before_anything_is_claimed() {
+    let fixture = Fixture::sqlite().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let task = fixture.client.submit("resize", &json!({})).await.expect("submit");
+    let not_executable = dir.path().join("resize.sh");
+    std::fs::write(&not_executable, "#!/bin/sh\necho '{}'\n").expect("write the script");
+    let missing = dir.path().join("no").join("resize.sh");
+    let refusals = [
+        (missing.display().to_string(), format!("{} does not exist", missing.display())),
+        (format!("{} --quality 80 | tee log", not_executable.display()), "is not executable".to_string()),
+        (dir.path().display().to_string(), "is a directory".to_string()),
+        ("resize-no-such-program --fast".to_string(), "is not a command sh can find".to_string()),
+        (
+            "python3 no-such-resize.py".to_string(),
+            "no-such-resize.py, the script python3 is to run, does not exist".into(),
+        ),
+    ];
+    for (command, says) in &refusals {
+        refusal(&fixture, command).refused(2, says);
+    }
+    let untouched = fixture.client.get(&task.id).await.expect("get").expect("the task");
+    assert_eq!((untouched.status, untouched.attempt), (TaskStatus::Queued, 0), "nothing was claimed");
+}
+
+/// Starts a worker running `command` with `args` and `env`, waits until
+/// `task` failed, SIGTERMs the worker and returns everything it wrote on
+/// stderr.
+async fn worker_log(fixture: &Fixture, command: &str, args: &[&str], env: &[(&str, &str)], task: &str) -> String {
+    let mut worker = fixture.cli.command(&[&["worker", "--exec", command], args].concat());
+    worker.envs(env.iter().copied()).stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut worker = Worker(worker.spawn().expect("start the worker"));
+    let stderr = worker.0.stderr.take().expect("stderr");
+    let reader = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap_or_default());
+    eventually_within("the task settled", Duration::from_secs(60), || async {
+        fixture.client.get(task).await.expect("get").is_some_and(|now| now.status == TaskStatus::Failed)
+    })
+    .await;
+    let pid = worker.0.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().expect("kill").success());
+    assert_eq!(worker.0.wait().expect("wait").code(), Some(0));
+    reader.join().expect("the stderr reader")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_failed_attempt_is_on_the_worker_log_unless_turned_down() {
+    let fixture = Fixture::sqlite().await;
+    let failing = "echo 'reading row 7' >&2; echo 'row 7: no such customer' >&2; \
+                   if [ \"$CAIRNQ_ATTEMPT\" = 1 ]; then exit 1; else kill -KILL $$; fi";
+    let task = fixture.client.submit("import", &json!({})).max_attempts(2).await.expect("submit");
+    let log = worker_log(&fixture, failing, &[], &[], &task.id).await;
+    let lines: Vec<&str> = log.lines().filter(|line| line.contains(&format!("task_id={}", task.id))).collect();
+    assert_eq!(lines.len(), 2, "one line per failed attempt: {log}");
+    for (line, says) in lines.iter().zip([
+        "attempt 1 of 2: the command exited with code 1: row 7: no such customer; retried",
+        "attempt 2 of 2: the command was killed by signal 9: row 7: no such customer; no attempts left, failed",
+    ]) {
+        assert!(line.contains(" WARN ") && line.contains(says) && line.contains("name=import"), "{line}");
+    }
+    assert!(lines[0].contains("exit_code=1") && lines[1].contains("signal=9"), "{log}");
+
+    // Exit 65 fails for good; at --log-level warn only the failure is told.
+    let task = fixture.client.submit("import", &json!({})).max_attempts(3).await.expect("submit");
+    let bad = "echo 'bad input' >&2; exit 65";
+    let log = worker_log(&fixture, bad, &["--log-level", "warn"], &[], &task.id).await;
+    assert_eq!(log.lines().count(), 1, "{log}");
+    assert!(log.contains("attempt 1 of 3: the command exited with code 65") && log.contains("failed for good"));
+
+    // Off, through the environment: nothing at all.
+    let task = fixture.client.submit("import", &json!({})).max_attempts(1).await.expect("submit");
+    let log = worker_log(&fixture, "exit 1", &[], &[("CAIRNQ_LOG_LEVEL", "off")], &task.id).await;
+    assert_eq!(log, "", "CAIRNQ_LOG_LEVEL=off");
 }

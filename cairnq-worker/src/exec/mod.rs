@@ -3,9 +3,12 @@
 //! Needs the `exec` feature (Unix).
 //!
 //! Each task runs `sh -c COMMAND` (so pipes and quoting work) in a process
-//! group of its own:
+//! group of its own, led by a small watchdog shell (so `kill 0` reaches the
+//! command's whole group, `kill -- -$$` does not):
 //!
-//! - **stdin** carries the payload JSON, exactly as stored, then closes.
+//! - **stdin** is the payload JSON, exactly as stored, in an anonymous
+//!   temporary file (in `TMPDIR`) written whole before the command starts:
+//!   a command never runs on a payload cut short.
 //! - **environment**: `CAIRNQ_TASK_ID`, `CAIRNQ_TASK_NAME`, `CAIRNQ_ATTEMPT`
 //!   (1 on the first claim) and `CAIRNQ_QUEUE`, on top of the worker's own.
 //! - **stdout** is the result: one JSON document (surrounding whitespace is
@@ -25,6 +28,10 @@
 //!   When the shell exits, whatever it left running in its group is killed.
 //! - **worker shutdown** drains: running commands finish (a Ctrl-C on the
 //!   worker's terminal does not reach them; they are in their own group).
+//! - **worker death** (SIGKILL, a crash, the OOM killer): the watchdog sees
+//!   the worker's end of its pipe close and SIGKILLs the group at once, so
+//!   no command runs on past its lease beside its own retry. A process
+//!   that left the group (`setsid`) is out of reach, as for every stop.
 //!
 //! | the command | the task |
 //! |---|---|
@@ -59,6 +66,7 @@
 
 mod child;
 mod outcome;
+mod program;
 mod streams;
 
 use std::path::PathBuf;
@@ -165,6 +173,33 @@ impl ExecHandler {
         Ok(Self { exec: Arc::new(Exec { command, options }) })
     }
 
+    /// Checks, before any task runs, that the program the command line
+    /// starts is there: its first word, when the shell reads it as written,
+    /// must be an executable file (a word with a `/`, relative to
+    /// [`current_dir`](ExecOptions::current_dir)) or something `sh` finds
+    /// (a builtin, a program on `PATH`); and the script a well-known
+    /// interpreter is given (`python3 resize.py`, `sh ./run.sh`) must
+    /// exist. Words holding quotes, expansions or assignments are taken as
+    /// they are. Fails with a validation error saying what is wrong, so a
+    /// worker can refuse to start instead of failing every task with
+    /// exit 127. `cairnq worker --exec` runs it before it opens the
+    /// database.
+    ///
+    /// ```
+    /// use cairnq_worker::exec::ExecHandler;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// assert!(ExecHandler::new("cat | wc -c").expect("a command").check_program().await.is_ok());
+    /// let wrong = ExecHandler::new("./no/such/resize.sh --fast").expect("a command");
+    /// let refused = wrong.check_program().await.expect_err("no such file");
+    /// assert!(refused.to_string().contains("./no/such/resize.sh does not exist"), "{refused}");
+    /// # }
+    /// ```
+    pub async fn check_program(&self) -> Result<()> {
+        let dir = self.exec.options.current_dir.as_deref();
+        program::check(&self.exec.command, dir).await.map_err(|why| Error::validation("command", why))
+    }
+
     /// The command line.
     pub fn command(&self) -> &str {
         &self.exec.command
@@ -243,19 +278,29 @@ async fn max_run_near(ctx: &TaskContext, grace: Duration) -> Duration {
 }
 
 impl Exec {
+    /// Runs the command for one attempt, and tells the worker's log when
+    /// it failed.
     async fn run(self: Arc<Self>, ctx: TaskContext) -> SingleResult {
+        let ran = self.attempt(&ctx).await;
+        if let Err(error) = &ran {
+            outcome::report(&ctx, error);
+        }
+        ran
+    }
+
+    async fn attempt(&self, ctx: &TaskContext) -> SingleResult {
         if ctx.state().is_canceled() {
             return Err(outcome::stopped(StopReason::Canceled, "", self.options.max_stdout_bytes));
         }
-        let (mut child, mut group) = child::spawn(&self.command, &self.options, &ctx).map_err(outcome::not_started)?;
-        let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        let spawned = child::spawn(&self.command, &self.options, ctx).await;
+        let (mut child, mut group) = spawned.map_err(outcome::not_started)?;
+        let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
         let overflow = Notify::new();
         let exited = Notify::new();
         let streams = async {
             tokio::join!(
-                streams::feed_stdin(stdin, ctx.payload_json().as_str()),
                 streams::read_stdout(stdout, self.options.max_stdout_bytes, &overflow),
-                streams::watch_stderr(stderr, &ctx),
+                streams::watch_stderr(stderr, ctx),
             )
         };
         // Whatever the shell left in its group is killed when it exits, so
@@ -265,15 +310,15 @@ impl Exec {
             tokio::select! {
                 // Output already complete wins over a grace just over.
                 biased;
-                ((), stdout, stderr) = streams => Some((stdout, stderr)),
+                (stdout, stderr) = streams => Some((stdout, stderr)),
                 () = async { exited.notified().await; tokio::time::sleep(self.options.kill_grace).await } => None,
             }
         };
         let stop = async {
             tokio::select! {
-                () = cancel_seen(&ctx) => StopReason::Canceled,
+                () = cancel_seen(ctx) => StopReason::Canceled,
                 () = ctx.on_lost_lease() => StopReason::LostLease,
-                limit = max_run_near(&ctx, self.options.kill_grace) => StopReason::MaxRun(limit),
+                limit = max_run_near(ctx, self.options.kill_grace) => StopReason::MaxRun(limit),
                 () = overflow.notified() => StopReason::StdoutTooLarge,
             }
         };

@@ -11,6 +11,7 @@ use cairnq_core::{ErrorEnvelope, Json, codes};
 use serde_json::{Map, Value, json};
 
 use super::streams::Stdout;
+use crate::context::TaskContext;
 use crate::task_error::TaskError;
 
 /// The exit code that fails a task for good (`EX_DATAERR`, sysexits.h).
@@ -99,8 +100,53 @@ pub(super) fn stopped(reason: StopReason, stderr: &str, max_stdout_bytes: u64) -
     }
 }
 
+/// Tells the worker's log about a failed attempt, so a command that keeps
+/// failing shows where its operator looks, not only in error envelopes: a
+/// `tracing` event (target `cairnq_worker::exec`) naming the attempt
+/// (`task_id`, `name`, `queue`, `attempt`, `worker_id`), how the command
+/// ended (`exit_code` or `signal`) and the envelope's code (`error.kind`);
+/// its message, `attempt 2 of 3: ` then the envelope's (which ends with the
+/// command's last stderr line), says what becomes of the task. A warning, but for a cancel
+/// and a lost lease (asked for, or already reported by the worker): info.
+pub(super) fn report(ctx: &TaskContext, error: &TaskError) {
+    let envelope = error.envelope();
+    let (warn, then) = match envelope.code.as_str() {
+        "canceled" | "lost_lease" => (false, ""),
+        _ if envelope.retryable && ctx.attempt() < ctx.max_attempts() => (true, "; retried"),
+        _ if envelope.retryable => (true, "; no attempts left, failed"),
+        _ => (true, "; failed for good"),
+    };
+    let exit_code = envelope.details.get("exit_code").and_then(Value::as_i64);
+    let signal = envelope.details.get("signal").and_then(Value::as_i64);
+    macro_rules! event {
+        ($level:ident) => {
+            tracing::$level!(
+                target: "cairnq_worker::exec",
+                task_id = %ctx.task_id(),
+                name = %ctx.name(),
+                queue = %ctx.queue(),
+                attempt = ctx.attempt(),
+                worker_id = %ctx.worker_id(),
+                exit_code,
+                signal,
+                error.kind = %envelope.code,
+                "attempt {} of {}: {}{then}",
+                ctx.attempt(),
+                ctx.max_attempts(),
+                envelope.message,
+            )
+        };
+    }
+    if warn {
+        event!(warn);
+    } else {
+        event!(info);
+    }
+}
+
 /// The command could not be started (no `sh`, no such directory, no
-/// processes left): retried, another attempt may find it better.
+/// processes left, no room for the payload file): retried, another attempt
+/// may find it better.
 pub(super) fn not_started(error: io::Error) -> TaskError {
     failure("exec_spawn_failed", &format!("cannot start the command with sh -c: {error}"), true, Map::new(), "")
 }

@@ -1,13 +1,13 @@
-//! The command's three pipes, served at once so a chatty command never
-//! blocks on a full pipe: the payload written to stdin, stdout read up to
-//! a limit (the rest read and dropped), and stderr split into lines, where
+//! The command's output pipes, served at once so a chatty command never
+//! blocks on a full pipe: stdout read up to a limit (the rest read and
+//! dropped), and stderr split into lines, where
 //! `progress 0.5 optional message` lines become progress reports and every
 //! other line is kept for the tail that goes into an error envelope.
 
 use std::collections::VecDeque;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::{ChildStderr, ChildStdout};
 use tokio::sync::{Notify, watch};
 
 use crate::context::TaskContext;
@@ -20,14 +20,6 @@ pub(super) const STDERR_TAIL_BYTES: usize = 4096;
 const PROGRESS_LINE_MAX: usize = 1024;
 
 const CHUNK: usize = 8192;
-
-/// Writes the payload to the command's stdin and closes it. A command that
-/// does not read its stdin is fine: the broken pipe is ignored.
-pub(super) async fn feed_stdin(stdin: Option<ChildStdin>, payload: &str) {
-    if let Some(mut stdin) = stdin {
-        let _ = stdin.write_all(payload.as_bytes()).await;
-    }
-}
 
 /// What the command wrote to stdout, up to the limit.
 #[derive(Debug, Default)]
