@@ -14,5 +14,6 @@ mod scenarios;
 mod schedule;
 mod support;
 mod top;
+mod waiting;
 mod web;
 mod worker;

@@ -1,11 +1,13 @@
 //! The binary in a real pseudo-terminal (a tmux session): `top` shows a
-//! submitted task and `q` quits it; tables are coloured on a terminal
+//! submitted task and `q` quits it, its queue ages count from when a task
+//! became due, at 80 and 160 columns; tables are coloured on a terminal
 //! only, and never with NO_COLOR.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::support::{Fixture, binary};
+use crate::waiting::Scene;
 
 fn tmux(args: &[&str]) -> String {
     let out = Command::new("tmux").args(args).output().expect("run tmux");
@@ -36,26 +38,71 @@ fn until(what: &str, mut probe: impl FnMut() -> bool) {
     }
 }
 
+/// `cairnq top` in a tmux window `width` columns wide (40 lines), ended
+/// when dropped.
+struct Top(Session);
+
+impl Top {
+    fn start(db: &str, tag: &str, width: u16) -> Self {
+        let session = format!("cairnq-top-{tag}-{width}-{}", std::process::id());
+        let command = format!("{} --db '{db}' top --interval 200ms", binary());
+        tmux(&["new-session", "-d", "-s", &session, "-x", &width.to_string(), "-y", "40", &command]);
+        Self(Session(session))
+    }
+
+    fn screen(&self) -> String {
+        tmux(&["capture-pane", "-p", "-t", &self.0.0])
+    }
+
+    /// The screen once `probe` holds for it.
+    fn showing(&self, what: &str, probe: impl Fn(&str) -> bool) -> String {
+        until(what, || probe(&self.screen()));
+        self.screen()
+    }
+}
+
+/// The cells of the queue table's row for `queue` (the other tables'
+/// rows carry task ids).
+fn queue_row<'a>(screen: &'a str, queue: &str) -> Vec<&'a str> {
+    let cells = |line: &'a str| line.split(|c: char| c.is_whitespace() || c == '│').filter(|c| !c.is_empty());
+    let row = screen.lines().find(|line| !line.contains("task_") && cells(line).next() == Some(queue));
+    cells(row.unwrap_or_else(|| panic!("no row for queue {queue}: {screen}"))).collect()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn top_shows_a_submitted_task_and_q_quits() {
     let fixture = Fixture::sqlite().await;
     let task = fixture.client.submit("thumbnail_for_top", &serde_json::json!({"path": "a.png"})).queue("images").await;
     let task = task.expect("submit");
-    let session = format!("cairnq-top-{}", std::process::id());
-    let command = format!("{} --db '{}' top --interval 200ms", binary(), fixture.cli.db);
-    tmux(&["new-session", "-d", "-s", &session, "-x", "160", "-y", "40", &command]);
-    let _cleanup = Session(session.clone());
-    let screen = || tmux(&["capture-pane", "-p", "-t", &session]);
-    until("top shows the task", || screen().contains("thumbnail_for_top"));
-    let shown = screen();
+    let top = Top::start(&fixture.cli.db, "task", 160);
+    let shown = top.showing("top shows the task", |screen| screen.contains("thumbnail_for_top"));
     assert!(shown.contains(&task.id) && shown.contains("images"), "{shown}");
 
     // A change shows at the next refresh.
     fixture.client.submit("second_for_top", &serde_json::json!({})).await.expect("submit");
-    until("top refreshes", || screen().contains("second_for_top"));
+    top.showing("top refreshes", |screen| screen.contains("second_for_top"));
 
-    tmux(&["send-keys", "-t", &session, "q"]);
-    until("q quits top", || !running(&session));
+    let session = &top.0.0;
+    tmux(&["send-keys", "-t", session, "q"]);
+    until("q quits top", || !running(session));
+}
+
+/// A queue whose only task is delayed shows no wait (not the time since it
+/// was submitted); the others their oldest due task's wait since it became
+/// due, at 80 columns as at 160.
+#[tokio::test(flavor = "multi_thread")]
+async fn top_shows_how_long_the_oldest_due_task_waited() {
+    let fixture = Fixture::sqlite().await;
+    Scene::set_up(&fixture).await;
+    for width in [80, 160] {
+        let top = Top::start(&fixture.cli.db, "waited", width);
+        let screen = top.showing("the queues", |s| ["later", "lonely", "early"].iter().all(|q| s.contains(q)));
+        assert!(screen.contains("WAITED"), "{screen}");
+        let waited = |queue: &str| queue_row(&screen, queue).last().map(|cell| cell.to_string());
+        assert_eq!(waited("later").as_deref(), Some("-"), "due in 42m: not waiting at {width} columns: {screen}");
+        assert_eq!(waited("lonely").as_deref(), Some("1h"), "due 1h ago, created 2h ago: {screen}");
+        assert_eq!(waited("early").as_deref(), Some("2h"), "{screen}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -3,7 +3,7 @@
 //! this SDK's, the schema version (the last shared migration applied) and
 //! the extensions, the whole migration ledger, Postgres installations (more
 //! than one splits a queue), SQLite integrity and WAL size, expired leases
-//! (a worker died), the oldest queued task, and task names that seem to
+//! (a worker died), the task due longest ago, and task names that seem to
 //! have no worker. Exit 1 when it found a problem.
 //!
 //! A database of another protocol version is reported, not refused: its

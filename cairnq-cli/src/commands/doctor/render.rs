@@ -37,17 +37,15 @@ pub(super) fn report(report: &Report) -> String {
     }
     if let Some(tasks) = &report.tasks {
         lines.push(format!("expired leases    {}", tasks.expired_leases.len()));
-        lines.push(match &tasks.oldest_queued {
-            Some(o) => {
-                format!(
-                    "oldest queued     {} ({} on {}), {} old",
-                    o.id,
-                    o.name,
-                    o.queue,
-                    short(o.age_ms.unsigned_abs())
-                )
-            }
-            None => "oldest queued     -".to_string(),
+        lines.push(match &tasks.oldest_due {
+            Some(o) => format!(
+                "oldest due        {} ({} on {}), waited {}",
+                o.id,
+                o.name.as_deref().unwrap_or("finished since"),
+                o.queue,
+                short(o.waited_ms)
+            ),
+            None => "oldest due        - (nothing due is waiting)".to_string(),
         });
         if tasks.scan_capped {
             lines.push(format!("(scans stopped at {SCAN_CAP} tasks)"));

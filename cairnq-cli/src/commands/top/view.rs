@@ -82,7 +82,7 @@ fn queue_table(snapshot: &Snapshot, colour: bool) -> Table<'static> {
             Cell::from(q.counts.canceled.to_string()),
             Cell::from(q.finished_per_s.map_or("-".into(), |r| format!("{r:.1}/s"))),
             Cell::from(
-                q.oldest_queued_ms.map_or("-".into(), |at| short(snapshot.now_ms.saturating_sub(at).unsigned_abs())),
+                q.waited.map_or("-".into(), |waited| short(u64::try_from(waited.as_millis()).unwrap_or(u64::MAX))),
             ),
         ])
     });
@@ -97,16 +97,7 @@ fn queue_table(snapshot: &Snapshot, colour: bool) -> Table<'static> {
         Constraint::Fill(1),
     ];
     Table::new(rows, widths)
-        .header(header(&[
-            "QUEUE",
-            "QUEUED",
-            "RUNNING",
-            "SUCCEEDED",
-            "FAILED",
-            "CANCELED",
-            "FINISHING",
-            "OLDEST QUEUED",
-        ]))
+        .header(header(&["QUEUE", "QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELED", "FINISHING", "WAITED"]))
         .block(Block::bordered().title(" queues "))
 }
 
