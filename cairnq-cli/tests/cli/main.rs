@@ -4,6 +4,7 @@
 //! library returns for the same database.
 
 mod bad_input;
+mod damage;
 mod flags;
 mod metrics;
 mod migrate_sql;

@@ -27,7 +27,13 @@ pub(super) fn report(report: &Report) -> String {
         lines.push(format!("installations     {}", few(schemas)));
     }
     if let Some(sqlite) = &report.sqlite {
-        lines.push(format!("integrity         {}", sqlite.integrity));
+        lines.push(match &sqlite.damaged_tables {
+            Some(tables) if !tables.is_empty() => {
+                format!("integrity         DAMAGED in {}: {}", tables.join(", "), sqlite.integrity)
+            }
+            Some(_) => format!("integrity         DAMAGED: {}", sqlite.integrity),
+            None => format!("integrity         {}", sqlite.integrity),
+        });
         lines.push(format!(
             "journal           {} (file {} KiB, wal {} KiB)",
             sqlite.journal_mode,
@@ -46,6 +52,10 @@ pub(super) fn report(report: &Report) -> String {
                 short(o.waited_ms)
             ),
             None => "oldest due        - (nothing due is waiting)".to_string(),
+        });
+        lines.push(match tasks.miscounts.len() {
+            0 => "task counts       agree with the rows".to_string(),
+            n => format!("task counts       {n} disagree with the rows"),
         });
         if tasks.scan_capped {
             lines.push(format!("(scans stopped at {SCAN_CAP} tasks)"));

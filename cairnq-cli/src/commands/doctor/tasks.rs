@@ -3,14 +3,16 @@
 //! longest since it became due (the library's one definition,
 //! [`CairnQ::oldest_due`]: a delayed task is not waiting), and names whose
 //! due tasks wait while nothing of that name runs or finished lately (no
-//! worker claims them). Reads pages of the library's `list`, capped, so a
-//! doctor never becomes a load test.
+//! worker claims them), and whether the kept task counts agree with the
+//! rows ([`counts`](super::counts)). Reads pages of the library's `list`,
+//! capped, so a doctor never becomes a load test.
 
 use std::collections::BTreeMap;
 
 use cairnq_core::{CairnQ, ListFilter, Task, TaskStatus};
 use serde::Serialize;
 
+use crate::db::Target;
 use crate::exit::Failure;
 use crate::humanize::{now_ms, short};
 
@@ -29,6 +31,8 @@ pub(super) struct Findings {
     /// The task that has waited longest since it became due, on any queue.
     pub(super) oldest_due: Option<Oldest>,
     pub(super) unclaimed_names: Vec<Unclaimed>,
+    /// Queues and statuses whose kept count differs from the rows.
+    pub(super) miscounts: Vec<super::counts::Miscount>,
     /// True when a scan stopped at its cap.
     pub(super) scan_capped: bool,
 }
@@ -53,7 +57,7 @@ pub(super) struct Unclaimed {
 }
 
 /// Runs every task check, adding what looks wrong to `problems`.
-pub(super) async fn check(client: &CairnQ, problems: &mut Vec<String>) -> Result<Findings, Failure> {
+pub(super) async fn check(client: &CairnQ, target: &Target, problems: &mut Vec<String>) -> Result<Findings, Failure> {
     let now = now_ms();
     let (running, running_capped) = scan(client, TaskStatus::Running).await?;
     let expired_leases: Vec<String> =
@@ -76,7 +80,9 @@ pub(super) async fn check(client: &CairnQ, problems: &mut Vec<String>) -> Result
             short(u.oldest_age_ms.unsigned_abs())
         ));
     }
-    Ok(Findings { expired_leases, oldest_due, unclaimed_names, scan_capped: running_capped || queued_capped })
+    let miscounts = super::counts::check(client, target, problems).await?;
+    let scan_capped = running_capped || queued_capped;
+    Ok(Findings { expired_leases, oldest_due, unclaimed_names, miscounts, scan_capped })
 }
 
 /// The task due longest ago across the queues, named.
