@@ -6,6 +6,7 @@
 mod bad_input;
 mod damage;
 mod flags;
+mod lost_lease;
 mod metrics;
 mod migrate_sql;
 mod ops;

@@ -2,7 +2,7 @@
 //! compact form (runs of consecutive migrations as `0004..0010`), then the
 //! problems. `-o json` carries every entry in full.
 
-use super::tasks::SCAN_CAP;
+use super::tasks::{LostLease, SCAN_CAP};
 use super::{LedgerEntry, Report};
 use crate::humanize::{now_ms, relative, short};
 
@@ -43,6 +43,7 @@ pub(super) fn report(report: &Report) -> String {
     }
     if let Some(tasks) = &report.tasks {
         lines.push(format!("expired leases    {}", tasks.expired_leases.len()));
+        lines.push(lost_leases(&tasks.lost_leases));
         lines.push(match &tasks.oldest_due {
             Some(o) => format!(
                 "oldest due        {} ({} on {}), waited {}",
@@ -67,6 +68,21 @@ pub(super) fn report(report: &Report) -> String {
         lines.extend(report.problems.iter().map(|p| format!("problem: {p}")));
     }
     lines.join("\n") + "\n"
+}
+
+/// "2 requeued after an expired lease (a worker died or stalled): task_a
+/// (attempt 1), task_b (attempt 2)".
+fn lost_leases(lost: &[LostLease]) -> String {
+    if lost.is_empty() {
+        return "lost attempts     0".to_string();
+    }
+    let named: Vec<String> = lost.iter().map(|l| format!("{} (attempt {})", l.id, l.attempt)).collect();
+    format!(
+        "lost attempts     {} task(s) back in the queue or running again after an expired lease \
+         (a worker died or stalled): {}",
+        lost.len(),
+        few(&named)
+    )
 }
 
 /// "12 applied: 0001..0002, 0004..0010, ext_0001..0003 (last 3m ago); 0 pending".

@@ -1,5 +1,6 @@
 //! The doctor's look at the tasks themselves: running ones whose lease
-//! expired (their worker died or stalled), the task that has waited
+//! expired (their worker died or stalled), live ones whose last attempt a
+//! lease expiry ended (recovered since), the task that has waited
 //! longest since it became due (the library's one definition,
 //! [`CairnQ::oldest_due`]: a delayed task is not waiting), and names whose
 //! due tasks wait while nothing of that name runs or finished lately (no
@@ -28,6 +29,10 @@ const UNCLAIMED_AFTER_MS: i64 = 5 * 60_000;
 #[derive(Serialize)]
 pub(super) struct Findings {
     pub(super) expired_leases: Vec<String>,
+    /// Live (queued or running) tasks whose last ended attempt was lost to
+    /// an expired lease ([`Task::lease_lost_attempt`]): a worker died or
+    /// stalled. Recovered already, so not a problem by itself.
+    pub(super) lost_leases: Vec<LostLease>,
     /// The task that has waited longest since it became due, on any queue.
     pub(super) oldest_due: Option<Oldest>,
     pub(super) unclaimed_names: Vec<Unclaimed>,
@@ -45,6 +50,13 @@ pub(super) struct Oldest {
     pub(super) queue: String,
     /// How long since it became due ([`Task::due_at_ms`]).
     pub(super) waited_ms: u64,
+}
+
+#[derive(Serialize)]
+pub(super) struct LostLease {
+    pub(super) id: String,
+    /// The attempt whose lease expired.
+    pub(super) attempt: u32,
 }
 
 #[derive(Serialize)]
@@ -70,6 +82,11 @@ pub(super) async fn check(client: &CairnQ, target: &Target, problems: &mut Vec<S
     }
     let (queued, queued_capped) = scan(client, TaskStatus::Queued).await?;
     let oldest_due = oldest_due(client).await?;
+    let lost_leases = queued
+        .iter()
+        .chain(&running)
+        .filter_map(|t| t.lease_lost_attempt().map(|attempt| LostLease { id: t.id.clone(), attempt }))
+        .collect();
     let unclaimed_names = unclaimed(client, &queued, &running, now).await?;
     for u in &unclaimed_names {
         problems.push(format!(
@@ -82,7 +99,7 @@ pub(super) async fn check(client: &CairnQ, target: &Target, problems: &mut Vec<S
     }
     let miscounts = super::counts::check(client, target, problems).await?;
     let scan_capped = running_capped || queued_capped;
-    Ok(Findings { expired_leases, oldest_due, unclaimed_names, miscounts, scan_capped })
+    Ok(Findings { expired_leases, lost_leases, oldest_due, unclaimed_names, miscounts, scan_capped })
 }
 
 /// The task due longest ago across the queues, named.
