@@ -98,6 +98,17 @@ mod tests {
         }
     }
 
+    /// [`Task::error_message`] (model.rs) on the rows built here.
+    #[test]
+    fn the_error_message_is_the_envelopes_text_not_its_json() {
+        let failed = task(TaskStatus::Failed, 1, Some(ErrorEnvelope::new("disk_full", "no space left on /var")));
+        assert_eq!(failed.error_message().as_deref(), Some("no space left on /var"));
+        let mut foreign = task(TaskStatus::Failed, 1, None);
+        foreign.error = Some(Json::from(json!(["not", "an envelope"])));
+        assert_eq!(foreign.error_message().as_deref(), Some(r#"["not","an envelope"]"#));
+        assert_eq!(task(TaskStatus::Queued, 0, None).error_message(), None);
+    }
+
     #[test]
     fn an_attempt_that_ended_without_an_error_was_lost_to_its_lease() {
         use TaskStatus::*;

@@ -163,6 +163,26 @@ impl Task {
         self.cancel_requested_at_ms.is_some()
     }
 
+    /// The recorded error as plain text: the error envelope's `message`
+    /// (what a person reads, not the JSON around it); an error some other
+    /// writer stored in another shape, as its JSON text; `None` when no
+    /// error is recorded.
+    ///
+    /// ```
+    /// # use cairnq_core::Task;
+    /// # fn demo(task: &Task) {
+    /// if let Some(message) = task.error_message() {
+    ///     eprintln!("{} failed: {message}", task.id);
+    /// }
+    /// # }
+    /// ```
+    pub fn error_message(&self) -> Option<String> {
+        let error = self.error.as_ref()?;
+        let value = error.to_value().ok();
+        let message = value.as_ref().and_then(|v| v.get("message")).and_then(serde_json::Value::as_str);
+        Some(message.map_or_else(|| error.as_str().to_string(), str::to_string))
+    }
+
     /// When the task became (or becomes) due, in epoch ms: the later of
     /// `run_at_ms` and `created_at_ms`, since no task is waiting before it
     /// exists. This is the one definition of "waiting since" every view

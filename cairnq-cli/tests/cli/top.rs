@@ -1,10 +1,14 @@
 //! The binary in a real pseudo-terminal (a tmux session): `top` shows a
-//! submitted task and `q` quits it, its queue ages count from when a task
-//! became due, at 80 and 160 columns; tables are coloured on a terminal
-//! only, and never with NO_COLOR.
+//! submitted task and `q` quits it; at 80 and 160 columns its queue ages
+//! count from when a task became due, worker ids stay distinct and
+//! failures show their message; tables are coloured on a terminal only,
+//! and never with NO_COLOR.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
+
+use cairnq_core::ErrorEnvelope;
+use cairnq_core::store::{ClaimDraw, ClaimParams, FailParams};
 
 use crate::support::{Fixture, binary};
 use crate::waiting::Scene;
@@ -54,11 +58,24 @@ impl Top {
         tmux(&["capture-pane", "-p", "-t", &self.0.0])
     }
 
-    /// The screen once `probe` holds for it.
+    /// The screen once `probe` holds for it (up to 20 s).
     fn showing(&self, what: &str, probe: impl Fn(&str) -> bool) -> String {
-        until(what, || probe(&self.screen()));
-        self.screen()
+        let start = Instant::now();
+        loop {
+            let screen = self.screen();
+            if probe(&screen) {
+                return screen;
+            }
+            assert!(start.elapsed() < Duration::from_secs(20), "timed out waiting until {what}:\n{screen}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
+}
+
+/// The task rows of the table titled `title`.
+fn section<'a>(screen: &'a str, title: &str) -> Vec<&'a str> {
+    let lines = screen.lines().skip_while(|line| !line.starts_with(&format!("┌ {title}")));
+    lines.take_while(|line| !line.starts_with('└')).filter(|line| line.contains("task_")).collect()
 }
 
 /// The cells of the queue table's row for `queue` (the other tables'
@@ -102,6 +119,52 @@ async fn top_shows_how_long_the_oldest_due_task_waited() {
         assert_eq!(waited("later").as_deref(), Some("-"), "due in 42m: not waiting at {width} columns: {screen}");
         assert_eq!(waited("lonely").as_deref(), Some("1h"), "due 1h ago, created 2h ago: {screen}");
         assert_eq!(waited("early").as_deref(), Some("2h"), "{screen}");
+    }
+}
+
+/// Two workers whose generated ids differ only at the end each hold a
+/// task, and a task failed with an error envelope: at 80 columns the
+/// worker ids are cut in the middle and stay distinct; at 160 they show
+/// whole; the failure shows its message, not the envelope's JSON.
+#[tokio::test(flavor = "multi_thread")]
+async fn top_keeps_worker_ids_distinct_and_shows_error_messages() {
+    let fixture = Fixture::sqlite().await;
+    let workers = ["worker_01M8Z7S8EP336X8DCAKG7BK9QG", "worker_01M8Z7S8EP336X8DCAKG7BK9QH"];
+    for worker in workers {
+        fixture.client.submit("render", &serde_json::json!({})).await.expect("submit");
+        let draw = ClaimDraw::new(vec!["default".into()]).names(vec!["render".into()]).limit(1);
+        let claimed = fixture.client.claim(&ClaimParams::new(worker, 600_000).draw(draw)).await.expect("claim");
+        assert_eq!(claimed.len(), 1);
+    }
+    let doomed = fixture.client.submit("upload", &serde_json::json!({})).await.expect("submit");
+    let draw = ClaimDraw::new(vec!["default".into()]).names(vec!["upload".into()]).limit(1);
+    fixture.client.claim(&ClaimParams::new("worker_up", 600_000).draw(draw)).await.expect("claim");
+    let envelope = ErrorEnvelope::new("disk_full", "no space left on the spool");
+    let fail = FailParams::new(&doomed.id, "worker_up").error(envelope.to_json()).retryable(false);
+    fixture.client.fail(&fail).await.expect("fail");
+
+    for width in [80, 160] {
+        let top = Top::start(&fixture.cli.db, "workers", width);
+        let screen = top.showing("the running tasks and the failure", |s| {
+            section(s, "running").len() == 2 && section(s, "recent failures").len() == 1
+        });
+        let running = section(&screen, "running");
+        let tails: Vec<&str> = workers.iter().map(|w| &w[w.len() - 6..]).collect();
+        for tail in &tails {
+            assert_eq!(running.iter().filter(|l| l.contains(tail)).count(), 1, "{tail} in one row: {screen}");
+        }
+        if width == 80 {
+            assert!(
+                running.iter().all(|l| l.contains('…') && !l.contains(workers[0]) && !l.contains(workers[1])),
+                "{screen}"
+            );
+        } else {
+            assert!(workers.iter().all(|w| screen.contains(w)), "whole at {width} columns: {screen}");
+        }
+        let failure = section(&screen, "recent failures")[0];
+        assert!(failure.contains(&doomed.id), "{screen}");
+        assert!(failure.contains("no space left on"), "the message at {width} columns: {screen}");
+        assert!(!screen.contains("disk_full") && !screen.contains("\"code\""), "no JSON: {screen}");
     }
 }
 

@@ -7,6 +7,7 @@
 //! Keys are read on a thread of their own (crossterm's read blocks) and
 //! handed over a channel; the database is read on the async runtime.
 
+mod abbrev;
 mod snapshot;
 mod view;
 
