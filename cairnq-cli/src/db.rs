@@ -1,16 +1,22 @@
 //! Which database a command talks to (`--db` / `CAIRNQ_DB`, `--schema`),
 //! and opening it: read-only commands never create or migrate a database
 //! ([`Install::Existing`]); only `submit`, `worker` and `migrate` may, as an
-//! application would.
+//! application would. Reads that sum up the queue also refuse a damaged
+//! SQLite file ([`Target::refuse_damaged`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use cairnq_core::{CairnQ, Install, MigrationStatus};
 use cairnq_postgres::{PostgresOptions, PostgresStore};
-use cairnq_sqlite::{SqliteOptions, SqliteStore};
+use cairnq_sqlite::{Integrity, SqliteOptions, SqliteStore};
 
-use crate::exit::Failure;
+use crate::exit::{Exit, Failure};
+
+/// How long `stats` and `list` spend checking a SQLite file for damage
+/// before they answer: a whole check of a file of a hundred MB or so on
+/// ordinary disks; a larger file is checked only by `doctor`.
+pub(crate) const DAMAGE_CHECK_BUDGET: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Where the queue lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,6 +62,27 @@ impl Target {
                 let options = self.postgres_options().install(install).pool_size(4);
                 Ok(CairnQ::new(PostgresStore::connect_with(dsn, options).await?))
             }
+        }
+    }
+
+    /// Refuses a SQLite file the integrity check finds damaged, checking
+    /// for at most [`DAMAGE_CHECK_BUDGET`]: a read that sums up the queue
+    /// (`stats`, `list`) would otherwise answer from the pages it can still
+    /// read, without a word. A file too large to check within the budget
+    /// passes unchecked (`doctor` checks it whole). Postgres keeps its own
+    /// checksums and is not checked here.
+    pub(crate) async fn refuse_damaged(&self) -> Result<(), Failure> {
+        let Self::Sqlite(path) = self else { return Ok(()) };
+        match SqliteStore::check_integrity(path, Some(DAMAGE_CHECK_BUDGET)).await? {
+            Integrity::Damaged(damage) => Err(Failure::new(
+                Exit::Failed,
+                format!(
+                    "the SQLite file {} is damaged ({damage}): its counts and lists would be incomplete; \
+                     `cairnq doctor` says what to do",
+                    path.display()
+                ),
+            )),
+            _ => Ok(()),
         }
     }
 

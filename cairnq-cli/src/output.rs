@@ -103,6 +103,9 @@ impl Output {
         ];
         for (field, value) in rows {
             table.row(vec![field.into(), value]);
+            if let ("attempt", Some(lost)) = (field, lost_lease(task)) {
+                table.row(vec!["lost attempt".into(), Cell::new(lost, Tone::Bad)]);
+            }
         }
         self.text(&table.render(self.colour))
     }
@@ -134,6 +137,15 @@ pub(crate) fn task_table(tasks: &[Task]) -> Table {
         ]);
     }
     table
+}
+
+/// The attempt an expired lease ended (the worker died or stalled), as the
+/// row tells it ([`Task::lease_lost_attempt`]).
+fn lost_lease(task: &Task) -> Option<String> {
+    let attempt = task.lease_lost_attempt()?;
+    let then =
+        if task.status == TaskStatus::Failed { "no attempts were left" } else { "the task went back to the queue" };
+    Some(format!("attempt {attempt}: its lease expired (the worker died or stalled); {then}"))
 }
 
 /// A status, coloured by what it means.

@@ -24,6 +24,7 @@ pub mod backend;
 pub mod observe;
 pub mod store;
 
+mod attempts;
 mod backoff;
 mod backpressure;
 mod client;

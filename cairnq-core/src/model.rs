@@ -162,6 +162,45 @@ impl Task {
     pub fn cancel_requested(&self) -> bool {
         self.cancel_requested_at_ms.is_some()
     }
+
+    /// The recorded error as plain text: the error envelope's `message`
+    /// (what a person reads, not the JSON around it); an error some other
+    /// writer stored in another shape, as its JSON text; `None` when no
+    /// error is recorded.
+    ///
+    /// ```
+    /// # use cairnq_core::Task;
+    /// # fn demo(task: &Task) {
+    /// if let Some(message) = task.error_message() {
+    ///     eprintln!("{} failed: {message}", task.id);
+    /// }
+    /// # }
+    /// ```
+    pub fn error_message(&self) -> Option<String> {
+        let error = self.error.as_ref()?;
+        let value = error.to_value().ok();
+        let message = value.as_ref().and_then(|v| v.get("message")).and_then(serde_json::Value::as_str);
+        Some(message.map_or_else(|| error.as_str().to_string(), str::to_string))
+    }
+
+    /// When the task became (or becomes) due, in epoch ms: the later of
+    /// `run_at_ms` and `created_at_ms`, since no task is waiting before it
+    /// exists. This is the one definition of "waiting since" every view
+    /// shares: how long a queued task has waited is now minus this (a
+    /// delayed task, due later, has not started waiting), and
+    /// [`Store::oldest_due`](crate::Store::oldest_due) reads the oldest
+    /// of them per queue by the same rule.
+    ///
+    /// ```
+    /// # use cairnq_core::Task;
+    /// # fn demo(task: &Task) {
+    /// let waited_ms = |now_ms: i64| (now_ms - task.due_at_ms()).max(0);
+    /// assert!(task.due_at_ms() >= task.created_at_ms && task.due_at_ms() >= task.run_at_ms);
+    /// # }
+    /// ```
+    pub fn due_at_ms(&self) -> i64 {
+        self.run_at_ms.max(self.created_at_ms)
+    }
 }
 
 /// A task's id and status: what `get_status` returns and `wait` polls.
@@ -235,19 +274,24 @@ pub struct TaskCount {
 }
 
 /// How long a queue's oldest due queued task has waited since it became
-/// due, as a store reads it ([`Store::oldest_due`](crate::Store::oldest_due)).
+/// due ([`Task::due_at_ms`]), as a store reads it
+/// ([`Store::oldest_due`](crate::Store::oldest_due)).
 ///
 /// ```
 /// use std::time::Duration;
 /// use cairnq_core::QueueAge;
-/// assert_eq!(QueueAge::from_ms("mail", 1_500).age, Duration::from_millis(1_500));
-/// assert_eq!(QueueAge::from_ms("mail", -3).age, Duration::ZERO); // a clock step back
+/// let age = QueueAge::from_ms("mail", "task_01", 1_500);
+/// assert_eq!((age.task_id.as_str(), age.age), ("task_01", Duration::from_millis(1_500)));
+/// assert_eq!(QueueAge::from_ms("mail", "task_01", -3).age, Duration::ZERO); // a clock step back
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueueAge {
     /// The queue.
     pub queue: String,
-    /// How long since the oldest due task became due (the store's clock).
+    /// The task that has waited longest (one of them, when several
+    /// became due at the same moment).
+    pub task_id: String,
+    /// How long since that task became due (the store's clock).
     pub age: Duration,
 }
 
@@ -255,8 +299,9 @@ impl QueueAge {
     /// The age a store read in milliseconds (what the seam's SQL yields); a
     /// negative one (the clock stepped back since the task became due)
     /// reads as zero.
-    pub fn from_ms(queue: impl Into<String>, age_ms: i64) -> Self {
-        Self { queue: queue.into(), age: Duration::from_millis(u64::try_from(age_ms).unwrap_or(0)) }
+    pub fn from_ms(queue: impl Into<String>, task_id: impl Into<String>, age_ms: i64) -> Self {
+        let age = Duration::from_millis(u64::try_from(age_ms).unwrap_or(0));
+        Self { queue: queue.into(), task_id: task_id.into(), age }
     }
 }
 

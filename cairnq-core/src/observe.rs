@@ -39,8 +39,9 @@ pub const TASKS_SETTLED: &str = "cairnq_tasks_settled_total";
 pub const LEASES_RECOVERED: &str = "cairnq_leases_recovered_total";
 /// Histogram `{queue, name, outcome}`: seconds from claim to settlement.
 pub const TASK_DURATION: &str = "cairnq_task_duration_seconds";
-/// Histogram `{queue, name}`: seconds from when a task became due to its
-/// claim (both read from the database clock).
+/// Histogram `{queue, name}`: seconds from when a task became due
+/// ([`Task::due_at_ms`](crate::Task::due_at_ms)) to its claim (both read
+/// from the database clock).
 pub const TASK_QUEUE_WAIT: &str = "cairnq_task_queue_wait_seconds";
 /// Gauge `{queue, status}`: tasks per status, from [`QueueGauges`].
 pub const QUEUE_DEPTH: &str = "cairnq_queue_depth";

@@ -118,9 +118,9 @@ pub(crate) fn task_count(row: &Row) -> Result<TaskCount> {
     })
 }
 
-/// A `queue, age_ms` row.
+/// A `queue, id, age_ms` row.
 pub(crate) fn queue_age(row: &Row) -> Result<QueueAge> {
-    Ok(QueueAge::from_ms(col::<String>(row, "queue")?, col(row, "age_ms")?))
+    Ok(QueueAge::from_ms(col::<String>(row, "queue")?, col::<String>(row, "id")?, col(row, "age_ms")?))
 }
 
 /// An `id, cancel_requested_at_ms` row.

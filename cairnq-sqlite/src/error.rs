@@ -26,6 +26,12 @@ pub(crate) fn sqlite_error(context: &str, error: rusqlite::Error) -> Error {
     Error::Storage { message, source: Some(Box::new(error)), transient }
 }
 
+/// Whether SQLite refused because the file's content is broken (a file
+/// that is no database at all is another matter: the open diagnoses it).
+pub(crate) fn is_damage(error: &rusqlite::Error) -> bool {
+    error.sqlite_error_code() == Some(ErrorCode::DatabaseCorrupt)
+}
+
 /// Whether another connection holds the lock SQLite needed.
 pub(crate) fn is_busy(error: &rusqlite::Error) -> bool {
     matches!(error.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
@@ -61,12 +67,31 @@ fn is_unusable(error: &rusqlite::Error) -> bool {
 /// calls: call it on the connection's thread.
 pub(crate) fn explain(conn: &Connection, error: Error) -> Error {
     match (error, conn.path()) {
+        (Error::Unusable { message, source }, Some(path)) if !path.is_empty() && damaged(source.as_deref()) => {
+            Error::Unusable { message: damaged_file(path, &message), source }
+        }
         (Error::Unusable { message, source }, Some(path)) if !path.is_empty() => match diagnose(Path::new(path)) {
             Some(cause) => Error::Unusable { message: format!("{cause} ({message})"), source },
             None => Error::Unusable { message: format!("{path}: {message}"), source },
         },
         (other, _) => other,
     }
+}
+
+/// Whether SQLite failed because the file's content is broken (a page of
+/// garbage, a file cut short): no retry or permission fixes that.
+fn damaged(source: Option<&(dyn std::error::Error + Send + Sync + 'static)>) -> bool {
+    source.and_then(|s| s.downcast_ref::<rusqlite::Error>()).is_some_and(is_damage)
+}
+
+/// What a failure on a damaged file says: that the file is damaged, and
+/// what can be done, before SQLite's own words.
+fn damaged_file(path: &str, message: &str) -> String {
+    format!(
+        "the database file {path} is damaged ({message}): what still reads may be incomplete; stop the processes \
+         using it, then restore it from a backup or salvage its readable rows with `sqlite3 {path} .recover` \
+         (`PRAGMA quick_check` lists the damage)"
+    )
 }
 
 /// Turns an error raised while opening `path` into one that starts with the

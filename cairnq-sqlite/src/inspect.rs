@@ -17,30 +17,9 @@ use crate::location::Location;
 use crate::row::first_text;
 use crate::sql::{query, query_int};
 
-/// What `PRAGMA quick_check` and the journal say about a database file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct FileHealth {
-    /// `ok`, or the first problems `PRAGMA quick_check` found.
-    pub integrity: String,
-    /// The journal mode (`wal` for a database cairnq opened).
-    pub journal_mode: String,
-    /// Size of the `-wal` file in bytes (0 when there is none): a large one
-    /// means checkpoints cannot keep up, e.g. a reader that never finishes.
-    pub wal_bytes: u64,
-    /// The database file's size in bytes.
-    pub file_bytes: u64,
-}
-
-impl FileHealth {
-    /// Whether the integrity check passed.
-    pub fn is_ok(&self) -> bool {
-        self.integrity == "ok"
-    }
-}
-
-/// Looking at a file without opening a store on it: the ledger, the meta
-/// rows, the file's health (the script opening would run is `script`'s).
+/// Looking at a file without opening a store on it: the ledger and the meta
+/// rows (the file's health is `integrity`'s, the script opening would run
+/// `script`'s).
 impl SqliteStore {
     /// The migration ledger of the database file at `path` beside the
     /// migrations this SDK ships: applied (with when) or pending, in
@@ -84,26 +63,6 @@ impl SqliteStore {
     /// ```
     pub async fn meta(path: impl AsRef<Path>) -> Result<BTreeMap<String, String>> {
         meta(path.as_ref().to_path_buf()).await
-    }
-
-    /// The health of the database file at `path`: `PRAGMA quick_check`,
-    /// the journal mode, the sizes of the file and its `-wal`. Read-only;
-    /// a missing file is [`Error::Unusable`].
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> cairnq_core::Result<()> {
-    /// use cairnq_sqlite::SqliteStore;
-    /// let dir = tempfile::tempdir().expect("temp dir");
-    /// let path = dir.path().join("q.db");
-    /// let store = SqliteStore::open(&path).await?;
-    /// let health = SqliteStore::file_health(&path).await?;
-    /// assert!(health.is_ok());
-    /// assert_eq!(health.journal_mode, "wal");
-    /// # Ok(()) }
-    /// ```
-    pub async fn file_health(path: impl AsRef<Path>) -> Result<FileHealth> {
-        file_health(path.as_ref().to_path_buf()).await
     }
 }
 
@@ -161,37 +120,6 @@ pub(crate) fn meta_rows(conn: &Connection, path: &Path) -> Result<BTreeMap<Strin
 pub(crate) fn table_exists(conn: &Connection, path: &Path, table: &'static str) -> Result<bool> {
     let exists = query_int(conn, &Query::new(Sql::TableExists).arg("table", table)).map_err(|e| opening(path, e))?;
     Ok(exists != 0)
-}
-
-/// The health of the file at `path` (see [`SqliteStore::file_health`](crate::SqliteStore::file_health)).
-pub(crate) async fn file_health(path: PathBuf) -> Result<FileHealth> {
-    off_runtime(move || {
-        let conn = read_only(&path)?.ok_or_else(|| Error::Unusable {
-            message: format!("cannot open {}: no such file", path.display()),
-            source: None,
-        })?;
-        let file = path.as_path();
-        let fail = |what: &'static str| move |e| opening(file, sqlite_error(what, e));
-        let mut stmt = conn.prepare("pragma quick_check(5)").map_err(fail("quick_check"))?;
-        let problems: Vec<String> = stmt
-            .query_map([], |row| row.get::<_, String>(0))
-            .map_err(fail("quick_check"))?
-            .collect::<std::result::Result<_, _>>()
-            .map_err(fail("quick_check"))?;
-        let journal_mode = conn
-            .pragma_query_value(None, "journal_mode", |row| row.get::<_, String>(0))
-            .map_err(fail("journal_mode"))?;
-        let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-        let mut wal = path.clone().into_os_string();
-        wal.push("-wal");
-        Ok(FileHealth {
-            integrity: problems.join("; "),
-            journal_mode,
-            wal_bytes: size(Path::new(&wal)),
-            file_bytes: size(&path),
-        })
-    })
-    .await
 }
 
 /// A read-only connection to the file at `path`; `None` when there is no

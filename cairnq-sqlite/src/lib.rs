@@ -170,6 +170,7 @@ mod error;
 mod exec;
 mod group_commit;
 mod inspect;
+mod integrity;
 mod local_wakeups;
 mod location;
 mod open;
@@ -184,7 +185,7 @@ mod store;
 
 pub use app_writes::{AppWrites, ClosurePanicked};
 pub use group_commit::WriteStats;
-pub use inspect::FileHealth;
+pub use integrity::{Damage, FileHealth, Integrity};
 pub use options::{SqliteOptions, Synchronous};
 /// The driver whose connection [`SqliteStore::complete_with`] hands the
 /// application's closure, at the version this crate is built with.

@@ -172,9 +172,9 @@ pub(crate) fn task_count(row: &Row<'_>) -> Result<TaskCount> {
     Ok(TaskCount { queue: cell(row, 0, "queue", text)?, status, count })
 }
 
-/// A `queue, age_ms` row.
+/// A `queue, id, age_ms` row.
 pub(crate) fn queue_age(row: &Row<'_>) -> Result<QueueAge> {
-    Ok(QueueAge::from_ms(cell(row, 0, "queue", text)?, cell(row, 1, "age_ms", int)?))
+    Ok(QueueAge::from_ms(cell(row, 0, "queue", text)?, cell(row, 1, "id", text)?, cell(row, 2, "age_ms", int)?))
 }
 
 /// `(id, queue)` of a row a statement moved.

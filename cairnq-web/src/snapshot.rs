@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cairnq_core::store::StatsParams;
 use cairnq_core::{CairnQ, ListFilter, Result, Stats, Task, TaskStatus};
 use tokio::sync::Mutex;
 use tokio::time::Instant;
@@ -42,9 +41,8 @@ impl Snapshot {
     async fn read(client: &CairnQ) -> Result<Self> {
         let read_at_ms = now_ms();
         let running = ListFilter::new().status(TaskStatus::Running).limit(RUNNING_SHOWN);
-        let every_queue = StatsParams::new();
         let (stats, page, ages) =
-            futures::try_join!(client.stats(None), client.list(&running), client.store().oldest_due(&every_queue))?;
+            futures::try_join!(client.stats(None), client.list(&running), client.oldest_due(None))?;
         let oldest_due = ages.into_iter().map(|age| (age.queue, age.age)).collect();
         Ok(Self { stats, more_running: page.next.is_some(), running: page.tasks, oldest_due, read_at_ms })
     }

@@ -100,8 +100,9 @@ impl Attempt {
         let meters = meters.of(&task.queue, &task.name);
         meters.claimed.increment(1);
         // The claim stamps updated_at with the database clock, the clock
-        // run_at was written with.
-        let wait_ms = (task.updated_at_ms - task.run_at_ms).max(0);
+        // run_at and created_at were written with; the wait counts from
+        // when the task became due (Task::due_at_ms, the one definition).
+        let wait_ms = (task.updated_at_ms - task.due_at_ms()).max(0);
         meters.queue_wait.record(wait_ms as f64 / 1000.0);
         let (task_id, number) = (task.id.clone(), task.attempt);
         Self { meters, task_id, number, worker_id, claimed: Instant::now(), span: OnceLock::new() }

@@ -40,6 +40,16 @@ impl Context {
         self.target()?.open(Install::Existing).await
     }
 
+    /// A client on an existing installation for a read that sums up the
+    /// queue (`stats`, `list`): a SQLite file found damaged is refused
+    /// rather than answered from the pages still readable.
+    pub(crate) async fn existing_checked(&self) -> Result<CairnQ, Failure> {
+        let target = self.target()?;
+        let client = target.open(Install::Existing).await?;
+        target.refuse_damaged().await?;
+        Ok(client)
+    }
+
     /// A client that may create and migrate the database (submit, worker).
     pub(crate) async fn installing(&self) -> Result<CairnQ, Failure> {
         self.target()?.open(Install::Migrate).await

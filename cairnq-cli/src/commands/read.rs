@@ -60,7 +60,7 @@ pub(crate) async fn find(client: &CairnQ, id: Option<&str>, key: Option<&str>) -
 
 pub(crate) async fn list(context: &Context, args: ListArgs) -> Result<Exit, Failure> {
     let filter = filter(&args)?;
-    let client = context.existing().await?;
+    let client = context.existing_checked().await?;
     if let Some(key) = &args.key {
         // A key names at most one task: the page is that task, if it
         // matches the other filters.

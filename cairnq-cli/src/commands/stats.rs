@@ -28,7 +28,7 @@ pub(crate) async fn run(context: &Context, args: Args) -> Result<Exit, Failure> 
     if args.watch.is_some_and(|every| every.is_zero()) {
         return Err(Failure::usage("--watch needs an interval above zero, e.g. 2s"));
     }
-    let client = context.existing().await?;
+    let client = context.existing_checked().await?;
     let Some(every) = args.watch else {
         print(context, &client.stats(args.queue.as_deref()).await?, false)?;
         return Ok(Exit::Ok);

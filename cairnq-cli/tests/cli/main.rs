@@ -4,8 +4,10 @@
 //! library returns for the same database.
 
 mod bad_input;
+mod damage;
 mod exec_chaos;
 mod flags;
+mod lost_lease;
 mod marked;
 mod metrics;
 mod migrate_sql;
@@ -17,6 +19,7 @@ mod scenarios;
 mod schedule;
 mod support;
 mod top;
+mod waiting;
 mod web;
 mod worker;
 mod worker_death;

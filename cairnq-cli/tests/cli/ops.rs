@@ -62,7 +62,7 @@ fn age(path: &str, id: &str, ago: Duration) {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn doctor_finds_the_oldest_queued_task_and_names_no_worker_claims() {
+async fn doctor_finds_the_oldest_due_task_and_names_no_worker_claims() {
     let fixture = Fixture::sqlite().await;
     let client = &fixture.client;
     let orphan = client.submit("orphan", &json!({})).queue("lonely").await.expect("submit");
@@ -78,15 +78,15 @@ async fn doctor_finds_the_oldest_queued_task_and_names_no_worker_claims() {
     let ran = fixture.cli.run(&["-o", "json", "doctor"]);
     assert_eq!(ran.code, 1, "a problem found exits 1: {}", ran.stderr);
     let report: Value = serde_json::from_str(&ran.stdout).expect("JSON");
-    assert_eq!(report["oldest_queued"]["id"], json!(orphan.id), "{report}");
-    assert!(report["oldest_queued"]["age_ms"].as_i64().is_some_and(|ms| ms >= 2 * 3_600_000), "{report}");
+    assert_eq!(report["oldest_due"]["id"], json!(orphan.id), "{report}");
+    assert!(report["oldest_due"]["waited_ms"].as_i64().is_some_and(|ms| ms >= 2 * 3_600_000), "{report}");
     let unclaimed = report["unclaimed_names"].as_array().expect("unclaimed");
     assert_eq!(unclaimed.len(), 1, "only the name nothing ran lately (the delayed task is not due): {report}");
     assert_eq!((unclaimed[0]["name"].clone(), unclaimed[0]["queue"].clone()), (json!("orphan"), json!("lonely")));
     assert_eq!(unclaimed[0]["waiting"], 1, "{} is not due yet", later.id);
     assert!(report["problems"].to_string().contains(r#"\"orphan\" on queue \"lonely\""#), "{report}");
     let table = fixture.cli.run(&["doctor"]).stdout;
-    assert!(table.contains(&format!("oldest queued     {} (orphan on lonely), 2h old", orphan.id)), "{table}");
+    assert!(table.contains(&format!("oldest due        {} (orphan on lonely), waited 2h", orphan.id)), "{table}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

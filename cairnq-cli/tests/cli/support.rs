@@ -142,6 +142,29 @@ impl Fixture {
         cairnq_testkit::postgres::raw(&dsn).await.batch_execute(&drop).await.expect("drop database");
     }
 
+    /// Rewrites a task's creation and due times (epoch ms), as if it had
+    /// been submitted then: what waiting for hours looks like, without
+    /// waiting. Raw SQL on either backend.
+    pub(crate) async fn set_times(&self, id: &str, created_at_ms: i64, run_at_ms: i64) {
+        let sql = format!(
+            "update cairnq_tasks set created_at_ms = {created_at_ms}, run_at_ms = {run_at_ms} where id = '{id}'"
+        );
+        self.raw_sql(&sql).await;
+    }
+
+    /// Runs `sql` beside the library: on the SQLite file, or in the
+    /// fixture's Postgres schema.
+    pub(crate) async fn raw_sql(&self, sql: &str) {
+        if self.cli.db.starts_with("postgres") {
+            let session = cairnq_testkit::postgres::raw(&self.cli.db).await;
+            let schema = self.cli.schema.as_deref().map_or(String::new(), |s| format!("set search_path to {s}; "));
+            session.batch_execute(&format!("{schema}{sql}")).await.expect("raw SQL");
+        } else {
+            let conn = cairnq_sqlite::rusqlite::Connection::open(&self.cli.db).expect("open");
+            conn.execute_batch(sql).expect("raw SQL");
+        }
+    }
+
     /// Claims `task` (and whatever else of its name and queue is due) as a
     /// worker would.
     async fn claim_like(&self, task: &Task) -> Vec<Task> {

@@ -1,12 +1,13 @@
 //! The client's bounded reads for an operator's view (a dashboard, a
-//! script): how many tasks a filter matches, the tasks one task submitted,
-//! and a task's business key. Each costs a bounded read at any table size
+//! script): how many tasks a filter matches, how long each queue's oldest
+//! due task has waited, the tasks one task submitted, and a task's
+//! business key. Each costs a bounded read at any table size
 //! on the SQL backends (see the [`Store`](crate::Store) methods behind them).
 
 use super::{CairnQ, check_filter};
 use crate::error::{Result, require_text};
-use crate::model::TaskPage;
-use crate::store::{ChildrenParams, CountTasksParams, TaskKeyParams};
+use crate::model::{QueueAge, TaskPage};
+use crate::store::{ChildrenParams, CountTasksParams, StatsParams, TaskKeyParams};
 
 impl CairnQ {
     /// How many tasks the filter matches (its limit and offset aside),
@@ -25,6 +26,33 @@ impl CairnQ {
     pub async fn count_tasks(&self, params: &CountTasksParams) -> Result<u64> {
         check_filter(&params.filter)?;
         self.store.count_tasks(params).await
+    }
+
+    /// Per queue (every one, or only `queue`), the queued task that has
+    /// waited longest and for how long, by the store's clock. A task waits
+    /// from the moment it became due, [`Task::due_at_ms`](crate::Task::due_at_ms):
+    /// a delayed task is not waiting yet, so a queue whose queued tasks are
+    /// all delayed is absent (as is every queue on a store that cannot
+    /// tell). A few index seeks per queue on the SQL backends, whatever the
+    /// backlog. Every view of queue age (the gauge, the dashboard, `cairnq
+    /// top` and `doctor`) reads this one method.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: &cairnq_core::CairnQ) -> cairnq_core::Result<()> {
+    /// for waiting in client.oldest_due(None).await? {
+    ///     println!("{}: {} has waited {:?}", waiting.queue, waiting.task_id, waiting.age);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn oldest_due(&self, queue: Option<&str>) -> Result<Vec<QueueAge>> {
+        let params = match queue {
+            Some(queue) => {
+                require_text("queue", queue)?;
+                StatsParams::new().queue(queue)
+            }
+            None => StatsParams::new(),
+        };
+        self.store.oldest_due(&params).await
     }
 
     /// The tasks `task_id` submitted, newest first, at most `limit`; empty

@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use crate::TaskStatus;
 use crate::client::CairnQ;
 use crate::error::Result;
-use crate::store::{StatsParams, Store};
+use crate::store::Store;
 
 /// How often the queue gauges are read by default.
 pub const DEFAULT_GAUGE_INTERVAL: Duration = Duration::from_secs(10);
@@ -58,7 +58,7 @@ impl QueueGauges {
             return Ok(false);
         }
         let stats = self.client.stats(None).await?;
-        let ages = self.client.store().oldest_due(&StatsParams::new()).await?;
+        let ages = self.client.oldest_due(None).await?;
         for (queue, counts) in &stats {
             for status in TaskStatus::ALL {
                 let depth = counts.get(status) as f64;

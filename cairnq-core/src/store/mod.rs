@@ -161,10 +161,12 @@ pub trait Store: Send + Sync + 'static {
     /// counted with `status: None`, never an error.
     async fn stats(&self, params: &StatsParams) -> Result<Vec<TaskCount>>;
 
-    /// Per queue (one, or all), how long its oldest due queued task has
-    /// waited since it became due, by the store's clock; a queue with no
-    /// due task is absent. The default reads nothing (`[]`): a store that
-    /// cannot tell reports no queue age.
+    /// Per queue (one, or all), its queued task that has waited longest
+    /// and how long, by the store's clock. A task waits from the moment it
+    /// became due, [`Task::due_at_ms`] (the later of `run_at_ms` and its
+    /// creation): a delayed task has not started waiting, so a queue with
+    /// no due task is absent. The default reads nothing (`[]`): a store
+    /// that cannot tell reports no queue age.
     async fn oldest_due(&self, params: &StatsParams) -> Result<Vec<QueueAge>> {
         let _ = params;
         Ok(Vec::new())

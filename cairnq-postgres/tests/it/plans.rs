@@ -174,7 +174,7 @@ async fn settles_and_heartbeats_find_rows_by_primary_key() {
 /// list-order index with no sort, whatever its filters (written so no
 /// other index serves them); a list through its filters reads their index
 /// even with a cursor; the bounded count reads the filters' indexes; the
-/// oldest due task of each queue is a few seeks of the claim index; a
+/// oldest due task of each queue is a few reads of the claim index; a
 /// task's key and children read theirs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dashboard_reads_walk_in_order_or_seek_through_their_filters() {
@@ -197,7 +197,9 @@ async fn dashboard_reads_walk_in_order_or_seek_through_their_filters() {
     }
     for flags in [&["all_queues"][..], &["queue"]] {
         let lines = check(&session, Sql::OldestDueByQueue, flags, CLAIM_INDEXES).await;
-        let mut reads = lines.iter().filter(|l| l.contains(" on cairnq_tasks"));
+        // A bitmap heap scan (the rows up to a level's bound) names no
+        // index; the bitmap index scan under it does, and is checked.
+        let mut reads = lines.iter().filter(|l| l.contains(" on cairnq_tasks") && !l.contains("Bitmap Heap Scan"));
         assert!(reads.all(|l| CLAIM_INDEXES.iter().any(|index| l.contains(index))), "{lines:?}");
     }
     check(&session, Sql::SelectTaskKey, &[], &["cairnq_ext_task_keys_task_idx"]).await;

@@ -147,14 +147,19 @@ select queue, status, count(*) as count from cairnq_tasks
 where queue = :queue -- when: queue
 group by queue, status
 
--- Per queue, how long its oldest due queued task has waited since it
--- became due (the queue-age gauge, the dashboard's overview). A min over
--- every queued row would read a whole backlog; this reads a few entries of
--- the claim index (queue, status, priority desc, run_at_ms, id) per queue
--- and priority instead: the queues one seek at a time (each the smallest
--- above the last), then each queue's queued priorities the same way, then
--- the first run_at_ms of each. The oldest of those is the oldest queued
--- row; it is due when it is not after now.
+-- Per queue, its queued task that has waited longest since it became due,
+-- and for how long (the queue-age gauge, the dashboard's overview, `cairnq
+-- top` and `doctor`). A task is due from the later of run_at_ms and
+-- created_at_ms (Task::due_at_ms: nothing waits before it exists). A min
+-- over every queued row would read a whole backlog; this reads a few
+-- entries of the claim index (queue, status, priority desc, run_at_ms, id)
+-- per queue and priority instead: the queues one seek at a time (each the
+-- smallest above the last), then each queue's queued priorities the same
+-- way, then per priority its first row in run_at_ms order. That row's due
+-- time bounds the level's earliest: a row due sooner has run_at_ms at most
+-- that bound, so only the rows up to it are read (the first row alone,
+-- unless some writer set run_at_ms before created_at_ms). The earliest of
+-- the levels is the queue's; it is due when it is not after now.
 -- name: oldest_due_by_queue
 with recursive
 clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms),
@@ -175,16 +180,27 @@ levels(queue, priority) as (
     )
     from levels where priority is not null
 ),
-oldest(queue, run_at_ms) as (
-    select queue, (
-        select min(t.run_at_ms) from cairnq_tasks t
+-- Per level: the bound (its first row's due time), then the soonest due
+-- row up to it.
+oldest(queue, id, due_at_ms) as (
+    select levels.queue, soonest.id, soonest.due_at_ms
+    from levels
+    cross join lateral (
+        select greatest(t.run_at_ms, t.created_at_ms) as bound from cairnq_tasks t
         where t.queue = levels.queue and t.status = 'queued' and t.priority = levels.priority
-    )
-    from levels where priority is not null
+        order by t.run_at_ms, t.id limit 1
+    ) as head
+    cross join lateral (
+        select t.id, greatest(t.run_at_ms, t.created_at_ms) as due_at_ms from cairnq_tasks t
+        where t.queue = levels.queue and t.status = 'queued' and t.priority = levels.priority
+          and t.run_at_ms <= head.bound
+        order by 2, t.id limit 1
+    ) as soonest
+    where levels.priority is not null
 )
-select queue, (select now_ms from clock) - min(run_at_ms) as age_ms from oldest
-group by queue
-having min(run_at_ms) <= (select now_ms from clock)
+select distinct on (queue) queue, id, (select now_ms from clock) - due_at_ms as age_ms from oldest
+where due_at_ms <= (select now_ms from clock)
+order by queue, due_at_ms, id
 
 -- Bounded: reads at most :at_most index entries.
 -- name: count_queued

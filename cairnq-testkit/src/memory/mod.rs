@@ -33,8 +33,8 @@ use cairnq_core::store::{
     TaskKeyParams, TaskRow,
 };
 use cairnq_core::{
-    Capabilities, ChangeWatch, Clock, Error, HeldLease, Repaired, Result, Store, SystemClock, Task, TaskCount, TaskRef,
-    Wake,
+    Capabilities, ChangeWatch, Clock, Error, HeldLease, QueueAge, Repaired, Result, Store, SystemClock, Task,
+    TaskCount, TaskRef, Wake,
 };
 
 use crate::{BackendFactory, FreshStore};
@@ -185,6 +185,10 @@ impl Store for MemoryStore {
 
     async fn stats(&self, params: &StatsParams) -> Result<Vec<TaskCount>> {
         self.read(|tables, _| Ok(task_ops::stats(tables, params)))
+    }
+
+    async fn oldest_due(&self, params: &StatsParams) -> Result<Vec<QueueAge>> {
+        self.read(|tables, now_ms| Ok(task_ops::oldest_due(tables, now_ms, params)))
     }
 
     async fn count_queued(&self, params: &CountQueuedParams) -> Result<u64> {

@@ -3,12 +3,14 @@
 //! doing what the protocol's statement for it does (PROTOCOL.md
 //! "Operations" and "Details that are easy to get wrong").
 
+use std::collections::BTreeSet;
+
 use cairnq_core::backend::{KeyedSubmit, TaskRow, resolve_key_conflict};
 use cairnq_core::store::{
     CancelParams, ChildrenParams, CountQueuedParams, CountTasksParams, GetParams, ListFilter, NewTask, PurgeFilter,
     RetryParams, StatsParams, SubmitManyParams,
 };
-use cairnq_core::{Error, Result, Task, TaskCount, TaskRef, TaskSelector, TaskStatus};
+use cairnq_core::{Error, QueueAge, Result, Task, TaskCount, TaskRef, TaskSelector, TaskStatus};
 
 use super::tables::{Tables, Txn};
 
@@ -93,6 +95,19 @@ pub(super) fn stats(tables: &Tables, params: &StatsParams) -> Vec<TaskCount> {
         .filter(|(queue, _, _)| params.queue.as_deref().is_none_or(|asked| asked == *queue))
         .map(|(queue, status, count)| TaskCount { queue: queue.to_string(), status: Some(status), count })
         .collect()
+}
+
+/// Per queue (the one asked for, or every one), its queued task due
+/// longest ago ([`Task::due_at_ms`]) and how long ago; a queue with nothing
+/// due is absent.
+pub(super) fn oldest_due(tables: &Tables, now_ms: i64, params: &StatsParams) -> Vec<QueueAge> {
+    let asked = |queue: &&str| params.queue.as_deref().is_none_or(|asked| asked == *queue);
+    let queues: BTreeSet<&str> = tables.counts().map(|(queue, _, _)| queue).filter(asked).collect();
+    let oldest = |queue: &str| {
+        let due = tables.queued_on(queue).filter_map(|(_, _, id)| tables.task(id)).map(|t| (t.due_at_ms(), &t.id));
+        due.filter(|(at, _)| *at <= now_ms).min().map(|(at, id)| QueueAge::from_ms(queue, id.clone(), now_ms - at))
+    };
+    queues.into_iter().filter_map(oldest).collect()
 }
 
 /// Queued rows on the queue (delayed ones too), at most `at_most`.

@@ -95,12 +95,12 @@ async fn fail_one(client: &CairnQ, queue: &str) {
     client.fail(&FailParams::new(&task.id, "reads").retryable(false)).await.expect("fail");
 }
 
-/// Per queue, the oldest due queued task's wait, whatever the priorities:
+/// Per queue, the oldest due queued task and its wait, whatever the priorities:
 /// a queue whose only task is delayed reports none, a queue with nothing
 /// queued none either.
 pub async fn oldest_due_reads_each_queue_across_priorities(factory: &dyn BackendFactory) {
     let (client, _fresh) = fresh(factory).await;
-    client.submit("old", &json!({})).queue("age-a").priority(-5).await.expect("submit");
+    let old = client.submit("old", &json!({})).queue("age-a").priority(-5).await.expect("submit");
     tokio::time::sleep(Duration::from_millis(60)).await;
     client.submit("new", &json!({})).queue("age-a").priority(9).await.expect("submit");
     client.submit("new", &json!({})).queue("age-b").await.expect("submit");
@@ -115,6 +115,7 @@ pub async fn oldest_due_reads_each_queue_across_priorities(factory: &dyn Backend
     assert_eq!(age("age-c"), None, "a delayed task is not due: {ages:?}");
     let one = client.store().oldest_due(&StatsParams::new().queue("age-a")).await.expect("oldest due");
     assert_eq!(one.len(), 1);
+    assert_eq!(one[0].task_id, old.id, "the task that waited longest is named");
     assert!(one[0].age.as_millis() >= a, "asked alone, the same task a moment later");
 }
 

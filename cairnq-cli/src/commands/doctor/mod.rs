@@ -3,30 +3,28 @@
 //! this SDK's, the schema version (the last shared migration applied) and
 //! the extensions, the whole migration ledger, Postgres installations (more
 //! than one splits a queue), SQLite integrity and WAL size, expired leases
-//! (a worker died), the oldest queued task, and task names that seem to
+//! (a worker died), the task due longest ago, and task names that seem to
 //! have no worker. Exit 1 when it found a problem.
 //!
 //! A database of another protocol version is reported, not refused: its
 //! versions and ledger are still read, only its tasks are not (no store of
 //! this SDK opens it).
 
+mod counts;
 mod render;
+mod sqlite;
 mod tasks;
 
 use std::collections::BTreeMap;
 
 use cairnq_core::{MigrationStatus, PROTOCOL_VERSION};
 use cairnq_postgres::PostgresStore;
-use cairnq_sqlite::SqliteStore;
 use serde::Serialize;
 
 use crate::commands::Context;
 use crate::db::Target;
 use crate::exit::{Exit, Failure};
 use crate::output::Format;
-
-/// A WAL this large means checkpoints cannot keep up.
-const LARGE_WAL: u64 = 256 * 1024 * 1024;
 
 #[derive(Serialize)]
 struct Report {
@@ -41,8 +39,9 @@ struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     postgres_installations: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    sqlite: Option<SqliteReport>,
-    /// Absent when the tasks could not be read (another protocol version).
+    sqlite: Option<sqlite::SqliteReport>,
+    /// Absent when the tasks were not read (another protocol version, a
+    /// damaged file).
     #[serde(flatten)]
     tasks: Option<tasks::Findings>,
     problems: Vec<String>,
@@ -69,19 +68,13 @@ struct LedgerEntry {
     applied_at_ms: i64,
 }
 
-#[derive(Serialize)]
-struct SqliteReport {
-    integrity: String,
-    journal_mode: String,
-    file_bytes: u64,
-    wal_bytes: u64,
-}
-
 pub(crate) async fn run(context: &Context) -> Result<Exit, Failure> {
     let target = context.target()?;
-    let meta = target.meta().await?;
-    let ledger = target.migrations().await?;
     let mut problems = Vec::new();
+    let (postgres_installations, sqlite) = backend_checks(&target, &mut problems).await?;
+    let damaged = sqlite.as_ref().is_some_and(sqlite::SqliteReport::damaged);
+    let meta = as_far_as_it_reads(damaged, target.meta().await, "its meta rows", &mut problems)?;
+    let ledger = as_far_as_it_reads(damaged, target.migrations().await, "its migration ledger", &mut problems)?;
     let protocol_version =
         ProtocolVersion { database: meta.get("protocol_version").cloned(), sdk: PROTOCOL_VERSION.to_string() };
     // Another protocol's database is reported; anything else a store cannot
@@ -97,14 +90,16 @@ pub(crate) async fn run(context: &Context) -> Result<Exit, Failure> {
         }
         _ => true,
     };
-    let client = if readable { Some(context.existing().await?) } else { None };
+    let client = match readable && !damaged {
+        true => Some(context.existing().await?),
+        false => None,
+    };
     let migrations_pending: Vec<String> = ledger.iter().filter(|m| !m.is_applied()).map(|m| m.name.clone()).collect();
     if !migrations_pending.is_empty() {
         problems.push(format!("{} migration(s) pending: run `cairnq migrate`", migrations_pending.len()));
     }
-    let (postgres_installations, sqlite) = backend_checks(&target, &mut problems).await?;
     let tasks = match &client {
-        Some(client) => Some(tasks::check(client, &mut problems).await?),
+        Some(client) => Some(tasks::check(client, &target, &mut problems).await?),
         None => None,
     };
     let report = Report {
@@ -140,36 +135,29 @@ fn schema_version(ledger: &[MigrationStatus], meta: &BTreeMap<String, String>) -
     }
 }
 
+/// A read of a damaged file that failed: one more finding, not the end of
+/// the report.
+fn as_far_as_it_reads<T: Default>(
+    damaged: bool,
+    read: Result<T, Failure>,
+    what: &str,
+    problems: &mut Vec<String>,
+) -> Result<T, Failure> {
+    match read {
+        Err(failure) if damaged => {
+            problems.push(format!("{what} cannot be read: {}", failure.message));
+            Ok(T::default())
+        }
+        read => read,
+    }
+}
+
 async fn backend_checks(
     target: &Target,
     problems: &mut Vec<String>,
-) -> Result<(Option<Vec<String>>, Option<SqliteReport>), Failure> {
+) -> Result<(Option<Vec<String>>, Option<sqlite::SqliteReport>), Failure> {
     match target {
-        Target::Sqlite(path) => {
-            let health = SqliteStore::file_health(path).await?;
-            if !health.is_ok() {
-                problems.push(format!("SQLite integrity check failed: {}", health.integrity));
-            }
-            if health.journal_mode != "wal" {
-                problems.push(format!(
-                    "journal mode is {}, not wal: readers and the writer block each other",
-                    health.journal_mode
-                ));
-            }
-            if health.wal_bytes > LARGE_WAL {
-                problems.push(format!(
-                    "the WAL holds {} MiB: checkpoints cannot keep up (a long-lived reader?)",
-                    health.wal_bytes >> 20
-                ));
-            }
-            let report = SqliteReport {
-                integrity: health.integrity,
-                journal_mode: health.journal_mode,
-                file_bytes: health.file_bytes,
-                wal_bytes: health.wal_bytes,
-            };
-            Ok((None, Some(report)))
-        }
+        Target::Sqlite(path) => Ok((None, Some(sqlite::check(path, problems).await?))),
         Target::Postgres { dsn, .. } => {
             let schemas = PostgresStore::installations(dsn, target.postgres_options()).await?;
             if schemas.len() > 1 {

@@ -2,7 +2,7 @@
 //! compact form (runs of consecutive migrations as `0004..0010`), then the
 //! problems. `-o json` carries every entry in full.
 
-use super::tasks::SCAN_CAP;
+use super::tasks::{LostLease, SCAN_CAP};
 use super::{LedgerEntry, Report};
 use crate::humanize::{now_ms, relative, short};
 
@@ -27,7 +27,13 @@ pub(super) fn report(report: &Report) -> String {
         lines.push(format!("installations     {}", few(schemas)));
     }
     if let Some(sqlite) = &report.sqlite {
-        lines.push(format!("integrity         {}", sqlite.integrity));
+        lines.push(match &sqlite.damaged_tables {
+            Some(tables) if !tables.is_empty() => {
+                format!("integrity         DAMAGED in {}: {}", tables.join(", "), sqlite.integrity)
+            }
+            Some(_) => format!("integrity         DAMAGED: {}", sqlite.integrity),
+            None => format!("integrity         {}", sqlite.integrity),
+        });
         lines.push(format!(
             "journal           {} (file {} KiB, wal {} KiB)",
             sqlite.journal_mode,
@@ -37,17 +43,20 @@ pub(super) fn report(report: &Report) -> String {
     }
     if let Some(tasks) = &report.tasks {
         lines.push(format!("expired leases    {}", tasks.expired_leases.len()));
-        lines.push(match &tasks.oldest_queued {
-            Some(o) => {
-                format!(
-                    "oldest queued     {} ({} on {}), {} old",
-                    o.id,
-                    o.name,
-                    o.queue,
-                    short(o.age_ms.unsigned_abs())
-                )
-            }
-            None => "oldest queued     -".to_string(),
+        lines.push(lost_leases(&tasks.lost_leases));
+        lines.push(match &tasks.oldest_due {
+            Some(o) => format!(
+                "oldest due        {} ({} on {}), waited {}",
+                o.id,
+                o.name.as_deref().unwrap_or("finished since"),
+                o.queue,
+                short(o.waited_ms)
+            ),
+            None => "oldest due        - (nothing due is waiting)".to_string(),
+        });
+        lines.push(match tasks.miscounts.len() {
+            0 => "task counts       agree with the rows".to_string(),
+            n => format!("task counts       {n} disagree with the rows"),
         });
         if tasks.scan_capped {
             lines.push(format!("(scans stopped at {SCAN_CAP} tasks)"));
@@ -59,6 +68,21 @@ pub(super) fn report(report: &Report) -> String {
         lines.extend(report.problems.iter().map(|p| format!("problem: {p}")));
     }
     lines.join("\n") + "\n"
+}
+
+/// "2 requeued after an expired lease (a worker died or stalled): task_a
+/// (attempt 1), task_b (attempt 2)".
+fn lost_leases(lost: &[LostLease]) -> String {
+    if lost.is_empty() {
+        return "lost attempts     0".to_string();
+    }
+    let named: Vec<String> = lost.iter().map(|l| format!("{} (attempt {})", l.id, l.attempt)).collect();
+    format!(
+        "lost attempts     {} task(s) back in the queue or running again after an expired lease \
+         (a worker died or stalled): {}",
+        lost.len(),
+        few(&named)
+    )
 }
 
 /// "12 applied: 0001..0002, 0004..0010, ext_0001..0003 (last 3m ago); 0 pending".

@@ -1,7 +1,11 @@
 //! The doctor's look at the tasks themselves: running ones whose lease
-//! expired (their worker died or stalled), the oldest queued task, and
-//! names whose due tasks wait while nothing of that name runs or finished
-//! lately (no worker claims them). Reads pages of the library's `list`,
+//! expired (their worker died or stalled), live ones whose last attempt a
+//! lease expiry ended (recovered since), the task that has waited
+//! longest since it became due (the library's one definition,
+//! [`CairnQ::oldest_due`]: a delayed task is not waiting), and names whose
+//! due tasks wait while nothing of that name runs or finished lately (no
+//! worker claims them), and whether the kept task counts agree with the
+//! rows ([`counts`](super::counts)). Reads pages of the library's `list`,
 //! capped, so a doctor never becomes a load test.
 
 use std::collections::BTreeMap;
@@ -9,6 +13,7 @@ use std::collections::BTreeMap;
 use cairnq_core::{CairnQ, ListFilter, Task, TaskStatus};
 use serde::Serialize;
 
+use crate::db::Target;
 use crate::exit::Failure;
 use crate::humanize::{now_ms, short};
 
@@ -24,8 +29,15 @@ const UNCLAIMED_AFTER_MS: i64 = 5 * 60_000;
 #[derive(Serialize)]
 pub(super) struct Findings {
     pub(super) expired_leases: Vec<String>,
-    pub(super) oldest_queued: Option<Oldest>,
+    /// Live (queued or running) tasks whose last ended attempt was lost to
+    /// an expired lease ([`Task::lease_lost_attempt`]): a worker died or
+    /// stalled. Recovered already, so not a problem by itself.
+    pub(super) lost_leases: Vec<LostLease>,
+    /// The task that has waited longest since it became due, on any queue.
+    pub(super) oldest_due: Option<Oldest>,
     pub(super) unclaimed_names: Vec<Unclaimed>,
+    /// Queues and statuses whose kept count differs from the rows.
+    pub(super) miscounts: Vec<super::counts::Miscount>,
     /// True when a scan stopped at its cap.
     pub(super) scan_capped: bool,
 }
@@ -33,9 +45,18 @@ pub(super) struct Findings {
 #[derive(Serialize)]
 pub(super) struct Oldest {
     pub(super) id: String,
-    pub(super) name: String,
+    /// `None` when the task finished between the two reads.
+    pub(super) name: Option<String>,
     pub(super) queue: String,
-    pub(super) age_ms: i64,
+    /// How long since it became due ([`Task::due_at_ms`]).
+    pub(super) waited_ms: u64,
+}
+
+#[derive(Serialize)]
+pub(super) struct LostLease {
+    pub(super) id: String,
+    /// The attempt whose lease expired.
+    pub(super) attempt: u32,
 }
 
 #[derive(Serialize)]
@@ -43,11 +64,12 @@ pub(super) struct Unclaimed {
     name: String,
     queue: String,
     waiting: u64,
+    /// How long the one due longest ago has waited since it became due.
     oldest_age_ms: i64,
 }
 
 /// Runs every task check, adding what looks wrong to `problems`.
-pub(super) async fn check(client: &CairnQ, problems: &mut Vec<String>) -> Result<Findings, Failure> {
+pub(super) async fn check(client: &CairnQ, target: &Target, problems: &mut Vec<String>) -> Result<Findings, Failure> {
     let now = now_ms();
     let (running, running_capped) = scan(client, TaskStatus::Running).await?;
     let expired_leases: Vec<String> =
@@ -59,12 +81,12 @@ pub(super) async fn check(client: &CairnQ, problems: &mut Vec<String>) -> Result
         ));
     }
     let (queued, queued_capped) = scan(client, TaskStatus::Queued).await?;
-    let oldest_queued = queued.iter().min_by_key(|t| t.created_at_ms).map(|t| Oldest {
-        id: t.id.clone(),
-        name: t.name.clone(),
-        queue: t.queue.clone(),
-        age_ms: now - t.created_at_ms,
-    });
+    let oldest_due = oldest_due(client).await?;
+    let lost_leases = queued
+        .iter()
+        .chain(&running)
+        .filter_map(|t| t.lease_lost_attempt().map(|attempt| LostLease { id: t.id.clone(), attempt }))
+        .collect();
     let unclaimed_names = unclaimed(client, &queued, &running, now).await?;
     for u in &unclaimed_names {
         problems.push(format!(
@@ -75,7 +97,19 @@ pub(super) async fn check(client: &CairnQ, problems: &mut Vec<String>) -> Result
             short(u.oldest_age_ms.unsigned_abs())
         ));
     }
-    Ok(Findings { expired_leases, oldest_queued, unclaimed_names, scan_capped: running_capped || queued_capped })
+    let miscounts = super::counts::check(client, target, problems).await?;
+    let scan_capped = running_capped || queued_capped;
+    Ok(Findings { expired_leases, lost_leases, oldest_due, unclaimed_names, miscounts, scan_capped })
+}
+
+/// The task due longest ago across the queues, named.
+async fn oldest_due(client: &CairnQ) -> Result<Option<Oldest>, Failure> {
+    let Some(oldest) = client.oldest_due(None).await?.into_iter().max_by_key(|age| age.age) else {
+        return Ok(None);
+    };
+    let name = client.get(&oldest.task_id).await?.map(|task| task.name);
+    let waited_ms = u64::try_from(oldest.age.as_millis()).unwrap_or(u64::MAX);
+    Ok(Some(Oldest { id: oldest.task_id, name, queue: oldest.queue, waited_ms }))
 }
 
 /// Every task in `status` (newest first), up to [`SCAN_CAP`]; whether the
@@ -100,10 +134,10 @@ async fn scan(client: &CairnQ, status: TaskStatus) -> Result<(Vec<Task>, bool), 
 /// runs now and nothing finished lately.
 async fn unclaimed(client: &CairnQ, queued: &[Task], running: &[Task], now: i64) -> Result<Vec<Unclaimed>, Failure> {
     let mut stale: BTreeMap<(String, String), (u64, i64)> = BTreeMap::new();
-    for task in queued.iter().filter(|t| t.attempt == 0 && t.run_at_ms < now - UNCLAIMED_AFTER_MS) {
+    for task in queued.iter().filter(|t| t.attempt == 0 && t.due_at_ms() < now - UNCLAIMED_AFTER_MS) {
         let entry = stale.entry((task.name.clone(), task.queue.clone())).or_insert((0, now));
         entry.0 += 1;
-        entry.1 = entry.1.min(task.run_at_ms);
+        entry.1 = entry.1.min(task.due_at_ms());
     }
     let mut found = Vec::new();
     for ((name, queue), (waiting, oldest)) in stale {

@@ -1,11 +1,13 @@
-//! `cairnq top`: a live view of the queues (depth, rates, oldest queued
-//! age), the running tasks (progress, worker) and recent failures,
+//! `cairnq top`: a live view of the queues (depth, rates, how long the
+//! oldest due task has waited: a delayed one is not waiting yet), the
+//! running tasks (progress, worker) and recent failures,
 //! refreshed every interval until `q`, Esc or Ctrl-C. Built on ratatui
 //! with its crossterm backend, so it runs in any terminal, over ssh too.
 //!
 //! Keys are read on a thread of their own (crossterm's read blocks) and
 //! handed over a channel; the database is read on the async runtime.
 
+mod abbrev;
 mod snapshot;
 mod view;
 

@@ -1,11 +1,11 @@
 //! What `top` shows at one moment, read through the library's public API:
-//! stats per queue, each queue's oldest queued task (the last row of its
-//! newest-first list: one offset read), the running tasks, the newest
-//! tasks, recent failures,
-//! and completion rates from the previous snapshot.
+//! stats per queue, how long each queue's oldest due task has waited (the
+//! library's one definition, [`CairnQ::oldest_due`]: a delayed task is not
+//! waiting), the running tasks, the newest tasks, recent failures, and
+//! completion rates from the previous snapshot.
 
 use std::collections::BTreeMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use cairnq_core::{CairnQ, ListFilter, QueueCounts, Task, TaskStatus};
 
@@ -23,8 +23,8 @@ pub(crate) struct QueueLine {
     pub(crate) counts: QueueCounts,
     /// Tasks finished per second since the previous snapshot.
     pub(crate) finished_per_s: Option<f64>,
-    /// When the oldest queued task was created.
-    pub(crate) oldest_queued_ms: Option<i64>,
+    /// How long the oldest due task has waited; `None` when nothing is due.
+    pub(crate) waited: Option<Duration>,
 }
 
 /// The view's data at one moment.
@@ -46,14 +46,16 @@ impl Snapshot {
             .map(|p| p.queues.iter().map(|q| (q.name.as_str(), finished(&q.counts))).collect())
             .unwrap_or_default();
         let elapsed = previous.map(|p| taken.duration_since(p.taken).as_secs_f64());
+        let mut waited: BTreeMap<String, Duration> =
+            client.oldest_due(None).await?.into_iter().map(|age| (age.queue, age.age)).collect();
         let mut queues = Vec::with_capacity(stats.len());
         for (name, counts) in stats {
             let finished_per_s = match (elapsed, before.get(name.as_str())) {
                 (Some(secs), Some(then)) if secs > 0.0 => Some(finished(&counts).saturating_sub(*then) as f64 / secs),
                 _ => None,
             };
-            let oldest_queued_ms = oldest_queued(client, &name, counts.queued).await?;
-            queues.push(QueueLine { name, counts, finished_per_s, oldest_queued_ms });
+            let waited = waited.remove(&name);
+            queues.push(QueueLine { name, counts, finished_per_s, waited });
         }
         let running = client.list(&ListFilter::new().status(TaskStatus::Running).limit(SHOWN)).await?.tasks;
         let latest = client.list(&ListFilter::new().limit(LATEST)).await?.tasks;
@@ -66,15 +68,4 @@ impl Snapshot {
 /// Tasks that reached a final state.
 fn finished(counts: &QueueCounts) -> u64 {
     counts.succeeded + counts.failed + counts.canceled
-}
-
-/// The creation time of the queue's oldest queued task: lists run newest
-/// first, so it is the row at offset `queued - 1` (a row finishing
-/// meanwhile only makes the answer a little younger).
-async fn oldest_queued(client: &CairnQ, queue: &str, queued: u64) -> Result<Option<i64>, Failure> {
-    let Some(last) = queued.checked_sub(1) else { return Ok(None) };
-    let offset = u32::try_from(last).unwrap_or(u32::MAX);
-    let filter = ListFilter::new().status(TaskStatus::Queued).queue(queue).offset(offset).limit(1);
-    let page = client.list(&filter).await?;
-    Ok(page.tasks.first().map(|task| task.created_at_ms))
 }

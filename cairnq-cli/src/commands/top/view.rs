@@ -1,5 +1,7 @@
 //! Drawing one [`Snapshot`]: a title line, then the queues, the running
-//! tasks and the recent failures, each a bordered table.
+//! tasks and the recent failures, each a bordered table. Failures show
+//! the error's message (not the envelope's JSON); worker ids too long for
+//! their column are cut in the middle so distinct ones stay distinct.
 
 use cairnq_core::TaskStatus;
 use ratatui::Frame;
@@ -8,9 +10,12 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Cell, Row, Table};
 
-use crate::commands::top::Snapshot;
+use crate::commands::top::{Snapshot, abbrev};
 use crate::humanize::{relative, short};
 use crate::table::truncated;
+
+/// The narrowest the worker column gets.
+const WORKER_MIN: usize = 10;
 
 /// Draws the snapshot; `colour` off (NO_COLOR) leaves every cell plain.
 pub(crate) fn draw(frame: &mut Frame<'_>, title: &str, snapshot: &Snapshot, colour: bool) {
@@ -26,7 +31,7 @@ pub(crate) fn draw(frame: &mut Frame<'_>, title: &str, snapshot: &Snapshot, colo
     let bold = Style::default().add_modifier(Modifier::BOLD);
     frame.render_widget(Line::styled(format!("cairnq top — {title} — q quits"), bold), head);
     frame.render_widget(queue_table(snapshot, colour), queues);
-    frame.render_widget(running_table(snapshot), running);
+    frame.render_widget(running_table(snapshot, running.width), running);
     frame.render_widget(latest_table(snapshot, colour), latest);
     frame.render_widget(failure_table(snapshot, colour), failures);
 }
@@ -82,7 +87,7 @@ fn queue_table(snapshot: &Snapshot, colour: bool) -> Table<'static> {
             Cell::from(q.counts.canceled.to_string()),
             Cell::from(q.finished_per_s.map_or("-".into(), |r| format!("{r:.1}/s"))),
             Cell::from(
-                q.oldest_queued_ms.map_or("-".into(), |at| short(snapshot.now_ms.saturating_sub(at).unsigned_abs())),
+                q.waited.map_or("-".into(), |waited| short(u64::try_from(waited.as_millis()).unwrap_or(u64::MAX))),
             ),
         ])
     });
@@ -97,28 +102,28 @@ fn queue_table(snapshot: &Snapshot, colour: bool) -> Table<'static> {
         Constraint::Fill(1),
     ];
     Table::new(rows, widths)
-        .header(header(&[
-            "QUEUE",
-            "QUEUED",
-            "RUNNING",
-            "SUCCEEDED",
-            "FAILED",
-            "CANCELED",
-            "FINISHING",
-            "OLDEST QUEUED",
-        ]))
+        .header(header(&["QUEUE", "QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELED", "FINISHING", "WAITED"]))
         .block(Block::bordered().title(" queues "))
 }
 
-fn running_table(snapshot: &Snapshot) -> Table<'static> {
-    let rows = snapshot.running.iter().map(|task| {
+/// The running tasks. The worker column gets a third of the room the
+/// fixed columns leave (at least [`WORKER_MIN`]); ids longer than that are
+/// cut in the middle, keeping the tail that tells them apart.
+fn running_table(snapshot: &Snapshot, area_width: u16) -> Table<'static> {
+    let workers: Vec<&str> = snapshot.running.iter().map(|t| t.worker_id.as_deref().unwrap_or("")).collect();
+    let longest = workers.iter().map(|w| w.chars().count()).max().unwrap_or(0);
+    // Borders, the fixed columns (ID, PROG, UPDATED) and six column gaps.
+    let flexible = usize::from(area_width).saturating_sub(2 + 32 + 5 + 9 + 6);
+    let worker_width = (flexible / 3).max(WORKER_MIN).min(longest.max("WORKER".len()));
+    let workers = abbrev::distinct(&workers, worker_width);
+    let rows = snapshot.running.iter().zip(workers).map(|(task, worker)| {
         Row::new(vec![
             task.id.clone(),
             task.name.clone(),
             task.queue.clone(),
             task.progress.map_or("-".into(), |p| format!("{:>3.0}%", p * 100.0)),
             truncated(task.message.as_deref().unwrap_or(""), 30),
-            task.worker_id.clone().unwrap_or_default(),
+            worker,
             relative(task.updated_at_ms, snapshot.now_ms),
         ])
     });
@@ -128,7 +133,7 @@ fn running_table(snapshot: &Snapshot) -> Table<'static> {
         Constraint::Fill(1),
         Constraint::Length(5),
         Constraint::Fill(2),
-        Constraint::Fill(2),
+        Constraint::Length(u16::try_from(worker_width).unwrap_or(u16::MAX)),
         Constraint::Length(9),
     ];
     Table::new(rows, widths)
@@ -138,7 +143,7 @@ fn running_table(snapshot: &Snapshot) -> Table<'static> {
 
 fn failure_table(snapshot: &Snapshot, colour: bool) -> Table<'static> {
     let rows = snapshot.failures.iter().map(|task| {
-        let error = task.error.as_ref().map(|e| truncated(e.as_str(), 80)).unwrap_or_default();
+        let error = task.error_message().map(|message| truncated(&message, 200)).unwrap_or_default();
         Row::new(vec![
             Cell::from(task.id.clone()),
             Cell::from(task.name.clone()),
