@@ -39,6 +39,7 @@ mod keys;
 mod model;
 mod retention;
 mod schedule;
+mod schedule_policy;
 mod typed;
 
 /// The protocol version this SDK speaks (`cairnq_meta.protocol_version`):

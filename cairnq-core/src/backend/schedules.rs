@@ -11,7 +11,7 @@ use super::query::{Arg, Query};
 use crate::error::{Error, Result};
 use crate::json::Json;
 use crate::model::Task;
-use crate::schedule::{CatchUp, Overlap, ScheduleOwner};
+use crate::schedule_policy::{CatchUp, Overlap, ScheduleOwner};
 use crate::store::{
     DeleteScheduleParams, FireScheduleParams, PauseScheduleParams, SaveScheduleParams, ScheduleQuery, ScheduleRead,
     ScheduleRow,

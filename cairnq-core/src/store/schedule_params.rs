@@ -4,7 +4,7 @@
 //! above it.
 
 use crate::json::Json;
-use crate::schedule::{CatchUp, Overlap, ScheduleOwner};
+use crate::schedule_policy::{CatchUp, Overlap, ScheduleOwner};
 use crate::store::NewTask;
 
 /// One `cairnq_ext_schedules` row.
