@@ -21,8 +21,6 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use cairnq_core::{Result, Store};
 
-#[cfg(feature = "bench")]
-pub mod bench;
 pub mod child;
 mod conformance_tests;
 pub mod forwarding;

@@ -56,8 +56,14 @@ const LAYERS: &[Layer] = &[
     Layer {
         name: "cairnq-testkit",
         normal: &["cairnq-core", "cairnq-protocol", "cairnq-worker"],
-        optional: &["cairnq-protocol", "cairnq-sqlite", "cairnq-postgres", "cairnq-web"],
-        dev: &["cairnq-sqlite", "cairnq-postgres", "cairnq-worker"],
+        optional: &["cairnq-protocol", "cairnq-sqlite", "cairnq-postgres"],
+        dev: &["cairnq-testkit", "cairnq-sqlite", "cairnq-postgres", "cairnq-worker"],
+    },
+    Layer {
+        name: "cairnq-bench",
+        normal: &["cairnq-core", "cairnq-worker", "cairnq-testkit", "cairnq-sqlite", "cairnq-postgres", "cairnq-web"],
+        optional: &[],
+        dev: &[],
     },
     Layer {
         name: "cairnq-web",

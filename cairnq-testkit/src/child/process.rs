@@ -192,12 +192,13 @@ pub fn child_binary() -> Result<PathBuf, String> {
 fn build_child_binary() -> Result<PathBuf, String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
-    // One binary for every backend of this build: SQLite comes with the
-    // default features, Postgres when this testkit has it.
-    let features = if cfg!(feature = "postgres") { "postgres" } else { "" };
+    // One binary for every backend of this build: the backends this
+    // testkit was built with (its default features hold none).
+    let features = [cfg!(feature = "sqlite").then_some("sqlite"), cfg!(feature = "postgres").then_some("postgres")];
+    let features = features.into_iter().flatten().collect::<Vec<_>>().join(",");
     let output = Command::new(cargo)
         .args(["build", "--quiet", "--manifest-path", manifest, "--bin", "cairnq-test-worker"])
-        .args(["--features", features, "--message-format", "json"])
+        .args(["--features", &features, "--message-format", "json"])
         .stderr(Stdio::inherit())
         .output()
         .map_err(|e| format!("cannot run cargo to build cairnq-test-worker: {e}"))?;

@@ -98,7 +98,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), String> {
     // --quick only proves the benchmarks still work (CI; nothing recorded), so
     // it reuses the debug build the tests made instead of two release builds.
     let profile = if flags.quick { "debug" } else { "release" };
-    let mut build = vec!["build", "-p", "cairnq-testkit", "--bin", "cairnq-bench"];
+    let mut build = vec!["build", "-p", "cairnq-bench", "--bin", "cairnq-bench"];
     if !flags.quick {
         build.push("--release");
     }
@@ -268,10 +268,10 @@ fn add_peer_numbers(
 /// `quick`, criterion's test mode runs each benchmark once on the debug build.
 fn criterion(root: &Path, quick: bool) -> Result<Vec<(String, String)>, String> {
     if quick {
-        cargo(root, &["test", "-p", "cairnq-testkit", "--bench", "seam"])?;
+        cargo(root, &["test", "-p", "cairnq-bench", "--bench", "seam"])?;
         return Ok(Vec::new());
     }
-    let args = ["bench", "-p", "cairnq-testkit", "--bench", "seam", "--", "--noplot", "--warm-up-time", "1"];
+    let args = ["bench", "-p", "cairnq-bench", "--bench", "seam", "--", "--noplot", "--warm-up-time", "1"];
     let output = cargo(root, &[&args[..], &["--measurement-time", "3"]].concat())?;
     let mut out = Vec::new();
     let mut last_name = String::new();

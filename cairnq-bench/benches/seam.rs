@@ -1,7 +1,6 @@
 //! Criterion micro-benchmarks of the hot statements, measured through the
 //! storage seam (`CairnQ` over a `Store`), so every backend is measured by the
-//! same code. SQLite always; Postgres too when CAIRNQ_TEST_PG_DSN is set and
-//! the `postgres` feature is on.
+//! same code (on SQLite, the embedded default).
 
 use std::sync::Arc;
 

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use cairnq_core::{Error, Result};
 
-use crate::child::{ChildArgs, ChildMode, ChildProcess};
-use crate::{FreshStore, StoreLocator};
+use cairnq_testkit::child::{ChildArgs, ChildMode, ChildProcess};
+use cairnq_testkit::{FreshStore, StoreLocator};
 
 /// The bench binary's first argument that makes it the child process (the
 /// rest are [`ChildArgs`]).

@@ -22,8 +22,8 @@ use cairnq_worker::{TaskContext, TaskError, Worker, WorkerOptions};
 use serde_json::{Value, json};
 
 use super::claims;
-use crate::StoreLocator;
-use crate::child::open_store;
+use cairnq_testkit::StoreLocator;
+use cairnq_testkit::child::open_store;
 
 /// The bench binary's first argument that makes it a role process.
 pub const ROLE_FLAG: &str = "--role";
@@ -149,6 +149,7 @@ impl RoleProcess {
         match locator {
             StoreLocator::Sqlite { path } => command.arg("--sqlite").arg(path),
             StoreLocator::Postgres { dsn, schema } => command.args(["--postgres", dsn, schema]),
+            other => return Err(Error::validation("locator", format!("no bench role process can open {other:?}"))),
         };
         let mut child = command
             .args(extra)

@@ -7,7 +7,7 @@
 
 use cairnq_core::Result;
 
-use crate::StoreLocator;
+use cairnq_testkit::StoreLocator;
 
 /// Busy and total jiffies of the whole machine (`/proc/stat`'s `cpu` line).
 #[derive(Debug, Clone, Copy, Default)]
@@ -46,9 +46,8 @@ impl Server {
     /// SQLite, or a server this process cannot see in `/proc`).
     pub(super) async fn of(locator: &StoreLocator) -> Result<Option<Self>> {
         match locator {
-            #[cfg(feature = "postgres")]
             StoreLocator::Postgres { dsn, .. } => {
-                let raw = crate::postgres::raw(dsn).await;
+                let raw = cairnq_testkit::postgres::raw(dsn).await;
                 let row = raw
                     .query_one("select pg_backend_pid()", &[])
                     .await

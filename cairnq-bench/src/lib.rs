@@ -21,6 +21,7 @@ mod roles;
 mod scale;
 mod soak;
 mod telemetry;
+mod timing;
 mod web;
 mod workloads;
 
@@ -30,7 +31,7 @@ use std::time::Duration;
 use cairnq_core::{CairnQ, Error, ListFilter, Result, TaskStatus};
 use serde::Serialize;
 
-use crate::BackendFactory;
+use cairnq_testkit::BackendFactory;
 pub use process::CHILD_FLAG;
 pub use roles::{ROLE_FLAG, run_role};
 pub use soak::SoakSettings;

@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 use super::cpu::{MachineTicks, Server, process_cpu_seconds};
 use super::process::locator_of;
 use super::roles::RoleProcess;
-use crate::{BackendFactory, StoreLocator};
+use cairnq_testkit::{BackendFactory, StoreLocator};
 
 /// One number: (metric, value, detail).
 pub(super) type Number = (String, f64, String);

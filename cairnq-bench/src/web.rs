@@ -16,7 +16,7 @@ use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use super::scale::median_ms;
+use super::timing::median_ms;
 
 /// Every page and API read an operator's browser or script makes, by the
 /// metric name its time is recorded under. `{id}` is a keyed task's id,

@@ -14,7 +14,7 @@ use cairnq_core::store::{ClaimParams, ProbeParams};
 use cairnq_core::{Result, Store, Task};
 use serde_json::{Value, json};
 
-use crate::forwarding::{Forward, Forwarding};
+use cairnq_testkit::forwarding::{Forward, Forwarding};
 
 /// The counts, shared between the wrapper and the report.
 #[derive(Debug, Default)]

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::process::{locator_of, peak_rss_of_drain, process_cpu_seconds, spawn_noop_worker};
 use super::{expect_count, per_second, percentiles, wait_for_count};
-use crate::{BackendFactory, StoreLocator};
+use cairnq_testkit::{BackendFactory, StoreLocator};
 
 /// SQLite's own floor: one INSERT per transaction into the cairnq schema,
 /// WAL + synchronous FULL, straight through rusqlite, on a fresh store's

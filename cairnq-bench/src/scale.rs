@@ -17,13 +17,13 @@ use cairnq_core::store::{ClaimDraw, ClaimParams, CompleteBatchParams, FailParams
 use cairnq_core::{CairnQ, Error, ListCursor, ListFilter, PurgeFilter, Result, SubmitOptions, TaskSpec, TaskStatus};
 use serde_json::{Value, json};
 
-use crate::{BackendFactory, StoreLocator};
+use cairnq_testkit::{BackendFactory, StoreLocator};
+
+use super::timing::median_ms;
 
 /// Share of each size that is succeeded history, failed, queued (percent).
 const HISTORY_PERCENT: usize = 85;
 const FAILED_PERCENT: usize = 5;
-/// How many times each operation is timed at each size (the median counts).
-const SAMPLES: usize = 30;
 /// Rows one purge call deletes at each size.
 const PURGE_ROWS: usize = 2_000;
 
@@ -124,22 +124,6 @@ async fn claim(client: &CairnQ, name: &str, limit: u32) -> Result<Vec<String>> {
     Ok(claimed.into_iter().map(|t| t.id).collect())
 }
 
-/// Median milliseconds of `SAMPLES` runs of `op`.
-pub(super) async fn median_ms<F, Fut, T>(mut op: F) -> Result<f64>
-where
-    F: FnMut(usize) -> Fut,
-    Fut: std::future::Future<Output = Result<T>>,
-{
-    let mut samples = Vec::with_capacity(SAMPLES);
-    for i in 0..SAMPLES {
-        let start = Instant::now();
-        op(i).await?;
-        samples.push(start.elapsed().as_secs_f64() * 1000.0);
-    }
-    samples.sort_by(f64::total_cmp);
-    Ok(samples[SAMPLES / 2])
-}
-
 async fn measure(client: &CairnQ, seeded: &Seeded, locator: Option<&StoreLocator>) -> Result<Vec<(&'static str, f64)>> {
     let mut out = Vec::new();
     out.push(("submit_ms", median_ms(|i| client.submit("noop", &json!({ "probe": i })).into_future()).await?));
@@ -197,9 +181,8 @@ async fn database_bytes(locator: Option<&StoreLocator>) -> Result<Option<u64>> {
             let wal = path.with_extension(format!("{}-wal", path.extension().and_then(|e| e.to_str()).unwrap_or("")));
             Ok(Some(size(path) + size(&wal)))
         }
-        #[cfg(feature = "postgres")]
         Some(StoreLocator::Postgres { dsn, schema }) => {
-            let raw = crate::postgres::raw(dsn).await;
+            let raw = cairnq_testkit::postgres::raw(dsn).await;
             let sql = "select coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint from pg_class c
                        join pg_namespace n on n.oid = c.relnamespace
                        where n.nspname = $1 and c.relkind = 'r' and c.relname like 'cairnq%'";

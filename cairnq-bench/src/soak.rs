@@ -17,8 +17,8 @@ use serde_json::{Value, json};
 
 use super::epoch_ms;
 use super::roles::spread;
-use crate::child::open_store;
-use crate::{BackendFactory, StoreLocator};
+use cairnq_testkit::child::open_store;
+use cairnq_testkit::{BackendFactory, StoreLocator};
 
 /// Soak settings.
 #[derive(Debug, Clone, Copy)]

@@ -16,13 +16,13 @@
 //! 20,000 tasks take minutes).
 //!
 //! The multi-process workloads run it again as a producer or worker
-//! (`--role`, see `cairnq_testkit::bench::run_role`).
+//! (`--role`, see `cairnq_bench::run_role`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use cairnq_bench::{CHILD_FLAG, ROLE_FLAG, Sizes, WORKLOADS, run_role, run_workload};
 use cairnq_testkit::BackendFactory;
-use cairnq_testkit::bench::{CHILD_FLAG, ROLE_FLAG, Sizes, WORKLOADS, run_role, run_workload};
 
 struct Args {
     backend: String,
@@ -77,7 +77,6 @@ fn factory(args: &Args) -> Result<Box<dyn BackendFactory>, String> {
             };
             Ok(Box::new(factory.map_err(|e| e.to_string())?))
         }
-        #[cfg(feature = "postgres")]
         "postgres" => {
             let dsn = args.dsn.clone().or_else(|| std::env::var("CAIRNQ_TEST_PG_DSN").ok());
             let dsn = dsn.ok_or("--backend postgres needs --dsn or CAIRNQ_TEST_PG_DSN")?;
@@ -110,7 +109,7 @@ async fn run(args: Args) -> Result<(), String> {
 }
 
 /// The bench binary as a producer or worker process of a multi-process
-/// workload (`cairnq_testkit::bench::run_role`).
+/// workload (`cairnq_bench::run_role`).
 fn run_role_process(args: &[String]) -> ExitCode {
     let outcome = tokio::runtime::Runtime::new()
         .map_err(|e| e.to_string())
