@@ -5,10 +5,11 @@
 //! scenario or test. The scenario runner ([`scenario`]) interprets the
 //! language-neutral JSON scenarios of CONFORMANCE.md; the worker suite
 //! ([`worker_suite`]) runs real worker loops and real processes against it.
-//! `sqlite` (the default `sqlite` feature) holds the factory for our own
-//! SQLite backend; [`memory`] holds [`MemoryStore`](memory::MemoryStore),
-//! a reference backend with no SQL (the worked example of the
-//! backend-author guide, and a test double that is not durable).
+//! `sqlite` and `postgres` (features, off by default so a backend author
+//! compiles no driver) hold the factories for our own backends; [`memory`]
+//! runs [`MemoryStore`](memory::MemoryStore) from `cairnq-memory`, a
+//! reference backend with no SQL (the worked example of the backend-author
+//! guide, and a test double that is not durable).
 //!
 //! What every test crate of the workspace shares is here once too: the
 //! child-process protocol ([`child`]: a worker, submitter or opener in a

@@ -53,9 +53,10 @@ const LAYERS: &[Layer] = &[
         optional: &[],
         dev: &["cairnq-testkit"],
     },
+    Layer { name: "cairnq-memory", normal: &["cairnq-core"], optional: &[], dev: &[] },
     Layer {
         name: "cairnq-testkit",
-        normal: &["cairnq-core", "cairnq-protocol", "cairnq-worker"],
+        normal: &["cairnq-core", "cairnq-protocol", "cairnq-worker", "cairnq-memory"],
         optional: &["cairnq-protocol", "cairnq-sqlite", "cairnq-postgres"],
         dev: &["cairnq-testkit", "cairnq-sqlite", "cairnq-postgres", "cairnq-worker"],
     },

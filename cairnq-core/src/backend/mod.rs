@@ -8,7 +8,7 @@
 //! protocol's statements come from `cairnq_protocol`, picked by
 //! [`Sql`]; a filtered list asks its [`ListProbe`] first, then runs
 //! [`Query::list_planned`]. A backend without SQL (see
-//! `cairnq_testkit::memory::MemoryStore`) uses only the helpers.
+//! `cairnq_memory::MemoryStore`) uses only the helpers.
 
 mod app_code;
 mod claim_plan;

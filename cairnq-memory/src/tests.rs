@@ -142,11 +142,3 @@ async fn repair_hands_a_running_row_without_a_lease_to_lease_recovery() {
     let again = store.claim(&claim).await.expect("claim");
     assert_eq!((again[0].id.as_str(), again[0].attempt), (planted.id.as_str(), 2), "recovered, then claimed");
 }
-
-/// The catch-up policies after a ten-minute outage, on a clock the test moves.
-#[tokio::test]
-async fn catch_up_policies_after_an_outage() {
-    let clock = Arc::new(crate::support::ManualClock::default());
-    let client = cairnq_core::CairnQ::new(MemoryStore::with_clock(clock.clone()));
-    crate::worker_suite::catch_up_after_an_outage(&client, &clock).await;
-}

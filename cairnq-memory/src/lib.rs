@@ -1,8 +1,9 @@
 //! [`MemoryStore`]: a reference backend with no SQL at all — plain Rust
 //! collections behind one lock — held to the same conformance suite as our
 //! SQLite and Postgres backends. It is the worked example of the
-//! backend-author guide (this crate's README) and a fast test double for
-//! applications.
+//! backend-author guide (cairnq-testkit's README) and a fast test double
+//! for applications, which add this crate as a dev-dependency and hold
+//! their handlers to the protocol without a database file.
 //!
 //! **Not durable.** Every task lives in this process's memory and is gone
 //! when the store is dropped; another process cannot open it. Use it in
@@ -37,7 +38,6 @@ use cairnq_core::{
     TaskCount, TaskRef, Wake,
 };
 
-use crate::{BackendFactory, FreshStore};
 use tables::{Tables, Txn};
 use wake::Sleepers;
 
@@ -50,7 +50,7 @@ use wake::Sleepers;
 /// # async fn main() -> cairnq_core::Result<()> {
 /// use cairnq_core::store::{ClaimDraw, ClaimParams, SettleParams};
 /// use cairnq_core::{CairnQ, TaskStatus};
-/// use cairnq_testkit::memory::MemoryStore;
+/// use cairnq_memory::MemoryStore;
 ///
 /// let client = CairnQ::new(MemoryStore::new());
 /// let task = client.submit("resize", &serde_json::json!({"width": 640})).key("photo-1").await?;
@@ -271,37 +271,5 @@ impl Store for MemoryStore {
     async fn close(&self) -> Result<()> {
         self.tables.lock().unwrap_or_else(PoisonError::into_inner).take();
         Ok(())
-    }
-}
-
-/// The [`BackendFactory`] of [`MemoryStore`]: a new, empty store per
-/// scenario or test. Its stores live in this process only, so it gives no
-/// [`StoreLocator`](crate::StoreLocator), and the worker-suite tests that
-/// need a second process skip themselves with a message.
-///
-/// ```no_run
-/// # async fn demo() {
-/// let report = cairnq_testkit::scenario::run_all(&cairnq_testkit::memory::MemoryFactory::new()).await;
-/// report.assert_all_passed();
-/// # }
-/// ```
-#[derive(Debug, Default)]
-pub struct MemoryFactory;
-
-impl MemoryFactory {
-    /// A factory of fresh in-memory stores.
-    pub fn new() -> Self {
-        Self
-    }
-}
-
-#[async_trait]
-impl BackendFactory for MemoryFactory {
-    fn name(&self) -> &str {
-        "memory"
-    }
-
-    async fn fresh(&self) -> Result<FreshStore> {
-        Ok(FreshStore { store: Arc::new(MemoryStore::new()), locator: None })
     }
 }
