@@ -10,7 +10,7 @@
 //! BENCHMARKS.md, not to a test verdict.
 //!
 //! The workloads are in `workloads`; a second process (a worker in
-//! another process, the RSS of a draining worker) is the [`crate::child`]
+//! another process, the RSS of a draining worker) is the [`cairnq_testkit::child`]
 //! protocol's child, run by the bench binary itself (`process`).
 
 mod claims;
