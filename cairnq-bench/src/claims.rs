@@ -29,8 +29,8 @@ pub(super) struct ClaimCounts {
 
 impl ClaimCounts {
     /// The counts as JSON fields, with the SQLite writer's lock waits when
-    /// `store` is a SQLite store.
-    pub(super) fn report(&self, store: &dyn Store) -> Value {
+    /// the store is `sqlite`.
+    pub(super) fn report(&self, sqlite: Option<&cairnq_sqlite::SqliteStore>) -> Value {
         let get = |n: &AtomicU64| n.load(Ordering::Relaxed);
         let mut out = json!({
             "claims": get(&self.claims),
@@ -40,7 +40,7 @@ impl ClaimCounts {
             "claim_ms": get(&self.claim_us) as f64 / 1000.0,
             "empty_probes": get(&self.empty_probes),
         });
-        if let Some(sqlite) = store.as_any().and_then(|s| s.downcast_ref::<cairnq_sqlite::SqliteStore>()) {
+        if let Some(sqlite) = sqlite {
             let stats = sqlite.write_stats();
             out["commits"] = json!(stats.commits);
             out["lock_waits"] = json!(stats.lock_waits);

@@ -60,12 +60,21 @@ fn parse(args: &[String]) -> Result<RoleArgs> {
 /// Runs the role `args` name (after [`ROLE_FLAG`]); prints its JSON line.
 pub async fn run_role(args: &[String]) -> Result<()> {
     let args = parse(args)?;
-    let store = open_store(&args.locator).await?;
+    // On SQLite the worker reports the writer's lock waits, which only the
+    // store as its own type has.
+    let sqlite = match &args.locator {
+        StoreLocator::Sqlite { path } => Some(Arc::new(cairnq_sqlite::SqliteStore::open(path).await?)),
+        _ => None,
+    };
+    let store: Arc<dyn Store> = match &sqlite {
+        Some(sqlite) => sqlite.clone(),
+        None => open_store(&args.locator).await?,
+    };
     let report = match args.role.as_str() {
         "producer" => {
             produce(&CairnQ::from_shared(store.clone()), Duration::from_secs_f64(args.secs), args.rate).await?
         }
-        "worker" => work(store.clone()).await?,
+        "worker" => work(store.clone(), sqlite.as_deref()).await?,
         other => return Err(Error::validation("role", format!("unknown role {other:?}"))),
     };
     println!("{report}");
@@ -113,7 +122,7 @@ pub(super) fn spread(samples: &mut [f64]) -> (f64, f64, f64) {
     (pick(0.5), pick(0.99), samples[samples.len() - 1])
 }
 
-async fn work(store: Arc<dyn Store>) -> Result<Value> {
+async fn work(store: Arc<dyn Store>, sqlite: Option<&cairnq_sqlite::SqliteStore>) -> Result<Value> {
     let calls = Arc::new(AtomicUsize::new(0));
     let counter = calls.clone();
     let (counted, claims) = claims::counted(store.clone());
@@ -130,7 +139,7 @@ async fn work(store: Arc<dyn Store>) -> Result<Value> {
         .map_err(|e| Error::storage("the stdin reader", e))?
         .map_err(|e| Error::storage("stdin", e))?;
     handle.stop_and_join().await?;
-    let mut report = claims.report(store.as_ref());
+    let mut report = claims.report(sqlite);
     report["ran"] = json!(calls.load(Ordering::Relaxed));
     Ok(report)
 }

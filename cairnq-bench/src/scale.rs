@@ -11,10 +11,13 @@
 //! complete_batch), never one submit at a time, so every row is one the
 //! SDK wrote, and the counter triggers see every change.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use cairnq_core::store::{ClaimDraw, ClaimParams, CompleteBatchParams, FailParams};
-use cairnq_core::{CairnQ, Error, ListCursor, ListFilter, PurgeFilter, Result, SubmitOptions, TaskSpec, TaskStatus};
+use cairnq_core::store::ClaimDraw;
+use cairnq_core::{
+    CairnQ, Error, ErrorEnvelope, ListCursor, ListFilter, PurgeFilter, Result, SubmitOptions, TaskSpec, TaskStatus,
+    WorkerSession, codes,
+};
 use serde_json::{Value, json};
 
 use cairnq_testkit::{BackendFactory, StoreLocator};
@@ -100,17 +103,18 @@ async fn submit_bulk(client: &CairnQ, name: &str, count: usize) -> Result<Option
 /// Claims every queued task of `name` 1,000 at a time and settles them:
 /// succeeded in one complete_batch, or failed for good one by one.
 async fn settle_all(client: &CairnQ, name: &str, succeed: bool) -> Result<()> {
+    let worker = scale_session(client)?;
+    let envelope = ErrorEnvelope::new(codes::TASK_ERROR, "the attempt failed").to_json();
     loop {
-        let claimed = claim(client, name, 1_000).await?;
+        let claimed = claim(&worker, name, 1_000).await?;
         if claimed.is_empty() {
             return Ok(());
         }
         if succeed {
             let done = claimed.into_iter().map(|id| (id, json!({ "ok": true }).into())).collect();
-            client.complete_batch(&CompleteBatchParams::new("scale", done)).await?;
+            worker.complete_batch(done).await?;
         } else {
-            let params: Vec<FailParams> = claimed.iter().map(|id| FailParams::new(id, "scale")).collect();
-            let fails = params.iter().map(|p| client.fail(p));
+            let fails = claimed.iter().map(|id| worker.fail(id, envelope.clone(), None));
             for outcome in futures::future::join_all(fails).await {
                 outcome?;
             }
@@ -118,9 +122,14 @@ async fn settle_all(client: &CairnQ, name: &str, succeed: bool) -> Result<()> {
     }
 }
 
-async fn claim(client: &CairnQ, name: &str, limit: u32) -> Result<Vec<String>> {
+/// The lease holder the scale workload claims and settles as.
+fn scale_session(client: &CairnQ) -> Result<WorkerSession> {
+    client.worker_session("scale", Duration::from_secs(30))
+}
+
+async fn claim(worker: &WorkerSession, name: &str, limit: u32) -> Result<Vec<String>> {
     let draw = ClaimDraw::new(vec!["default".into()]).names(vec![name.into()]).limit(limit);
-    let claimed = client.claim(&ClaimParams::new("scale", 30_000).draw(draw)).await?;
+    let claimed = worker.claim(vec![draw], Vec::new()).await?;
     Ok(claimed.into_iter().map(|t| t.id).collect())
 }
 
@@ -128,8 +137,9 @@ async fn measure(client: &CairnQ, seeded: &Seeded, locator: Option<&StoreLocator
     let mut out = Vec::new();
     out.push(("submit_ms", median_ms(|i| client.submit("noop", &json!({ "probe": i })).into_future()).await?));
     let claimed = std::sync::Mutex::new(Vec::new());
+    let worker = scale_session(client)?;
     let claim_ms = median_ms(|_| async {
-        let ids = claim(client, "noop", 1).await?;
+        let ids = claim(&worker, "noop", 1).await?;
         if ids.len() != 1 {
             return Err(Error::validation("scale", "a claim found nothing in a non-empty backlog"));
         }
@@ -140,7 +150,7 @@ async fn measure(client: &CairnQ, seeded: &Seeded, locator: Option<&StoreLocator
     out.push(("claim_one_ms", claim_ms));
     let claimed = claimed.into_inner().map_err(|_| Error::validation("scale", "poisoned"))?;
     let done = claimed.into_iter().map(|id| (id, Value::Null.into())).collect();
-    client.complete_batch(&CompleteBatchParams::new("scale", done)).await?;
+    worker.complete_batch(done).await?;
     out.push(("stats_ms", median_ms(|_| client.stats(None)).await?));
     out.push(("stats_queue_ms", median_ms(|_| client.stats(Some("default"))).await?));
     out.push(("queue_depth_ms", median_ms(|_| client.queue_depth("default", 1_000)).await?));

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use cairnq_core::store::{ClaimDraw, ClaimParams};
+use cairnq_core::store::ClaimDraw;
 use cairnq_core::{CairnQ, Error, Result, Schedule, Store, SubmitOptions, TaskSpec, TaskStatus, WaitOptions};
 use cairnq_worker::{TaskContext, TaskError, Worker, WorkerOptions};
 use serde_json::{Value, json};
@@ -201,12 +201,12 @@ pub(super) async fn claim_at_backlog(factory: &dyn BackendFactory, queued: usize
     for chunk in delayed.chunks(10_000) {
         client.submit_many(chunk).await?;
     }
-    let params = ClaimParams::new("bench", 30_000)
-        .draw(ClaimDraw::new(vec!["default".into()]).names(vec!["noop".into()]).limit(1));
+    let worker = client.worker_session("bench", Duration::from_secs(30))?;
+    let draw = ClaimDraw::new(vec!["default".into()]).names(vec!["noop".into()]).limit(1);
     let mut samples = Vec::new();
     for _ in 0..200.min(queued) {
         let start = Instant::now();
-        let claimed = client.claim(&params).await?;
+        let claimed = worker.claim(vec![draw.clone()], Vec::new()).await?;
         samples.push(start.elapsed().as_secs_f64() * 1000.0);
         if claimed.len() != 1 {
             return Err(Error::validation("claim_backlog", "a claim found nothing in a non-empty backlog"));

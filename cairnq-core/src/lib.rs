@@ -40,6 +40,7 @@ mod model;
 mod retention;
 mod schedule;
 mod schedule_policy;
+mod settle_hook;
 mod typed;
 
 /// The protocol version this SDK speaks (`cairnq_meta.protocol_version`):
@@ -50,7 +51,7 @@ pub use backoff::Backoff;
 pub use backpressure::{Backpressure, BackpressureGate};
 pub use client::{
     CairnQ, Call, Declared, FireReport, Retry, Signal, Submit, SubmitOptions, TaskSpec, WaitOptions, Watch,
-    task_outcome,
+    WorkerSession, task_outcome,
 };
 pub use clock::{Clock, MAX_DELAY, SystemClock};
 pub use envelope::{ErrorEnvelope, codes};
@@ -64,5 +65,6 @@ pub use model::{
 };
 pub use retention::{Retention, Sweeper, SweeperHandle};
 pub use schedule::{CatchUp, MIN_INTERVAL, Overlap, Schedule, ScheduleInfo, ScheduleOwner, ScheduleSpec, slot_key};
+pub use settle_hook::{SettleHook, SettleWrite, Settled};
 pub use store::{Capabilities, Change, ChangeWatch, ListFilter, PurgeFilter, Repaired, Store, TaskSelector, Wake};
 pub use typed::TaskDef;

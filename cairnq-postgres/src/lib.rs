@@ -102,6 +102,7 @@ mod pool;
 mod read;
 mod row;
 mod script;
+mod settle_in;
 mod sql;
 mod store;
 mod tls;
@@ -112,6 +113,7 @@ mod write;
 pub use deadpool_postgres;
 pub use exec::Session;
 pub use options::PostgresOptions;
+pub use settle_in::SucceedIn;
 pub use store::PostgresStore;
 /// The driver whose clients and transactions
 /// [`PostgresStore::complete_in`] takes, at the version this crate is built

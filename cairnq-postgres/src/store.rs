@@ -332,10 +332,6 @@ impl Store for PostgresStore {
         self.inner.endpoint.as_deref().map(str::to_string)
     }
 
-    fn as_any(&self) -> Option<&dyn std::any::Any> {
-        Some(self)
-    }
-
     fn capabilities(&self) -> Capabilities {
         Capabilities::none().with_push_wakeups(self.inner.listener.as_ref().is_some_and(|l| !l.is_refused()))
     }

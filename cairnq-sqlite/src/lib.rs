@@ -182,6 +182,7 @@ mod row;
 mod script;
 mod sql;
 mod store;
+mod succeed_with;
 
 pub use app_writes::{AppWrites, ClosurePanicked};
 pub use group_commit::WriteStats;
@@ -191,3 +192,4 @@ pub use options::{SqliteOptions, Synchronous};
 /// application's closure, at the version this crate is built with.
 pub use rusqlite;
 pub use store::SqliteStore;
+pub use succeed_with::SucceedWith;

@@ -315,10 +315,6 @@ impl Store for SqliteStore {
         "sqlite"
     }
 
-    fn as_any(&self) -> Option<&dyn std::any::Any> {
-        Some(self)
-    }
-
     fn capabilities(&self) -> Capabilities {
         Capabilities::none().with_push_wakeups(true)
     }

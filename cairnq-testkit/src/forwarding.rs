@@ -92,13 +92,6 @@ macro_rules! forwarded_operations {
                 self.0.inner().endpoint()
             }
 
-            /// The inner store's: a backend's own operations (a worker
-            /// handler's `succeed_with`) reach the real backend, past any
-            /// override.
-            fn as_any(&self) -> Option<&dyn std::any::Any> {
-                self.0.inner().as_any()
-            }
-
             fn capabilities(&self) -> Capabilities {
                 self.0.capabilities()
             }

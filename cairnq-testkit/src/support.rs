@@ -7,7 +7,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use cairnq_core::{CairnQ, Task, TaskStatus, WaitOptions};
+use cairnq_core::{CairnQ, Task, TaskStatus, WaitOptions, WorkerSession};
 
 use crate::{BackendFactory, FreshStore};
 
@@ -19,6 +19,12 @@ pub const PATIENCE: Duration = Duration::from_secs(15);
 pub async fn fresh(factory: &dyn BackendFactory) -> (CairnQ, FreshStore) {
     let fresh = factory.fresh().await.expect("the factory makes a fresh store");
     (CairnQ::from_shared(fresh.store.clone()), fresh)
+}
+
+/// A lease holder on `client` as `worker_id` whose leases last `lease`
+/// (what a test claims and settles by hand through).
+pub fn session(client: &CairnQ, worker_id: &str, lease: Duration) -> WorkerSession {
+    client.worker_session(worker_id, lease).expect("a valid worker id and lease")
 }
 
 /// Polls `probe` every 10 ms until it is true; panics naming `what` after

@@ -174,7 +174,7 @@ async fn run(hub: Weak<HubInner>) {
                 continue;
             }
         };
-        let feed = inner.client.store().change_feed(&FeedParams::new(queues.iter().cloned().collect()));
+        let feed = inner.client.change_feed(&FeedParams::new(queues.iter().cloned().collect()));
         drop(inner);
         if !follow(&hub, feed, &queues).await {
             return;

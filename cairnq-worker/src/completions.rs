@@ -10,8 +10,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use cairnq_core::backend::{Coalescer, lost_lease};
-use cairnq_core::store::{CompleteBatchParams, SettleParams};
-use cairnq_core::{CairnQ, Json, Result, TaskStatus};
+use cairnq_core::{Json, Result, TaskStatus, WorkerSession};
 
 use crate::retries::with_transient_retries;
 
@@ -22,35 +21,32 @@ const MAX_BATCH: usize = 512;
 /// status its row was left in (`succeeded`, or `canceled` when a cancel won).
 pub(crate) type CompletionQueue = Coalescer<(String, Json), TaskStatus>;
 
-/// The queue of one worker: completes as `worker_id`, answering
+/// The queue of one worker: completes as the session's worker, answering
 /// [`LostLease`](cairnq_core::Error::LostLease) for a task no longer its own.
-pub(crate) fn completion_queue(client: CairnQ, worker_id: String) -> Arc<CompletionQueue> {
-    let (client, worker_id) = (Arc::new(client), Arc::new(worker_id));
+pub(crate) fn completion_queue(session: WorkerSession) -> Arc<CompletionQueue> {
+    let session = Arc::new(session);
     Coalescer::new(
         MAX_BATCH,
         Arc::new(move |batch| {
-            let (client, worker_id) = (Arc::clone(&client), Arc::clone(&worker_id));
-            Box::pin(async move { write_batch(&client, &worker_id, batch).await })
+            let session = Arc::clone(&session);
+            Box::pin(async move { write_batch(&session, batch).await })
         }),
     )
 }
 
-async fn write_batch(client: &CairnQ, worker_id: &str, batch: Vec<(String, Json)>) -> Vec<Result<TaskStatus>> {
-    let params = CompleteBatchParams::new(worker_id, batch);
-    match with_transient_retries(|| client.complete_batch(&params)).await {
+async fn write_batch(session: &WorkerSession, batch: Vec<(String, Json)>) -> Vec<Result<TaskStatus>> {
+    match with_transient_retries(|| session.complete_batch(batch.clone())).await {
         Ok(settled) => {
             let settled: HashMap<String, TaskStatus> = settled.into_iter().map(|t| (t.id, t.status)).collect();
-            let owned = |id: &String| settled.get(id).copied().ok_or_else(|| lost_lease(id, worker_id));
-            params.completions.iter().map(|(id, _)| owned(id)).collect()
+            let owned = |id: &String| settled.get(id).copied().ok_or_else(|| lost_lease(id, session.worker_id()));
+            batch.iter().map(|(id, _)| owned(id)).collect()
         }
         // One task at a time, so each gets its own outcome: a result the
         // store refuses fails only its own task.
         Err(_) => {
-            let mut outcomes = Vec::with_capacity(params.completions.len());
-            for (task_id, result) in params.completions {
-                outcomes.push(
-                    client.complete(&SettleParams::new(task_id, worker_id).result(result)).await.map(|t| t.status),
-                );
+            let mut outcomes = Vec::with_capacity(batch.len());
+            for (task_id, result) in batch {
+                outcomes.push(session.complete(&task_id, result).await.map(|t| t.status));
             }
             outcomes
         }

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cairnq_core::backend::lost_lease;
-use cairnq_core::store::{HeartbeatParams, ProgressParams};
 use cairnq_core::{CairnQ, Error, Json, Result, Submit, Task, TaskDef, TaskStatus, WaitOptions};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -63,7 +62,6 @@ impl TaskContext {
         &self.state
     }
 
-    #[cfg(any(feature = "postgres", feature = "sqlite"))]
     pub(crate) fn core(&self) -> &Arc<Shared> {
         &self.core
     }
@@ -147,20 +145,19 @@ impl TaskContext {
     /// Starts a progress report of `value` (0..1); add a
     /// [`message`](Progress::message), then `.await` it.
     pub fn progress(&self, value: f64) -> Progress<'_> {
-        Progress { ctx: self, params: ProgressParams::new(&self.task.id, &self.core.worker_id).progress(value) }
+        Progress { ctx: self, fraction: Some(value), message: None }
     }
 
     /// Starts a progress report of a message only: the progress value stays
     /// what it was. `.await` it.
     pub fn message(&self, message: impl Into<String>) -> Progress<'_> {
-        Progress { ctx: self, params: ProgressParams::new(&self.task.id, &self.core.worker_id).message(message) }
+        Progress { ctx: self, fraction: None, message: Some(message.into()) }
     }
 
     /// Extends this task's lease now (the worker's heartbeat loop already
     /// does this; call it before a long stretch of blocking work).
     pub async fn heartbeat(&self) -> Result<()> {
-        let params = HeartbeatParams::new(&self.task.id, &self.core.worker_id).lease_ms(self.core.options.lease_ms());
-        self.owned_write(self.core.client.heartbeat(&params)).await.map(drop)
+        self.owned_write(self.core.session.heartbeat(&self.task.id)).await.map(drop)
     }
 
     /// Whether a cancel was requested; once true it stays true.
@@ -329,13 +326,14 @@ impl TaskContext {
 #[must_use = "a progress report does nothing until it is awaited"]
 pub struct Progress<'a> {
     ctx: &'a TaskContext,
-    params: ProgressParams,
+    fraction: Option<f64>,
+    message: Option<String>,
 }
 
 impl Progress<'_> {
     /// With this message too.
     pub fn message(mut self, message: impl Into<String>) -> Self {
-        self.params = self.params.message(message);
+        self.message = Some(message.into());
         self
     }
 }
@@ -347,7 +345,8 @@ impl<'a> IntoFuture for Progress<'a> {
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
             let ctx = self.ctx;
-            ctx.owned_write(ctx.core.client.progress(&self.params)).await.map(drop)
+            let progress = ctx.core.session.progress(&ctx.task.id, self.fraction, self.message.as_deref());
+            ctx.owned_write(progress).await.map(drop)
         })
     }
 }

@@ -17,7 +17,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cairnq_core::store::HeartbeatBatchParams;
 use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
 
@@ -56,11 +55,10 @@ async fn renew(core: &Shared) {
         return;
     }
     let ids = held.iter().map(|(id, _)| id.clone()).collect();
-    let params = HeartbeatBatchParams::new(&core.worker_id, ids).lease_ms(core.options.lease_ms());
     // A failing heartbeat keeps its schedule rather than backing off: a
     // pause longer than the lease would only make sure every lease is lost.
     // Its failures still count (an unusable database stops the worker).
-    let kept = match core.client.heartbeat_batch(&params).await {
+    let kept = match core.session.heartbeat_batch(ids).await {
         Ok(kept) => {
             core.store_ok();
             kept

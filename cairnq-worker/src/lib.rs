@@ -111,22 +111,23 @@
 //! `Worker::exec_all`) runs every name that has no handler of its own, and
 //! makes the worker claim every name on its queues.
 //!
-//! # Features
+//! # Backends
 //!
-//! The worker runs unchanged on any store. For convenience, `sqlite` adds
-//! `Worker::sqlite(path, options)` and `postgres` adds
-//! `Worker::postgres(dsn, options)`; without them, build the store
-//! yourself and use [`Worker::from_store`] or [`Worker::new`].
+//! The worker runs unchanged on any store and knows none of them: build
+//! the store and use [`Worker::from_store`] or [`Worker::new`].
 //!
-//! The same features add settling inside the application's own
-//! transaction, so a handler's rows and its task's success commit together
-//! or not at all: `postgres` adds `TaskContext::succeed_in(&tx, &result)`
-//! (the application's tokio-postgres or deadpool transaction), `sqlite`
-//! adds `TaskContext::succeed_with(|conn| ..)` (a closure run on the
-//! store's writer thread inside the settle's own transaction). Either way
-//! the worker counts the task settled from then on: nothing is written
-//! after it, and no lost lease is reported for it. A lost lease rolls the
-//! application's writes back (README: "The application's own Postgres").
+//! Settling inside the application's own transaction, so a handler's rows
+//! and its task's success commit together or not at all, comes from the
+//! backend crates over the context's one settle hook
+//! ([`cairnq_core::SettleHook`], which [`TaskContext`] implements):
+//! `cairnq_postgres::SucceedIn` gives `ctx.succeed_in(&store, &tx,
+//! &result)` (the application's tokio-postgres or deadpool transaction),
+//! `cairnq_sqlite::SucceedWith` gives `ctx.succeed_with(&store, |conn| ..)`
+//! (a closure run on the store's writer thread inside the settle's own
+//! transaction). Either way the worker counts the task settled from then
+//! on: nothing is written after it, and no lost lease is reported for it. A
+//! lost lease rolls the application's writes back (README: "The
+//! application's own Postgres").
 //!
 //! `exec` (Unix) adds the `exec` module: a shell command line as a handler,
 //! run once per task with the payload on stdin and the result on stdout
@@ -163,7 +164,6 @@ mod repair;
 mod retries;
 mod schedules;
 mod settle;
-#[cfg(any(feature = "postgres", feature = "sqlite"))]
 mod settle_in;
 mod shared;
 mod state;

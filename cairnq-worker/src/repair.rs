@@ -19,7 +19,7 @@ pub(crate) async fn repair_loop(core: Arc<Shared>, mut stop: watch::Receiver<boo
     let Some(every) = core.options.repair_every else { return };
     let params = RepairParams::new(core.options.queues.clone());
     loop {
-        match core.client.store().repair(&params).await {
+        match core.session.repair(&params).await {
             Ok(repaired) if repaired.is_empty() => core.store_ok(),
             Ok(repaired) => {
                 core.store_ok();

@@ -7,7 +7,6 @@
 use std::time::Duration;
 
 use cairnq_core::backend::lost_lease;
-use cairnq_core::store::{FailParams, SettleParams};
 use cairnq_core::{Error, Json, MAX_DELAY, Result, Task, TaskStatus, codes};
 
 use crate::issue::Phase;
@@ -82,7 +81,6 @@ impl Shared {
     /// wait for the row the application's transaction holds). Lost lease:
     /// marked and reported once. Any other error wrote nothing, so the
     /// claim is given back and the handler's return settles as usual.
-    #[cfg(any(feature = "postgres", feature = "sqlite"))]
     pub(crate) async fn settle_by(
         &self,
         task: &Task,
@@ -186,22 +184,19 @@ impl Shared {
     async fn write_settlement(&self, task: &Task, how: &Settlement) -> Result<Task> {
         with_transient_retries(|| async {
             match how {
-                Settlement::Complete(result) => {
-                    self.client.complete(&SettleParams::new(&task.id, &self.worker_id).result(result.clone())).await
+                Settlement::Complete(result) => self.session.complete(&task.id, result.clone()).await,
+                Settlement::Fail(error) => {
+                    self.session.fail(&task.id, error.envelope().to_json(), self.retry_after(task, error)).await
                 }
-                Settlement::Fail(error) => self.client.fail(&self.fail_params(task, error)).await,
             }
         })
         .await
     }
 
-    fn fail_params(&self, task: &Task, error: &TaskError) -> FailParams {
-        let delay = if error.is_retryable() { self.options.backoff.delay(task.attempt) } else { Duration::ZERO };
+    /// When a failed attempt runs again: after the backoff for a
+    /// retryable error, never for another.
+    fn retry_after(&self, task: &Task, error: &TaskError) -> Option<Duration> {
         // A backoff cap past what a run_at can hold waits as long as one can.
-        let delay_ms = i64::try_from(delay.min(MAX_DELAY).as_millis()).unwrap_or(i64::MAX);
-        FailParams::new(&task.id, &self.worker_id)
-            .error(error.envelope().to_json())
-            .retryable(error.is_retryable())
-            .delay_ms(delay_ms)
+        error.is_retryable().then(|| self.options.backoff.delay(task.attempt).min(MAX_DELAY))
     }
 }

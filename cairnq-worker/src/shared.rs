@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use cairnq_core::observe::{Outage, OutageNews, Outcome};
-use cairnq_core::{CairnQ, Error};
+use cairnq_core::{CairnQ, Error, WorkerSession};
 use parking_lot::Mutex;
 
 use crate::completions::{CompletionQueue, completion_queue};
@@ -26,7 +26,10 @@ use crate::state::{Leases, Load, TaskState};
 use crate::stop::{StopLevel, StopSwitch, raise};
 
 pub(crate) struct Shared {
+    /// The application-side client (submits from handlers, reads, waits).
     pub(crate) client: CairnQ,
+    /// The lease holder: claims, renewals, settles, watches.
+    pub(crate) session: WorkerSession,
     pub(crate) options: WorkerOptions,
     pub(crate) worker_id: String,
     pub(crate) leases: Leases,
@@ -46,18 +49,15 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(client: CairnQ, options: WorkerOptions, stop: StopSwitch) -> Self {
-        let worker_id = options.worker_id.clone().unwrap_or_else(cairnq_core::backend::new_worker_id);
-        let client = match &options.backpressure {
-            Some(settings) => client.with_backpressure(settings.clone()),
-            None => client,
-        };
+    pub(crate) fn new(session: WorkerSession, options: WorkerOptions, stop: StopSwitch) -> Self {
+        let worker_id = session.worker_id().to_string();
         let on_error = options.on_error.clone();
-        let completions = completion_queue(client.clone(), worker_id.clone());
+        let completions = completion_queue(session.clone());
         let meters = Meters::new(&worker_id);
-        let outage = Outage::of(client.store());
+        let outage = session.outage();
         Self {
-            client,
+            client: session.client().clone(),
+            session,
             options,
             worker_id,
             leases: Leases::default(),

@@ -59,7 +59,6 @@ impl TaskState {
     /// Gives back a settle claim whose write wrote nothing (the
     /// application's transaction failed before the settle): the handler's
     /// return then settles the task as usual.
-    #[cfg(any(feature = "postgres", feature = "sqlite"))]
     pub(crate) fn give_back_settle(&self) {
         self.settled.store(false, Ordering::Release);
     }

@@ -13,7 +13,7 @@ use crate::shared::Shared;
 
 /// Reports lost push wakeups once, unless `stop` turns true first.
 pub(crate) async fn report_lost_wakeups(core: Arc<Shared>, mut stop: watch::Receiver<bool>) {
-    let lost = core.client.store().wakeups_lost();
+    let lost = core.session.wakeups_lost();
     tokio::select! {
         error = lost => core.report(WorkerIssue::WakeupsLost { error, poll_interval: core.options.poll_interval }),
         _ = stop.wait_for(|stopped| *stopped) => {}

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use cairnq_core::observe::QueueGauges;
-use cairnq_core::{CairnQ, Error, Result, Store};
+use cairnq_core::{CairnQ, Error, Result, Store, WorkerSession};
 
 use crate::claim_loop::{ClaimLoop, Handlers};
 use crate::claim_plan::NameTable;
@@ -31,6 +31,9 @@ use crate::stop::{ShutdownSignals, StopLevel, StopSwitch, raise, stop_switch};
 /// ```
 pub struct Worker {
     client: CairnQ,
+    /// The lease holder every run of this worker claims and settles through
+    /// (on the client with the options' backpressure, when set).
+    session: WorkerSession,
     pub(crate) options: WorkerOptions,
     pub(crate) handlers: Handlers,
     stop: StopSwitch,
@@ -54,61 +57,19 @@ impl Worker {
     /// option is out of range.
     pub fn new(client: CairnQ, mut options: WorkerOptions) -> Result<Self> {
         options.validate()?;
-        options.worker_id.get_or_insert_with(cairnq_core::backend::new_worker_id);
+        let worker_id = options.worker_id.get_or_insert_with(cairnq_core::backend::new_worker_id).clone();
+        let gated = match &options.backpressure {
+            Some(settings) => client.clone().with_backpressure(settings.clone()),
+            None => client.clone(),
+        };
+        let session = gated.worker_session(worker_id, options.lease)?;
         let stop = stop_switch();
-        Ok(Self { client, options, handlers: Handlers::default(), stop, running: AtomicBool::new(false) })
+        Ok(Self { client, session, options, handlers: Handlers::default(), stop, running: AtomicBool::new(false) })
     }
 
     /// A worker over `store`.
     pub fn from_store(store: impl Store, options: WorkerOptions) -> Result<Self> {
         Self::new(CairnQ::new(store), options)
-    }
-
-    /// A worker over a SQLite file (created and migrated if needed).
-    #[cfg(feature = "sqlite")]
-    pub async fn sqlite(path: impl AsRef<std::path::Path>, options: WorkerOptions) -> Result<Self> {
-        Self::sqlite_with(path, cairnq_sqlite::SqliteOptions::default(), options).await
-    }
-
-    /// [`sqlite`](Self::sqlite) with store options (busy timeout,
-    /// durability, readers, ...).
-    ///
-    /// ```no_run
-    /// # async fn demo() -> cairnq_core::Result<()> {
-    /// use std::time::Duration;
-    /// use cairnq_sqlite::SqliteOptions;
-    /// use cairnq_worker::{Worker, WorkerOptions};
-    /// let store_options = SqliteOptions::new().busy_timeout(Duration::from_secs(10));
-    /// let worker = Worker::sqlite_with("queue.db", store_options, WorkerOptions::new()).await?;
-    /// # Ok(()) }
-    /// ```
-    #[cfg(feature = "sqlite")]
-    pub async fn sqlite_with(
-        path: impl AsRef<std::path::Path>,
-        store: cairnq_sqlite::SqliteOptions,
-        options: WorkerOptions,
-    ) -> Result<Self> {
-        let store = cairnq_sqlite::SqliteStore::open_with(path.as_ref(), store).await?;
-        Self::from_store(store, options)
-    }
-
-    /// A worker over a Postgres database (migrated if needed), in the
-    /// search_path's schema.
-    #[cfg(feature = "postgres")]
-    pub async fn postgres(dsn: &str, options: WorkerOptions) -> Result<Self> {
-        Self::postgres_with(dsn, cairnq_postgres::PostgresOptions::default(), options).await
-    }
-
-    /// [`postgres`](Self::postgres) with store options (schema, pool size,
-    /// timeouts, ...).
-    #[cfg(feature = "postgres")]
-    pub async fn postgres_with(
-        dsn: &str,
-        store: cairnq_postgres::PostgresOptions,
-        options: WorkerOptions,
-    ) -> Result<Self> {
-        let store = cairnq_postgres::PostgresStore::connect_with(dsn, store).await?;
-        Self::from_store(store, options)
     }
 
     /// This worker's id.
@@ -144,7 +105,7 @@ impl Worker {
         if self.running.swap(true, Ordering::AcqRel) {
             return Err(Error::validation("worker", "this worker is already running"));
         }
-        let core = Arc::new(Shared::new(self.client.clone(), self.options.clone(), self.stop.clone()));
+        let core = Arc::new(Shared::new(self.session.clone(), self.options.clone(), self.stop.clone()));
         let _gauges =
             self.options.queue_gauges.map(|every| QueueGauges::new(self.client.clone()).interval(every).spawn());
         ClaimLoop::new(core.clone(), self.handlers.clone(), names, self.stop.subscribe()).run().await;

@@ -33,18 +33,18 @@ const LAYERS: &[Layer] = &[
         name: "cairnq-sqlite",
         normal: &["cairnq-core", "cairnq-protocol"],
         optional: &[],
-        dev: &["cairnq-testkit"],
+        dev: &["cairnq-testkit", "cairnq-worker"],
     },
     Layer {
         name: "cairnq-postgres",
         normal: &["cairnq-core", "cairnq-protocol"],
         optional: &[],
-        dev: &["cairnq-testkit"],
+        dev: &["cairnq-testkit", "cairnq-worker"],
     },
     Layer {
         name: "cairnq-worker",
         normal: &["cairnq-core"],
-        optional: BACKEND_CRATES,
+        optional: &[],
         dev: &["cairnq-testkit", "cairnq-sqlite", "cairnq-postgres"],
     },
     Layer {

@@ -12,6 +12,7 @@ mod diagnosis;
 mod reads;
 mod retry;
 mod schedules;
+mod session;
 mod submit;
 mod wait;
 mod watch;
@@ -22,19 +23,18 @@ use serde::Serialize;
 use tracing::Instrument;
 
 use crate::backpressure::{Backpressure, BackpressureGate};
-use crate::clock::require_span_ms;
-use crate::error::{Error, Result, require_non_empty, require_non_negative, require_positive, require_text};
-use crate::model::{HeldLease, ListCursor, Stats, Task, TaskPage, TaskRef, fold_stats};
+use crate::error::{Result, require_non_negative, require_text};
+use crate::model::{ListCursor, Stats, Task, TaskPage, TaskRef, fold_stats};
 use crate::observe;
 use crate::retention::{Retention, SweeperHandle};
 use crate::store::{
-    CancelParams, ClaimParams, CompleteBatchParams, CountQueuedParams, FailParams, GetParams, HeartbeatBatchParams,
-    HeartbeatParams, ListFilter, NewTask, ProgressParams, PurgeFilter, SettleParams, StatsParams, Store,
-    SubmitManyParams, TaskSelector,
+    CancelParams, ChangeFeed, CountQueuedParams, FeedParams, GetParams, ListFilter, NewTask, PurgeFilter, StatsParams,
+    Store, SubmitManyParams, TaskSelector,
 };
 
 pub use retry::Retry;
 pub use schedules::{Declared, FireReport};
+pub use session::WorkerSession;
 pub use submit::{Call, Submit, SubmitOptions, TaskSpec};
 pub use wait::{WaitOptions, task_outcome};
 pub use watch::{Signal, Watch};
@@ -118,9 +118,17 @@ impl CairnQ {
         Ok(self)
     }
 
-    /// The store under this client.
-    pub fn store(&self) -> &Arc<dyn Store> {
+    /// The store under this client: private to the library, so every
+    /// caller goes through a checked door (this client, or a
+    /// [`WorkerSession`] for lease holders).
+    pub(crate) fn store(&self) -> &Arc<dyn Store> {
         &self.store
+    }
+
+    /// A stream of changes in `params`' queues (submits, claims, settles),
+    /// from the store's own notifications: what a live view redraws on.
+    pub fn change_feed(&self, params: &FeedParams) -> ChangeFeed {
+        self.store.change_feed(params)
     }
 
     /// Starts a submit of `name` with `payload`; set options on the builder,
@@ -254,96 +262,6 @@ impl CairnQ {
         self.store.purge(filter).await
     }
 
-    /// Claims due tasks (lease recovery first), see [`Store::claim`].
-    pub async fn claim(&self, params: &ClaimParams) -> Result<Vec<Task>> {
-        require_lease_ms(params.lease_ms)?;
-        require_non_empty("worker_id", &params.worker_id)?;
-        require_text("worker_id", &params.worker_id)?;
-        for draw in &params.draws {
-            draw.queues.iter().try_for_each(|queue| require_text("queues", queue))?;
-            draw.names.iter().flatten().try_for_each(|name| require_text("names", name))?;
-        }
-        self.store.claim(params).await
-    }
-
-    /// Extends one lease.
-    pub async fn heartbeat(&self, params: &HeartbeatParams) -> Result<Task> {
-        require_lease_ms(params.lease_ms)?;
-        require_owner(&params.task_id, &params.worker_id)?;
-        self.store.heartbeat(params).await
-    }
-
-    /// Extends many leases; returns those still held, in the order asked.
-    pub async fn heartbeat_batch(&self, params: &HeartbeatBatchParams) -> Result<Vec<HeldLease>> {
-        require_lease_ms(params.lease_ms)?;
-        require_text("worker_id", &params.worker_id)?;
-        params.task_ids.iter().try_for_each(|id| require_text("task_ids", id))?;
-        if params.task_ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.store.heartbeat_batch(params).await
-    }
-
-    /// Records progress (0..1) and/or a message; `None` keeps the old value.
-    pub async fn progress(&self, params: &ProgressParams) -> Result<Task> {
-        if let Some(p) = params.progress
-            && !(0.0..=1.0).contains(&p)
-        {
-            return Err(Error::validation("progress", format!("{p} is outside 0..1")));
-        }
-        require_owner(&params.task_id, &params.worker_id)?;
-        if let Some(message) = &params.message {
-            require_text("message", message)?;
-        }
-        self.store.progress(params).await
-    }
-
-    /// Running -> succeeded (ignores a pending cancel: the raw primitive).
-    pub async fn succeed(&self, params: &SettleParams) -> Result<Task> {
-        require_owner(&params.task_id, &params.worker_id)?;
-        self.store.succeed(params).await
-    }
-
-    /// Running -> succeeded, or canceled when a cancel is pending.
-    pub async fn complete(&self, params: &SettleParams) -> Result<Task> {
-        require_owner(&params.task_id, &params.worker_id)?;
-        self.store.complete(params).await
-    }
-
-    /// Completes many tasks of one worker in one write (see
-    /// [`Store::complete_batch`]): the tasks settled, in the order asked.
-    ///
-    /// ```
-    /// # use cairnq_core::store::CompleteBatchParams;
-    /// # async fn demo(client: &cairnq_core::CairnQ) -> cairnq_core::Result<()> {
-    /// let params = CompleteBatchParams::new("worker-1", vec![("t1".into(), serde_json::json!(1).into())]);
-    /// let settled = client.complete_batch(&params).await?;
-    /// assert!(settled.len() <= 1);
-    /// # Ok(()) }
-    /// ```
-    pub async fn complete_batch(&self, params: &CompleteBatchParams) -> Result<Vec<TaskRef>> {
-        let mut seen = std::collections::HashSet::with_capacity(params.completions.len());
-        if let Some((twice, _)) = params.completions.iter().find(|(id, _)| !seen.insert(id.as_str())) {
-            return Err(Error::validation("completions", format!("task {twice} is listed twice")));
-        }
-        require_text("worker_id", &params.worker_id)?;
-        params.completions.iter().try_for_each(|(id, _)| require_text("completions", id))?;
-        if params.completions.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.store.complete_batch(params).await
-    }
-
-    /// Fails an attempt (requeue, fail, or cancel-wins).
-    pub async fn fail(&self, params: &FailParams) -> Result<Task> {
-        require_span_ms("delay_ms", params.delay_ms)?;
-        require_owner(&params.task_id, &params.worker_id)?;
-        if !params.error.is_object() {
-            return Err(Error::validation("error", "must be an error envelope object"));
-        }
-        self.store.fail(params).await
-    }
-
     /// Stops the retention sweeper, if any, and closes the store.
     pub async fn close(&self) -> Result<()> {
         if let Some(sweeper) = &self.sweeper {
@@ -381,18 +299,4 @@ pub(crate) fn by_id(task_id: &str) -> Result<TaskSelector> {
 pub(crate) fn by_key(key: &str) -> Result<TaskSelector> {
     require_text("key", key)?;
     Ok(TaskSelector::Key(key.to_string()))
-}
-
-/// A lease of at least 1 ms that now plus it can be stored (see
-/// [`MAX_DELAY`](crate::MAX_DELAY)).
-fn require_lease_ms(lease_ms: i64) -> Result<()> {
-    require_positive("lease_ms", lease_ms)?;
-    require_span_ms("lease_ms", lease_ms)
-}
-
-/// The task and worker of an ownership-checked write, as text every
-/// backend can hold.
-fn require_owner(task_id: &str, worker_id: &str) -> Result<()> {
-    require_text("task_id", task_id)?;
-    require_text("worker_id", worker_id)
 }

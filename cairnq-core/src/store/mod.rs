@@ -115,24 +115,6 @@ pub trait Store: Send + Sync + 'static {
         Capabilities::none()
     }
 
-    /// The concrete store, so code holding a `dyn Store` can reach a
-    /// backend's own operations beyond this trait (a worker handler
-    /// settling inside the application's transaction calls
-    /// `PostgresStore::complete_in` or `SqliteStore::complete_with` on the
-    /// worker's store). `None` by default: such operations then answer
-    /// [`crate::Error::UnsupportedBackend`].
-    ///
-    /// ```
-    /// # #[derive(Debug)] struct MyStore;
-    /// # use cairnq_core::Store;
-    /// fn as_my_store(store: &dyn Store) -> Option<&MyStore> {
-    ///     store.as_any()?.downcast_ref::<MyStore>()
-    /// }
-    /// ```
-    fn as_any(&self) -> Option<&dyn std::any::Any> {
-        None
-    }
-
     /// Inserts a task. With a key: in one transaction, reads the key's task
     /// (a vanished task frees the key), applies
     /// [`resolve_key_conflict`](crate::keys::resolve_key_conflict), and

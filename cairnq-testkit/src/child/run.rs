@@ -109,11 +109,20 @@ pub async fn run_child(args: &ChildArgs) -> Result<()> {
         }
         return Ok(());
     }
-    let store = if args.listen { open_store(&args.locator).await? } else { open_store_polling(&args.locator).await? };
+    // A settle-in worker's handler needs the worker's store as its backend type.
+    let settle_store = match args.mode {
+        ChildMode::SettleIn => Some(super::settle_in::SettleStore::open(&args.locator).await?),
+        _ => None,
+    };
+    let store = match &settle_store {
+        Some(settle_store) => settle_store.shared(),
+        None if args.listen => open_store(&args.locator).await?,
+        None => open_store_polling(&args.locator).await?,
+    };
     match args.mode {
         ChildMode::SubmitBurst => submit_burst(CairnQ::from_shared(store)).await,
         ChildMode::SubmitOnGo => submit_on_go(CairnQ::from_shared(store)).await,
-        _ => run_worker(args, store).await,
+        _ => run_worker(args, store, settle_store).await,
     }
 }
 
@@ -131,7 +140,11 @@ fn declared_schedule(mode: ChildMode, declared: &str) -> Result<Schedule> {
     Schedule::cron(name, spec, task)
 }
 
-async fn run_worker(args: &ChildArgs, store: Arc<dyn Store>) -> Result<()> {
+async fn run_worker(
+    args: &ChildArgs,
+    store: Arc<dyn Store>,
+    settle_store: Option<super::settle_in::SettleStore>,
+) -> Result<()> {
     let log = match &args.log {
         Some(path) => Some(Arc::new(RunLog::open(path).map_err(|e| Error::storage("cannot open the run log", e))?)),
         None => None,
@@ -190,10 +203,10 @@ async fn run_worker(args: &ChildArgs, store: Arc<dyn Store>) -> Result<()> {
             })?
         }
         (ChildMode::SettleIn, _) => {
-            let locator = args.locator.clone();
+            let settle_store = settle_store.ok_or_else(|| Error::validation("mode", "settle-in needs its store"))?;
             worker.task("settle_in", move |ctx: TaskContext, payload: Value| {
                 count();
-                super::settle_in::settle_in(ctx, payload, locator.clone())
+                super::settle_in::settle_in(ctx, payload, settle_store.clone())
             })?
         }
         (mode, _) => return Err(Error::validation("mode", format!("{mode:?} runs no worker (or needs --log)"))),

@@ -8,9 +8,10 @@
 // handler can only refuse, and its helpers go unused.
 #![cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(unused))]
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use cairnq_core::Result;
+use cairnq_core::{Result, Store};
 use cairnq_worker::{TaskContext, TaskError};
 use serde_json::{Value, json};
 
@@ -32,6 +33,43 @@ fn hold(ctx: &TaskContext, payload: &Value) -> Option<Duration> {
     Some(Duration::from_millis(ms))
 }
 
+/// The worker's store as its own backend type, which the backend's
+/// settle-in-your-transaction takes (the worker itself knows no backend).
+#[derive(Clone)]
+pub(crate) enum SettleStore {
+    #[cfg(feature = "postgres")]
+    Postgres { store: Arc<cairnq_postgres::PostgresStore>, dsn: String, schema: String },
+    #[cfg(feature = "sqlite")]
+    Sqlite(Arc<cairnq_sqlite::SqliteStore>),
+}
+
+impl SettleStore {
+    /// Opens the store `locator` names, as its backend type.
+    pub(crate) async fn open(locator: &StoreLocator) -> Result<Self> {
+        match locator {
+            #[cfg(feature = "postgres")]
+            StoreLocator::Postgres { dsn, schema } => {
+                let store = Arc::new(crate::postgres::open(dsn, schema).await?);
+                Ok(Self::Postgres { store, dsn: dsn.clone(), schema: schema.clone() })
+            }
+            #[cfg(feature = "sqlite")]
+            StoreLocator::Sqlite { path } => Ok(Self::Sqlite(Arc::new(cairnq_sqlite::SqliteStore::open(path).await?))),
+            #[allow(unreachable_patterns)]
+            _ => Err(cairnq_core::Error::UnsupportedBackend { operation: "settle_in", backend: "cairnq-test-worker" }),
+        }
+    }
+
+    /// The same store, for the worker's client.
+    pub(crate) fn shared(&self) -> Arc<dyn Store> {
+        match self {
+            #[cfg(feature = "postgres")]
+            Self::Postgres { store, .. } => store.clone(),
+            #[cfg(feature = "sqlite")]
+            Self::Sqlite(store) => store.clone(),
+        }
+    }
+}
+
 /// Runs one task: the row and the settle in one transaction. With a hold,
 /// prints `holding <task id>` once both are written (SQLite: once the row
 /// is, the settle follows in the same transaction) and waits before the
@@ -39,20 +77,25 @@ fn hold(ctx: &TaskContext, payload: &Value) -> Option<Duration> {
 pub(crate) async fn settle_in(
     ctx: TaskContext,
     payload: Value,
-    locator: StoreLocator,
+    store: SettleStore,
 ) -> std::result::Result<Value, TaskError> {
-    match locator {
+    match store {
         #[cfg(feature = "postgres")]
-        StoreLocator::Postgres { dsn, schema } => Ok(on_postgres(&ctx, &payload, &dsn, &schema).await?),
+        SettleStore::Postgres { store, dsn, schema } => Ok(on_postgres(&ctx, &payload, &store, &dsn, &schema).await?),
         #[cfg(feature = "sqlite")]
-        StoreLocator::Sqlite { .. } => Ok(on_sqlite(&ctx, &payload).await?),
-        #[allow(unreachable_patterns)]
-        _ => Err(TaskError::new("this build has no such backend")),
+        SettleStore::Sqlite(store) => Ok(on_sqlite(&ctx, &payload, &store).await?),
     }
 }
 
 #[cfg(feature = "postgres")]
-async fn on_postgres(ctx: &TaskContext, payload: &Value, dsn: &str, schema: &str) -> Result<Value> {
+async fn on_postgres(
+    ctx: &TaskContext,
+    payload: &Value,
+    store: &cairnq_postgres::PostgresStore,
+    dsn: &str,
+    schema: &str,
+) -> Result<Value> {
+    use cairnq_postgres::SucceedIn;
     let pg = |context: &'static str| move |e: tokio_postgres::Error| cairnq_core::Error::storage(context, e);
     let (mut app, connection) =
         tokio_postgres::connect(dsn, tokio_postgres::NoTls).await.map_err(pg("the application's connection"))?;
@@ -64,7 +107,7 @@ async fn on_postgres(ctx: &TaskContext, payload: &Value, dsn: &str, schema: &str
     let attempt = i32::try_from(ctx.attempt()).unwrap_or(i32::MAX);
     tx.execute(row, &[&ctx.task_id(), &attempt, &ctx.worker_id()]).await.map_err(pg("insert app row"))?;
     let result = result(ctx);
-    ctx.succeed_in(&tx, &result).await?;
+    ctx.succeed_in(store, &tx, &result).await?;
     if let Some(hold) = hold(ctx, payload) {
         println!("holding {}", ctx.task_id());
         tokio::time::sleep(hold).await;
@@ -74,11 +117,12 @@ async fn on_postgres(ctx: &TaskContext, payload: &Value, dsn: &str, schema: &str
 }
 
 #[cfg(feature = "sqlite")]
-async fn on_sqlite(ctx: &TaskContext, payload: &Value) -> Result<Value> {
+async fn on_sqlite(ctx: &TaskContext, payload: &Value, store: &cairnq_sqlite::SqliteStore) -> Result<Value> {
+    use cairnq_sqlite::SucceedWith;
     let (task_id, attempt, worker) = (ctx.task_id().to_string(), ctx.attempt(), ctx.worker_id().to_string());
     let (hold, result) = (hold(ctx, payload), result(ctx));
     let returned = result.clone();
-    ctx.succeed_with(move |conn| {
+    ctx.succeed_with(store, move |conn| {
         conn.execute(
             "insert into app_rows (task_id, attempt, worker) values (?1, ?2, ?3)",
             (&task_id, attempt, &worker),

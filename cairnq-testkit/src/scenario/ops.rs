@@ -6,10 +6,10 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use cairnq_core::backend::new_worker_id;
-use cairnq_core::store::{
-    ClaimDraw, ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ProgressParams, SettleParams,
+use cairnq_core::store::ClaimDraw;
+use cairnq_core::{
+    CairnQ, Conflict, Error, ListFilter, PurgeFilter, SubmitOptions, TaskSpec, TaskStatus, WorkerSession,
 };
-use cairnq_core::{CairnQ, Conflict, Error, ListFilter, PurgeFilter, SubmitOptions, TaskSpec, TaskStatus};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -61,8 +61,8 @@ async fn run_worker_op(client: &CairnQ, op: &str, args: Value) -> Result<Value, 
         "heartbeat" => heartbeat(client, &Args::new(args, &["id", "worker_id", "lease_ms"])?).await,
         "heartbeat_batch" => heartbeat_batch(client, &Args::new(args, &["ids", "worker_id", "lease_ms"])?).await,
         "progress" => progress(client, &Args::new(args, &["id", "worker_id", "progress", "message"])?).await,
-        "succeed" => to_json(&client.succeed(&settle_params(&Args::new(args, SETTLE)?)?).await?),
-        "complete" => to_json(&client.complete(&settle_params(&Args::new(args, SETTLE)?)?).await?),
+        "succeed" => settle(client, &Args::new(args, SETTLE)?, true).await,
+        "complete" => settle(client, &Args::new(args, SETTLE)?, false).await,
         "fail" => fail(client, &Args::new(args, FAIL)?).await,
         "sleep" => sleep(&Args::new(args, &["ms"])?).await,
         other => Err(StepError::Scenario(format!("unknown op `{other}`"))),
@@ -138,6 +138,17 @@ async fn queue_depth(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
     to_json(&client.queue_depth(&queue, max_depth).await?)
 }
 
+/// The lease holder a worker op of a scenario speaks as: its `worker_id`
+/// and `lease_ms` (both checked here, as a worker's session checks them).
+fn session(client: &CairnQ, worker_id: String, args: &Args) -> Result<WorkerSession, StepError> {
+    let lease_ms = args.int_or("lease_ms", DEFAULT_LEASE_MS)?;
+    // A negative lease has no Duration: the type refuses it, as the
+    // session refuses a zero one.
+    let lease =
+        u64::try_from(lease_ms).map_err(|_| Error::validation("lease_ms", format!("{lease_ms} is negative")))?;
+    Ok(client.worker_session(worker_id, Duration::from_millis(lease))?)
+}
+
 async fn claim(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
     let queues = args.strings("queues")?.unwrap_or_else(|| vec![DEFAULT_QUEUE.to_string()]);
     let worker_id = args.string("worker_id")?.unwrap_or_else(new_worker_id);
@@ -148,48 +159,49 @@ async fn claim(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
         Some(names) => draw.names(names),
         None => draw,
     };
-    let params = ClaimParams::new(worker_id, args.int_or("lease_ms", DEFAULT_LEASE_MS)?).draw(draw);
-    to_json(&client.claim(&params).await?)
+    to_json(&session(client, worker_id, args)?.claim(vec![draw], Vec::new()).await?)
 }
 
-fn owner(args: &Args) -> Result<(String, String), StepError> {
-    Ok((args.required("id", Args::string)?, args.required("worker_id", Args::string)?))
+/// The task of an op about one attempt, and the session of its worker.
+fn owner(client: &CairnQ, args: &Args) -> Result<(String, WorkerSession), StepError> {
+    let id = args.required("id", Args::string)?;
+    Ok((id, session(client, args.required("worker_id", Args::string)?, args)?))
 }
 
 async fn heartbeat(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
-    let (id, worker_id) = owner(args)?;
-    let params = HeartbeatParams::new(id, worker_id).lease_ms(args.int_or("lease_ms", DEFAULT_LEASE_MS)?);
-    to_json(&client.heartbeat(&params).await?)
+    let (id, session) = owner(client, args)?;
+    to_json(&session.heartbeat(&id).await?)
 }
 
 async fn heartbeat_batch(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
     let ids = args.required("ids", Args::strings)?;
-    let worker_id = args.required("worker_id", Args::string)?;
-    let params = HeartbeatBatchParams::new(worker_id, ids).lease_ms(args.int_or("lease_ms", DEFAULT_LEASE_MS)?);
-    let held = client.heartbeat_batch(&params).await?;
+    let session = session(client, args.required("worker_id", Args::string)?, args)?;
+    let held = session.heartbeat_batch(ids).await?;
     Ok(held.iter().map(|lease| json!({"id": lease.id, "cancel_requested": lease.cancel_requested()})).collect())
 }
 
 async fn progress(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
-    let (id, worker_id) = owner(args)?;
-    let mut params = ProgressParams::new(id, worker_id);
-    (params.progress, params.message) = (args.float("progress")?, args.string("message")?);
-    to_json(&client.progress(&params).await?)
+    let (id, session) = owner(client, args)?;
+    let message = args.string("message")?;
+    to_json(&session.progress(&id, args.float("progress")?, message.as_deref()).await?)
 }
 
-fn settle_params(args: &Args) -> Result<SettleParams, StepError> {
-    let (id, worker_id) = owner(args)?;
-    Ok(SettleParams::new(id, worker_id).result(args.value_or("result", Value::Null)))
+/// `succeed` (the raw primitive) or `complete` (a pending cancel wins).
+async fn settle(client: &CairnQ, args: &Args, raw: bool) -> Result<Value, StepError> {
+    let (id, session) = owner(client, args)?;
+    let result = args.value_or("result", Value::Null);
+    let task = if raw { session.succeed(&id, result).await? } else { session.complete(&id, result).await? };
+    to_json(&task)
 }
 
 async fn fail(client: &CairnQ, args: &Args) -> Result<Value, StepError> {
-    let (id, worker_id) = owner(args)?;
+    let (id, session) = owner(client, args)?;
     let error = args.required("error", Args::json)?;
-    let params = FailParams::new(id, worker_id)
-        .error(error)
-        .retryable(args.bool_or("retryable", true)?)
-        .delay_ms(args.int_or("delay_ms", 0)?);
-    to_json(&client.fail(&params).await?)
+    let delay_ms = args.int_or("delay_ms", 0)?;
+    let delay =
+        u64::try_from(delay_ms).map_err(|_| Error::validation("delay_ms", format!("{delay_ms} is negative")))?;
+    let retry_after = args.bool_or("retryable", true)?.then_some(Duration::from_millis(delay));
+    to_json(&session.fail(&id, error, retry_after).await?)
 }
 
 async fn sleep(args: &Args) -> Result<Value, StepError> {

@@ -7,11 +7,11 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use cairnq_core::store::{ClaimDraw, ClaimParams, ListFilter};
+use cairnq_core::store::{ClaimDraw, ListFilter};
 use cairnq_core::{CairnQ, Conflict, ErrorKind, SubmitOptions, TaskSpec, TaskStatus};
 use serde_json::json;
 
-use super::support::{count, fresh};
+use super::support::{count, fresh, session};
 use crate::BackendFactory;
 use crate::child::{ChildArgs, ChildMode, ChildProcess, open_store};
 
@@ -35,8 +35,9 @@ pub async fn a_closed_store_refuses_every_call(factory: &dyn BackendFactory) {
     assert_eq!(kind(client.list(&ListFilter::new()).await.map(drop)), closed, "list");
     assert_eq!(kind(client.stats(None).await.map(drop)), closed, "stats");
     assert_eq!(kind(client.cancel(&task.id).await.map(drop)), closed, "cancel");
-    let claim = ClaimParams::new("w", 30_000).draw(ClaimDraw::new(vec!["default".into()]).limit(1));
-    assert_eq!(kind(client.claim(&claim).await.map(drop)), closed, "claim");
+    let worker = session(&client, "w", Duration::from_secs(30));
+    let claim = worker.claim(vec![ClaimDraw::new(vec!["default".into()]).limit(1)], vec![]).await;
+    assert_eq!(kind(claim.map(drop)), closed, "claim");
 }
 
 /// `submit_many` writes every task or none: an invalid item anywhere is
@@ -120,11 +121,13 @@ pub async fn concurrent_claimers_never_take_the_same_row(factory: &dyn BackendFa
         .map(|n| {
             let client = client.clone();
             tokio::spawn(async move {
-                let params =
-                    ClaimParams::new(format!("w{n}"), 30_000).draw(ClaimDraw::new(vec!["default".into()]).limit(3));
+                let claimer = session(&client, &format!("w{n}"), Duration::from_secs(30));
                 let mut mine = Vec::new();
                 loop {
-                    let got = client.claim(&params).await.expect("claim");
+                    let got = claimer
+                        .claim(vec![ClaimDraw::new(vec!["default".into()]).limit(3)], vec![])
+                        .await
+                        .expect("claim");
                     if got.is_empty() {
                         return mine;
                     }

@@ -24,13 +24,13 @@ use crate::telemetry::{RecordedEvent, SpanRecorder};
 pub async fn worker_events_name_their_attempt(factory: &dyn BackendFactory) {
     let events = Arc::new(SpanRecorder::new());
     let _recording = tracing::subscriber::set_default(events.clone());
-    let (client, _fresh) = fresh(factory).await;
+    let (client, fresh) = fresh(factory).await;
     let _worker = start(&client, quick_options().worker_id("w-events"), |w| {
         w.task("works", |_: TaskContext, _: Value| async move { Ok::<_, TaskError>(()) }).expect("register");
         w.task("breaks", |_: TaskContext, _: Value| async move { Err::<(), _>(TaskError::new("no")) })
             .expect("register");
     });
-    let _forgetful = start_forgetful(&client, quick_options().worker_id("w-forgetful").queues(["held"]));
+    let _forgetful = start_forgetful(&fresh.store, quick_options().worker_id("w-forgetful").queues(["held"]));
     let works = client.submit("works", &json!({})).await.expect("submit");
     let breaks = client.submit("breaks", &json!({})).max_attempts(1).await.expect("submit");
     let held = client.submit("held", &json!({})).queue("held").max_attempts(1).await.expect("submit");

@@ -6,13 +6,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use cairnq_core::store::{ClaimDraw, ClaimParams, SettleParams};
+use cairnq_core::store::ClaimDraw;
 use cairnq_core::{CairnQ, TaskSpec, TaskStatus};
 use cairnq_worker::{TaskContext, TaskError};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-use super::support::{count, eventually, finished, fresh, now_ms, quick_options, some, start};
+use super::support::{count, eventually, finished, fresh, now_ms, quick_options, session, some, start};
 use crate::BackendFactory;
 use crate::child::{ChildArgs, ChildMode, ChildProcess};
 
@@ -169,9 +169,9 @@ pub async fn cancel_wins_on_every_path(factory: &dyn BackendFactory) {
 /// refused.
 async fn cancel_wins_over_lease_expiry(client: &CairnQ) {
     let task = client.submit("orphan", &json!({})).await.expect("submit");
-    let claim = ClaimParams::new("dead-worker", 300)
-        .draw(ClaimDraw::new(vec!["default".into()]).names(vec!["orphan".into()]).limit(1));
-    assert_eq!(client.claim(&claim).await.expect("claim").len(), 1);
+    let dead = session(client, "dead-worker", Duration::from_millis(300));
+    let draw = ClaimDraw::new(vec!["default".into()]).names(vec!["orphan".into()]).limit(1);
+    assert_eq!(dead.claim(vec![draw], vec![]).await.expect("claim").len(), 1);
     client.cancel(&task.id).await.expect("cancel");
     tokio::time::sleep(Duration::from_millis(350)).await;
     let _worker = start(client, quick_options(), |w| {
@@ -180,7 +180,7 @@ async fn cancel_wins_over_lease_expiry(client: &CairnQ) {
     });
     let done = finished(client, &task.id).await;
     assert_eq!((done.status, done.attempt, done.result.clone()), (TaskStatus::Canceled, 1, None));
-    let late = client.complete(&SettleParams::new(&task.id, "dead-worker").result(json!("too late"))).await;
+    let late = dead.complete(&task.id, json!("too late")).await;
     assert!(matches!(late, Err(cairnq_core::Error::LostLease { .. })), "{late:?}");
 }
 
@@ -223,10 +223,10 @@ pub async fn a_suspended_worker_reports_its_lost_leases(factory: &dyn BackendFac
     let started = child.line_starting("started ", CHILD_PATIENCE).await.expect("the child starts the task");
     assert_eq!(started, format!("started {}", task.id));
     child.signal("STOP").expect("SIGSTOP the child");
-    let claim = ClaimParams::new("rescuer", 60_000).draw(ClaimDraw::new(vec!["default".into()]).limit(1));
+    let rescuer = session(&client, "rescuer", Duration::from_secs(60));
     let mut rescued = Vec::new();
     for _ in 0..100 {
-        rescued = client.claim(&claim).await.expect("claim");
+        rescued = rescuer.claim(vec![ClaimDraw::new(vec!["default".into()]).limit(1)], vec![]).await.expect("claim");
         if !rescued.is_empty() {
             break;
         }
@@ -245,10 +245,7 @@ pub async fn a_suspended_worker_reports_its_lost_leases(factory: &dyn BackendFac
     });
     let report = report.await.expect("a report in time").expect("the child reports the lost lease");
     assert!(report.contains(&task.id), "{report}");
-    client
-        .complete(&SettleParams::new(&task.id, "rescuer").result(json!("rescued")))
-        .await
-        .expect("the rescuer settles");
+    rescuer.complete(&task.id, json!("rescued")).await.expect("the rescuer settles");
     let (status, lines) = child.stop(CHILD_PATIENCE).await.expect("the child exits after SIGTERM");
     assert!(status.success(), "the child exited with {status}: {lines:?}");
 }

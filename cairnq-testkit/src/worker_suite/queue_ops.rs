@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use cairnq_core::store::{ClaimDraw, ClaimParams, FailParams, SettleParams};
+use cairnq_core::store::ClaimDraw;
 use cairnq_core::{
     Backpressure, CairnQ, Error, ErrorEnvelope, ErrorKind, Json, MAX_DELAY, Retention, SubmitOptions, TaskDef,
     TaskSpec, TaskStatus,
@@ -12,7 +12,7 @@ use cairnq_core::{
 use cairnq_worker::{TaskContext, TaskError};
 use serde_json::{Value, json};
 
-use super::support::{count, eventually, finished, fresh, quick_options, some, start};
+use super::support::{count, eventually, finished, fresh, quick_options, session, some, start};
 use crate::BackendFactory;
 
 /// A full queue refuses a submit with QueueFull after the max wait, writing
@@ -50,14 +50,14 @@ pub async fn backpressure_refuses_submits_to_a_full_queue(factory: &dyn BackendF
 /// background sweeper does the same on its interval; a retention without
 /// rules is refused.
 pub async fn retention_sweeps_by_rule(factory: &dyn BackendFactory) {
-    let (client, _fresh) = fresh(factory).await;
+    let (client, fresh) = fresh(factory).await;
     settle_some(&client).await;
     let keep_failed = Retention::new()
         .succeeded(Duration::ZERO)
         .failed(Duration::from_secs(3_600))
         .rule(cairnq_core::PurgeFilter::new().status(TaskStatus::Canceled).queue("scratch").limit(2));
     tokio::time::sleep(Duration::from_millis(5)).await;
-    let sweeper = keep_failed.sweeper(client.store().clone()).expect("valid rules");
+    let sweeper = keep_failed.sweeper(fresh.store.clone()).expect("valid rules");
     assert_eq!(sweeper.sweep_once().await.expect("sweep"), 9, "6 succeeded and 3 canceled on scratch");
     assert_eq!(count(&client, TaskStatus::Succeeded).await, 0);
     assert_eq!(count(&client, TaskStatus::Failed).await, 2, "failed ones are kept for an hour");
@@ -69,22 +69,23 @@ pub async fn retention_sweeps_by_rule(factory: &dyn BackendFactory) {
     })
     .await;
     let bad = Retention::new().rule(cairnq_core::PurgeFilter::new().status(TaskStatus::Queued));
-    assert!(matches!(bad.sweeper(client.store().clone()), Err(Error::Validation { field: "status", .. })));
-    let nothing = Retention::new().sweeper(client.store().clone());
+    assert!(matches!(bad.sweeper(fresh.store.clone()), Err(Error::Validation { field: "status", .. })));
+    let nothing = Retention::new().sweeper(fresh.store.clone());
     assert!(matches!(nothing, Err(Error::Validation { field: "rules", .. })), "a retention without rules");
 }
 
 /// 6 succeeded, 2 failed, 3 canceled on `scratch`, 1 queued.
 async fn settle_some(client: &CairnQ) {
     let ids: Vec<String> = submit_rows(client, 8, "default").await;
-    let claim = ClaimParams::new("w", 60_000).draw(ClaimDraw::new(vec!["default".into()]).limit(8));
-    assert_eq!(client.claim(&claim).await.expect("claim").len(), 8);
+    let worker = session(client, "w", Duration::from_secs(60));
+    let claimed = worker.claim(vec![ClaimDraw::new(vec!["default".into()]).limit(8)], vec![]).await;
+    assert_eq!(claimed.expect("claim").len(), 8);
     for id in &ids[..6] {
-        client.succeed(&SettleParams::new(id, "w").result(json!(1))).await.expect("succeed");
+        worker.succeed(id, json!(1)).await.expect("succeed");
     }
     let envelope = ErrorEnvelope::new("handler_error", "no").error_type("E").to_value();
     for id in &ids[6..] {
-        client.fail(&FailParams::new(id, "w").error(envelope.clone())).await.expect("fail");
+        worker.fail(id, envelope.clone(), None).await.expect("fail");
     }
     for id in submit_rows(client, 3, "scratch").await {
         client.cancel(&id).await.expect("cancel");
@@ -193,22 +194,22 @@ pub async fn times_past_the_protocols_range_are_refused_before_any_write(factory
     assert_eq!(stored.run_at_ms - stored.created_at_ms, max_ms, "run_at is now + MAX_DELAY, exactly");
 
     let task = client.submit("job", &json!({})).await.expect("submit");
-    for lease_ms in [max_ms + 1, i64::MAX] {
-        let claim = ClaimParams::new("w", lease_ms).draw(ClaimDraw::new(vec!["default".into()]));
-        let refused = client.claim(&claim).await;
-        assert!(matches!(&refused, Err(Error::Validation { field: "lease_ms", .. })), "{refused:?}");
+    for lease in [MAX_DELAY + Duration::from_millis(1), i64_max, Duration::MAX] {
+        let refused = client.worker_session("w", lease).map(drop);
+        assert!(matches!(&refused, Err(Error::Validation { field: "lease", .. })), "{refused:?}");
     }
-    let claim = ClaimParams::new("w", 30_000).draw(ClaimDraw::new(vec!["default".into()]));
-    assert_eq!(client.claim(&claim).await.expect("claim").len(), 1, "the job is due, the later task is not");
+    let worker = session(&client, "w", Duration::from_secs(30));
+    let claimed = worker.claim(vec![ClaimDraw::new(vec!["default".into()])], vec![]).await.expect("claim");
+    assert_eq!(claimed.len(), 1, "the job is due, the later task is not");
     let envelope = ErrorEnvelope::new("flaky", "try again").to_json();
-    let fail = |delay_ms| FailParams::new(&task.id, "w").error(envelope.clone()).retryable(true).delay_ms(delay_ms);
-    for delay_ms in [max_ms + 1, i64::MAX] {
-        let refused = client.fail(&fail(delay_ms)).await;
-        assert!(matches!(&refused, Err(Error::Validation { field: "delay_ms", .. })), "{refused:?}");
+    let fail = |delay| worker.fail(&task.id, envelope.clone(), Some(delay));
+    for delay in [MAX_DELAY + Duration::from_millis(1), i64_max, Duration::MAX] {
+        let refused = fail(delay).await;
+        assert!(matches!(&refused, Err(Error::Validation { field: "retry_after", .. })), "{refused:?}");
     }
     let running = client.get(&task.id).await.expect("get").expect("the row");
     assert_eq!(running.status, TaskStatus::Running, "the refused fails changed nothing");
-    let requeued = client.fail(&fail(max_ms)).await.expect("the longest retry delay fits");
+    let requeued = fail(MAX_DELAY).await.expect("the longest retry delay fits");
     let stored = client.get(&task.id).await.expect("get reads the row").expect("the row");
     assert_eq!((stored.status, stored.run_at_ms), (TaskStatus::Queued, requeued.run_at_ms));
     assert_eq!(stored.run_at_ms - stored.updated_at_ms, max_ms, "run_at is now + the delay, exactly");

@@ -8,11 +8,11 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use cairnq_core::backend::LIST_SORT_AT_MOST;
-use cairnq_core::store::{ClaimDraw, ClaimParams, CountTasksParams, FailParams, StatsParams};
+use cairnq_core::store::{ClaimDraw, CountTasksParams};
 use cairnq_core::{CairnQ, Conflict, ListFilter, SubmitOptions, Task, TaskSpec, TaskStatus};
 use serde_json::json;
 
-use super::support::{fresh, list_all};
+use super::support::{fresh, list_all, session};
 use crate::BackendFactory;
 
 /// A task's children are the rows naming it as parent (not its
@@ -89,10 +89,11 @@ pub async fn counts_agree_with_the_rows_and_stop_at_their_bound(factory: &dyn Ba
 
 /// Claims one queued task of `queue` and fails it for good.
 async fn fail_one(client: &CairnQ, queue: &str) {
-    let claim = ClaimParams::new("reads", 60_000).draw(ClaimDraw::new(vec![queue.into()]).limit(1));
-    let claimed = client.claim(&claim).await.expect("claim");
+    let reader = session(client, "reads", Duration::from_secs(60));
+    let claimed = reader.claim(vec![ClaimDraw::new(vec![queue.into()]).limit(1)], vec![]).await.expect("claim");
     let task = claimed.first().expect("a task to fail");
-    client.fail(&FailParams::new(&task.id, "reads").retryable(false)).await.expect("fail");
+    let envelope = cairnq_core::ErrorEnvelope::new(cairnq_core::codes::TASK_ERROR, "the attempt failed").to_json();
+    reader.fail(&task.id, envelope, None).await.expect("fail");
 }
 
 /// Per queue, the oldest due queued task and its wait, whatever the priorities:
@@ -105,7 +106,7 @@ pub async fn oldest_due_reads_each_queue_across_priorities(factory: &dyn Backend
     client.submit("new", &json!({})).queue("age-a").priority(9).await.expect("submit");
     client.submit("new", &json!({})).queue("age-b").await.expect("submit");
     client.submit("later", &json!({})).queue("age-c").delay(Duration::from_secs(3_600)).await.expect("submit");
-    let ages = client.store().oldest_due(&StatsParams::new()).await.expect("oldest due");
+    let ages = client.oldest_due(None).await.expect("oldest due");
     if ages.is_empty() {
         return eprintln!("skipped: {} stores report no queue age", factory.name());
     }
@@ -113,7 +114,7 @@ pub async fn oldest_due_reads_each_queue_across_priorities(factory: &dyn Backend
     let (a, b) = (age("age-a").expect("age-a waits"), age("age-b").expect("age-b waits"));
     assert!(a >= 60 && a >= b + 50, "the low-priority task is the oldest: a {a} ms, b {b} ms");
     assert_eq!(age("age-c"), None, "a delayed task is not due: {ages:?}");
-    let one = client.store().oldest_due(&StatsParams::new().queue("age-a")).await.expect("oldest due");
+    let one = client.oldest_due(Some("age-a")).await.expect("oldest due");
     assert_eq!(one.len(), 1);
     assert_eq!(one[0].task_id, old.id, "the task that waited longest is named");
     assert!(one[0].age.as_millis() >= a, "asked alone, the same task a moment later");

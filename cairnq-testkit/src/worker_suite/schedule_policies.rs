@@ -8,15 +8,13 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use cairnq_core::store::{
-    ClaimDraw, ClaimParams, FireScheduleParams, PauseScheduleParams, ScheduleQuery, SettleParams,
-};
+use cairnq_core::store::{ClaimDraw, FireScheduleParams, PauseScheduleParams, ScheduleQuery};
 use cairnq_core::{
-    CairnQ, CatchUp, FireReport, Json, ListFilter, Overlap, Schedule, ScheduleSpec, SubmitOptions, Task, TaskStatus,
-    slot_key,
+    CairnQ, CatchUp, FireReport, Json, ListFilter, Overlap, Schedule, ScheduleSpec, Store, SubmitOptions, Task,
+    TaskStatus, slot_key,
 };
 
-use super::support::{eventually, fresh};
+use super::support::{eventually, fresh, session};
 use crate::BackendFactory;
 use crate::support::{ManualClock, count};
 
@@ -29,16 +27,16 @@ pub(super) fn slot_of(task: &Task) -> i64 {
 }
 
 /// The store's now (the database clock on Postgres).
-async fn store_now(client: &CairnQ) -> i64 {
-    client.store().schedules(&ScheduleQuery::all()).await.expect("read the store's clock").now_ms
+async fn store_now(store: &dyn Store) -> i64 {
+    store.schedules(&ScheduleQuery::all()).await.expect("read the store's clock").now_ms
 }
 
 /// A once-a-minute spec (seconds first) whose slots lie half a minute from
 /// the store's now, and its newest slot before now: for the next 20 s no
 /// slot enters or leaves the 10 s on-time grace, so a test on a clock it
 /// cannot move (the database's) still knows exactly what is due.
-pub(super) async fn half_a_minute_off(client: &CairnQ) -> (String, i64) {
-    let now = store_now(client).await;
+pub(super) async fn half_a_minute_off(store: &dyn Store) -> (String, i64) {
+    let now = store_now(store).await;
     let spec = format!("{} * * * * *", (now / 1000 + 30) % 60);
     let newest = ScheduleSpec::parse(&spec, "UTC").expect("valid").prev_before(now + 1).expect("in range");
     (spec, newest.expect("a slot in the last minute"))
@@ -46,9 +44,9 @@ pub(super) async fn half_a_minute_off(client: &CairnQ) -> (String, i64) {
 
 /// Writes an outage into the row: `name` holds `slot` as its next fire, a
 /// slot nobody fired, as if every process had been down since.
-pub(super) async fn rewind(client: &CairnQ, name: &str, slot: i64) {
+pub(super) async fn rewind(store: &dyn Store, name: &str, slot: i64) {
     let params = PauseScheduleParams::resume(name).next_fire_ms(slot);
-    client.store().pause_schedule(&params).await.expect("rewind").expect("the schedule exists");
+    store.pause_schedule(&params).await.expect("rewind").expect("the schedule exists");
 }
 
 /// Saves `skip`, `latest` and `all` (window 5 min, cap 3) on `spec`, each
@@ -117,11 +115,11 @@ pub async fn catch_up_after_an_outage(client: &CairnQ, clock: &ManualClock) {
 /// no process fired it for ten minutes; then one pass fires what each
 /// policy promises, as in [`catch_up_after_an_outage`].
 pub async fn catch_up_after_an_outage_on_the_store_clock(factory: &dyn BackendFactory) {
-    let (client, _fresh) = fresh(factory).await;
-    let (spec, newest) = half_a_minute_off(&client).await;
+    let (client, fresh) = fresh(factory).await;
+    let (spec, newest) = half_a_minute_off(fresh.store.as_ref()).await;
     assert_eq!(save_policies(&client, &spec).await, [newest + MINUTE; 3], "the next slot after now");
     for name in ["skip", "latest", "all"] {
-        rewind(&client, name, newest - 10 * MINUTE).await;
+        rewind(fresh.store.as_ref(), name, newest - 10 * MINUTE).await;
     }
     let report = client.fire_due_schedules().await.expect("fire after the outage");
     assert_caught_up(&client, &report, newest).await;
@@ -134,11 +132,11 @@ pub async fn catch_up_after_an_outage_on_the_store_clock(factory: &dyn BackendFa
 pub async fn overlap_skip_holds_while_the_previous_fire_runs(factory: &dyn BackendFactory) {
     let (client, _fresh) = fresh(factory).await;
     let first = first_overlapping_fire(&client).await;
-    let claim = ClaimParams::new("w1", 60_000).draw(ClaimDraw::new(vec!["default".into()]));
-    let claimed = client.store().claim(&claim).await.expect("claim");
+    let worker = session(&client, "w1", Duration::from_secs(60));
+    let claimed = worker.claim(vec![ClaimDraw::new(vec!["default".into()])], vec![]).await.expect("claim");
     assert_eq!(claimed.iter().map(|t| &t.id).collect::<Vec<_>>(), [&first.id]);
     assert_blocked_until(&client, &first, async {
-        client.store().succeed(&SettleParams::new(&first.id, "w1")).await.expect("finish it");
+        worker.succeed(&first.id, Json::null()).await.expect("finish it");
     })
     .await;
 }
@@ -198,7 +196,7 @@ pub(super) async fn count_named(client: &CairnQ, name: &str) -> usize {
 /// answers "not fired", writes no task and moves nothing; so does a fire
 /// of a paused schedule that does not ask to fire it anyway.
 pub async fn a_fire_holding_a_stale_slot_changes_nothing(factory: &dyn BackendFactory) {
-    let (client, _fresh) = fresh(factory).await;
+    let (client, fresh) = fresh(factory).await;
     let held = client.save_schedule(&every_minute("cas")).await.expect("save").next_fire_ms;
     let fire = |slot: i64| {
         let task = SubmitOptions::new().key(slot_key("cas", slot)).to_new_task("cas", Json::empty_object());
@@ -208,14 +206,14 @@ pub async fn a_fire_holding_a_stale_slot_changes_nothing(factory: &dyn BackendFa
             .missed(3)
             .tasks(vec![task.expect("a valid task")])
     };
-    let won = client.store().fire_schedule(&fire(held)).await.expect("fire").expect("the first fire wins");
+    let won = fresh.store.fire_schedule(&fire(held)).await.expect("fire").expect("the first fire wins");
     assert_eq!(won.len(), 1);
-    let stale = client.store().fire_schedule(&fire(held + 1)).await.expect("a stale fire is no error");
+    let stale = fresh.store.fire_schedule(&fire(held + 1)).await.expect("a stale fire is no error");
     assert_eq!(stale, None, "the slot was taken");
     client.pause_schedule("cas").await.expect("pause");
     let mut paused = fire(held + 2);
     paused.expected_ms = held + MINUTE;
-    assert_eq!(client.store().fire_schedule(&paused).await.expect("fire"), None, "a paused row is not fired");
+    assert_eq!(fresh.store.fire_schedule(&paused).await.expect("fire"), None, "a paused row is not fired");
     for refused in [held + 1, held + 2] {
         assert_eq!(client.get_by_key(&slot_key("cas", refused)).await.expect("by key"), None, "no task written");
     }
@@ -234,7 +232,7 @@ pub(super) fn every_minute(name: &str) -> Schedule {
 /// recomputes it from the store's now.
 pub async fn a_redeclared_schedule_keeps_its_next_fire_unless_its_spec_or_zone_changed(factory: &dyn BackendFactory) {
     const DAY: i64 = 24 * 60 * MINUTE;
-    let (client, _fresh) = fresh(factory).await;
+    let (client, fresh) = fresh(factory).await;
     let nightly = Schedule::cron("nightly", "0 3 * * *", "report").expect("valid");
     let declared = |s: Schedule| {
         let client = client.clone();
@@ -242,7 +240,7 @@ pub async fn a_redeclared_schedule_keeps_its_next_fire_unless_its_spec_or_zone_c
     };
     let first = declared(nightly.clone()).await;
     let moved = FireScheduleParams::new("nightly", first.next_fire_ms).next_fire_ms(first.next_fire_ms + DAY);
-    client.store().fire_schedule(&moved).await.expect("fire").expect("won");
+    fresh.store.fire_schedule(&moved).await.expect("fire").expect("won");
     let again = declared(nightly.clone().queue("reports")).await;
     assert_eq!((again.next_fire_ms, again.schedule.queue.as_str()), (first.next_fire_ms + DAY, "reports"));
     let recomputed = nightly.spec.next_after(again.updated_at_ms).expect("in range");
@@ -263,11 +261,11 @@ pub async fn a_redeclared_schedule_keeps_its_next_fire_unless_its_spec_or_zone_c
 /// one fire all wait within the bound, not all equally.
 pub async fn jitter_delays_each_fired_task_within_its_bound(factory: &dyn BackendFactory) {
     const JITTER: i64 = 10_000;
-    let (client, _fresh) = fresh(factory).await;
+    let (client, fresh) = fresh(factory).await;
     let all = CatchUp::All { window: Duration::from_secs(3600), max: 100 };
     let schedule = Schedule::every("jit", Duration::from_secs(1), "jit").expect("valid").catch_up(all);
     let saved = client.save_schedule(&schedule.jitter(Duration::from_millis(JITTER as u64))).await.expect("save");
-    rewind(&client, "jit", saved.next_fire_ms - 30_000).await;
+    rewind(fresh.store.as_ref(), "jit", saved.next_fire_ms - 30_000).await;
     let fired = client.fire_due_schedules().await.expect("fire").fired;
     assert!(fired.len() >= 30, "the missed slots and the due one: {}", fired.len());
     let mut delays = Vec::new();

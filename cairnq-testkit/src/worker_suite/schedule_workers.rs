@@ -75,13 +75,13 @@ pub async fn a_worker_reports_schedules_it_no_longer_declares(factory: &dyn Back
 /// misses. A trigger counts a fire; a pass with nothing due counts nothing.
 pub async fn schedule_fires_are_counted_and_traced_as_submits(factory: &dyn BackendFactory) {
     let recorder = recorder();
-    let (client, _fresh) = fresh(factory).await;
+    let (client, fresh) = fresh(factory).await;
     // The label keeps this test's series apart from the other tests'.
     let name = format!("metered-{:016x}", fastrand::u64(..));
-    let (spec, newest) = half_a_minute_off(&client).await;
+    let (spec, newest) = half_a_minute_off(fresh.store.as_ref()).await;
     let schedule = Schedule::cron(&name, &spec, "fired").expect("valid").queue(&name);
     client.save_schedule(&schedule).await.expect("save");
-    rewind(&client, &name, newest - 600_000).await;
+    rewind(fresh.store.as_ref(), &name, newest - 600_000).await;
     let spans = Arc::new(SpanRecorder::new());
     let report = {
         // This thread only: other tests of the process run elsewhere.

@@ -89,7 +89,7 @@ pub async fn a_shared_schedule_fires_each_slot_once_across_processes(factory: &d
 /// too), resume, declare (undeclared code-owned ones reported and kept),
 /// delete; bad input refused before anything is written.
 pub async fn schedules_are_managed_through_the_client(factory: &dyn BackendFactory) {
-    let (client, _fresh) = fresh(factory).await;
+    let (client, fresh) = fresh(factory).await;
     let hourly = Schedule::cron("hourly", "@hourly", "report").expect("valid").payload(&json!({"n": 1})).expect("json");
     let saved = client.save_schedule(&hourly).await.expect("create");
     assert_eq!((saved.owner, saved.paused, saved.last_slot_ms), (ScheduleOwner::Api, false, None));
@@ -135,9 +135,9 @@ pub async fn schedules_are_managed_through_the_client(factory: &dyn BackendFacto
 
     // A row a foreign or broken writer left (a spec this build cannot
     // parse), due now: reported by name, the other schedules unaffected.
-    let mut row = client.store().schedules(&ScheduleQuery::named("kept")).await.expect("read").rows.remove(0);
+    let mut row = fresh.store.schedules(&ScheduleQuery::named("kept")).await.expect("read").rows.remove(0);
     (row.name, row.spec, row.next_fire_ms) = ("broken".into(), "every tuesday".into(), 0);
-    client.store().save_schedule(&SaveScheduleParams::new(row)).await.expect("a store takes any text");
+    fresh.store.save_schedule(&SaveScheduleParams::new(row)).await.expect("a store takes any text");
     let report = client.fire_due_schedules().await.expect("the pass goes on");
     let failed: Vec<(&str, String)> = report.failed.iter().map(|(n, e)| (n.as_str(), e.to_string())).collect();
     assert!(failed.len() == 1 && failed[0].0 == "broken" && failed[0].1.contains("schedule broken"), "{failed:?}");

@@ -7,13 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cairnq_core::store::{ClaimDraw, ClaimParams, CompleteBatchParams, FailParams, SettleParams, Store};
-use cairnq_core::{CairnQ, Error, Result, Task, TaskDef, TaskRef, TaskSpec, TaskStatus, codes};
+use cairnq_core::store::{ClaimDraw, CompleteBatchParams, FailParams, SettleParams, Store};
+use cairnq_core::{CairnQ, Error, Json, Result, Task, TaskDef, TaskRef, TaskSpec, TaskStatus, codes};
 use cairnq_worker::{BatchItem, Phase, TaskContext, TaskError, WorkerIssue};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
-use super::support::{count, eventually, fresh, quick_options, some, start};
+use super::support::{count, eventually, fresh, quick_options, session, some, start};
 use crate::BackendFactory;
 use crate::forwarding::{Forward, Forwarding};
 
@@ -26,23 +26,23 @@ pub async fn complete_batch_settles_each_task_as_complete_would(factory: &dyn Ba
     for i in 0..4 {
         client.submit("job", &i).await.expect("submit");
     }
-    let claim = |worker: &str, limit| {
-        ClaimParams::new(worker, 60_000).draw(ClaimDraw::new(vec!["default".into()]).limit(limit))
-    };
-    let mine = client.claim(&claim("w", 3)).await.expect("claim");
-    let theirs = client.claim(&claim("other", 1)).await.expect("claim");
+    let (w, other) =
+        (session(&client, "w", Duration::from_secs(60)), session(&client, "other", Duration::from_secs(60)));
+    let draw = |limit| vec![ClaimDraw::new(vec!["default".into()]).limit(limit)];
+    let mine = w.claim(draw(3), vec![]).await.expect("claim");
+    let theirs = other.claim(draw(1), vec![]).await.expect("claim");
     let [a, b, c] = [&mine[0].id, &mine[1].id, &mine[2].id].map(String::clone);
     client.cancel(&c).await.expect("cancel requested");
-    let batch = |pairs: Vec<(&String, serde_json::Value)>| {
-        CompleteBatchParams::new("w", pairs.into_iter().map(|(id, r)| (id.clone(), r.into())).collect())
+    let batch = |pairs: Vec<(&String, serde_json::Value)>| -> Vec<(String, Json)> {
+        pairs.into_iter().map(|(id, r)| (id.clone(), r.into())).collect()
     };
 
     let twice = batch(vec![(&a, json!(1)), (&a, json!(2))]);
-    assert!(matches!(client.complete_batch(&twice).await, Err(Error::Validation { .. })));
+    assert!(matches!(w.complete_batch(twice).await, Err(Error::Validation { .. })));
     assert_eq!(client.get(&a).await.expect("get").expect("row").status, TaskStatus::Running, "nothing written");
 
     let asked = batch(vec![(&c, json!("late")), (&theirs[0].id, json!(0)), (&b, json!(null)), (&a, json!({"n": [1]}))]);
-    let settled = client.complete_batch(&asked).await.expect("complete_batch");
+    let settled = w.complete_batch(asked).await.expect("complete_batch");
     let expected = [(&c, TaskStatus::Canceled), (&b, TaskStatus::Succeeded), (&a, TaskStatus::Succeeded)]
         .map(|(id, status)| TaskRef { id: id.clone(), status });
     assert_eq!(settled, expected, "settled ones only, in the order asked");
@@ -57,7 +57,7 @@ pub async fn complete_batch_settles_each_task_as_complete_would(factory: &dyn Ba
     assert_eq!((c.result, c.progress), (None, None), "cancel wins: result and progress untouched");
     assert!(a.completed_at_ms.is_some() && c.completed_at_ms.is_some());
     assert_eq!((other.status, other.worker_id.as_deref()), (TaskStatus::Running, Some("other")), "not ours");
-    let again = client.complete_batch(&batch(vec![(&a.id, json!(2))])).await.expect("complete_batch");
+    let again = w.complete_batch(batch(vec![(&a.id, json!(2))])).await.expect("complete_batch");
     assert!(again.is_empty(), "a settled task is no longer running: left out");
 }
 
@@ -138,8 +138,8 @@ impl Forward for FailingSettles {
 /// reads "the settle of task X failed"; the task is left as it was
 /// (running, to its lease), since nothing was written.
 pub async fn a_failed_settle_is_reported_with_its_phase_and_task(factory: &dyn BackendFactory) {
-    let (client, _fresh) = fresh(factory).await;
-    let failing = CairnQ::new(Forwarding(FailingSettles(client.store().clone())));
+    let (client, fresh) = fresh(factory).await;
+    let failing = CairnQ::new(Forwarding(FailingSettles(fresh.store.clone())));
     let ok = client.submit("settle_ok", &0).await.expect("submit");
     let failed = client.submit("settle_fail", &0).await.expect("submit");
     let reported = Arc::new(Mutex::new(Vec::new()));

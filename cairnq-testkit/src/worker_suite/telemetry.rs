@@ -83,9 +83,9 @@ pub async fn metrics_count_retried_and_failed_attempts(factory: &dyn BackendFact
 /// whose one attempt it was.
 pub async fn metrics_count_a_lost_lease(factory: &dyn BackendFactory) {
     let recorder = recorder();
-    let (client, _fresh) = fresh(factory).await;
+    let (client, fresh) = fresh(factory).await;
     let queue = own_queue("lost");
-    let _worker = start_forgetful(&client, quick_options().queues([queue.clone()]));
+    let _worker = start_forgetful(&fresh.store, quick_options().queues([queue.clone()]));
     let task = client.submit("held", &json!({})).queue(&queue).max_attempts(1).await.expect("submit");
     eventually("the lost lease counted", || async { settled(recorder, &queue, "lost_lease") == 1 }).await;
     assert_eq!(finished(&client, &task.id).await.status, TaskStatus::Failed, "recovered with no attempt left");
@@ -123,7 +123,7 @@ pub async fn queue_gauges_read_depth_and_age(factory: &dyn BackendFactory) {
     }
     let age = recorder.gauges(QUEUE_OLDEST_AGE, &[("queue", &queue)]);
     let age = age.first().map(|(_, v)| *v).expect("an age series");
-    if client.store().oldest_due(&cairnq_core::store::StatsParams::new()).await.expect("read").is_empty() {
+    if client.oldest_due(None).await.expect("read").is_empty() {
         return eprintln!("skipped the age: {} stores report no queue age", factory.name());
     }
     assert!(age >= 0.05, "the oldest due task waited at least the 50 ms slept: {age}");
@@ -153,11 +153,11 @@ pub async fn metrics_count_a_canceled_attempt(factory: &dyn BackendFactory) {
     assert_eq!(recorder.counter(TASKS_SETTLED, &[("queue", &queue)]), 1, "only the cancel");
 }
 
-/// A worker over `client`'s store through [`NoRenewals`], with a lease of
-/// 600 ms: its handler `held` runs until it sees its lease lost, then
-/// returns (its result to be discarded).
-pub(super) fn start_forgetful(client: &CairnQ, options: WorkerOptions) -> WorkerHandle {
-    let forgetful = CairnQ::new(Forwarding(NoRenewals(client.store().clone())));
+/// A worker over `store` through [`NoRenewals`], with a lease of 600 ms:
+/// its handler `held` runs until it sees its lease lost, then returns (its
+/// result to be discarded).
+pub(super) fn start_forgetful(store: &Arc<dyn Store>, options: WorkerOptions) -> WorkerHandle {
+    let forgetful = CairnQ::new(Forwarding(NoRenewals(store.clone())));
     start(&forgetful, options.lease(Duration::from_millis(600)), |w| {
         w.task("held", |ctx: TaskContext, _: Value| async move {
             while !ctx.lost_lease() {

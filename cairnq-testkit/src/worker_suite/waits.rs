@@ -6,11 +6,11 @@
 
 use std::time::Duration;
 
-use cairnq_core::store::{ClaimDraw, ClaimParams, FailParams, SettleParams};
+use cairnq_core::store::ClaimDraw;
 use cairnq_core::{Conflict, Error, Json, SubmitOptions, TaskStatus, WaitOptions};
 use serde_json::json;
 
-use super::support::fresh;
+use super::support::{fresh, session};
 use crate::BackendFactory;
 
 fn within(timeout: Duration) -> WaitOptions {
@@ -20,9 +20,10 @@ fn within(timeout: Duration) -> WaitOptions {
 /// Claims the task of key `key` as `w` and completes it with `result`.
 async fn run_key(client: &cairnq_core::CairnQ, key: &str, result: serde_json::Value) {
     let task = client.get_by_key(key).await.expect("get").expect("the key has a task");
-    let claim = ClaimParams::new("w", 60_000).draw(ClaimDraw::new(vec![task.queue.clone()]).limit(10));
-    assert!(client.claim(&claim).await.expect("claim").iter().any(|t| t.id == task.id));
-    client.complete(&SettleParams::new(&task.id, "w").result(json!(result))).await.expect("complete");
+    let worker = session(client, "w", Duration::from_secs(60));
+    let claimed = worker.claim(vec![ClaimDraw::new(vec![task.queue.clone()]).limit(10)], vec![]).await;
+    assert!(claimed.expect("claim").iter().any(|t| t.id == task.id));
+    worker.complete(&task.id, json!(result)).await.expect("complete");
 }
 
 /// A wait by key started before the key has a task is still waiting when
@@ -49,17 +50,17 @@ pub async fn a_wait_by_key_waits_for_the_key_and_follows_a_replace(factory: &dyn
 /// A wait by id for a task submitted only after the wait began (another
 /// process submitting it, say) waits instead of failing at once.
 pub async fn a_wait_by_id_waits_for_a_task_not_visible_yet(factory: &dyn BackendFactory) {
-    let (client, _fresh) = fresh(factory).await;
+    let (client, fresh) = fresh(factory).await;
     let task = SubmitOptions::new().to_new_task("later", Json::null()).expect("a valid task");
     let waiter = {
         let (client, id) = (client.clone(), task.id.clone());
         tokio::spawn(async move { client.wait(&id, &within(Duration::from_secs(20))).await })
     };
     tokio::time::sleep(Duration::from_millis(200)).await;
-    client.store().submit(&task).await.expect("submit the prepared task");
-    let claim = ClaimParams::new("w", 60_000).draw(ClaimDraw::new(vec!["default".into()]).limit(1));
-    client.claim(&claim).await.expect("claim");
-    client.complete(&SettleParams::new(&task.id, "w").result(json!(7))).await.expect("complete");
+    fresh.store.submit(&task).await.expect("submit the prepared task");
+    let worker = session(&client, "w", Duration::from_secs(60));
+    worker.claim(vec![ClaimDraw::new(vec!["default".into()]).limit(1)], vec![]).await.expect("claim");
+    worker.complete(&task.id, json!(7)).await.expect("complete");
     let done = waiter.await.expect("the waiter task").expect("the wait ends");
     assert_eq!((done.id, done.status), (task.id, TaskStatus::Succeeded));
 }
@@ -95,12 +96,14 @@ pub async fn a_timed_out_wait_says_what_the_task_is_doing(factory: &dyn BackendF
 pub async fn a_timed_out_wait_names_the_worker_or_the_next_attempt(factory: &dyn BackendFactory) {
     let (client, _fresh) = fresh(factory).await;
     let task = client.submit("diagnosed", &json!({})).queue("diag").await.expect("submit");
-    let claim = ClaimParams::new("w-diag", 60_000).draw(ClaimDraw::new(vec!["diag".into()]).limit(1));
-    assert_eq!(client.claim(&claim).await.expect("claim").len(), 1);
+    let worker = session(&client, "w-diag", Duration::from_secs(60));
+    let claimed = worker.claim(vec![ClaimDraw::new(vec!["diag".into()]).limit(1)], vec![]).await;
+    assert_eq!(claimed.expect("claim").len(), 1);
     let running = client.wait(&task.id, &within(Duration::from_millis(200))).await.expect_err("times out");
     let text = running.to_string();
     assert!(text.contains("running on worker w-diag (attempt 1 of 3"), "{text}");
-    client.fail(&FailParams::new(&task.id, "w-diag").retryable(true)).await.expect("fail, to retry");
+    let envelope = cairnq_core::ErrorEnvelope::new(cairnq_core::codes::TASK_ERROR, "the attempt failed").to_json();
+    worker.fail(&task.id, envelope, Some(Duration::ZERO)).await.expect("fail, to retry");
     match client.wait(&task.id, &within(Duration::from_millis(200))).await {
         Err(Error::TaskTimeout { last_seen: Some(seen), diagnosis, .. }) => {
             assert_eq!((seen.status, seen.attempt), (TaskStatus::Queued, 1));

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cairnq_core::store::{ChangeFeed, ClaimDraw, ClaimParams, FeedParams, SettleParams};
+use cairnq_core::store::{ChangeFeed, ClaimDraw, FeedParams};
 use cairnq_core::{CairnQ, Capabilities, ChangeWatch, Signal, Store, TaskStatus, WaitOptions, Wake, Watch};
 use futures::StreamExt;
 
-use super::support::fresh;
+use super::support::{fresh, session};
 use crate::BackendFactory;
 use crate::forwarding::{Forward, Forwarding};
 
@@ -20,8 +20,8 @@ use crate::forwarding::{Forward, Forwarding};
 /// its queue, a completion wakes a watch on that task. Skipped (with a
 /// message) when the store reports no push wakeups.
 pub async fn push_wakeups_complete_watches_taken_before_a_change(factory: &dyn BackendFactory) {
-    let (client, _fresh) = fresh(factory).await;
-    let store = client.store().clone();
+    let (client, fresh) = fresh(factory).await;
+    let store = fresh.store.clone();
     if !store.capabilities().push_wakeups {
         return eprintln!("skipped: {} stores report no push wakeups", factory.name());
     }
@@ -46,8 +46,8 @@ pub async fn push_wakeups_complete_watches_taken_before_a_change(factory: &dyn B
 /// a wakeup takes). Skipped (with a message) when the store reports no
 /// push wakeups.
 pub async fn waits_are_woken_by_the_finish_not_the_poll(factory: &dyn BackendFactory) {
-    let (client, _fresh) = fresh(factory).await;
-    if !client.store().capabilities().push_wakeups {
+    let (client, fresh) = fresh(factory).await;
+    if !fresh.store.capabilities().push_wakeups {
         return eprintln!("skipped: {} stores report no push wakeups", factory.name());
     }
     wakeups_flowing(&client, tokio::time::Instant::now() + Duration::from_secs(15)).await;
@@ -81,15 +81,15 @@ pub async fn waits_are_woken_by_the_finish_not_the_poll(factory: &dyn BackendFac
 /// without push wakeups still yields ticks, and only ticks. The push part
 /// is skipped (with a message) when the store reports no push wakeups.
 pub async fn watch_signals_claimable_finished_and_ticks(factory: &dyn BackendFactory) {
-    let (client, _fresh) = fresh(factory).await;
-    let polling = CairnQ::new(Forwarding(NoPush(client.store().clone())));
+    let (client, fresh) = fresh(factory).await;
+    let polling = CairnQ::new(Forwarding(NoPush(fresh.store.clone())));
     let mut ticks = polling.watch(["ticking"]).expect("watch").tick_every(Duration::from_millis(20)).expect("tick");
     polling.submit("job", &0).queue("ticking").await.expect("submit");
     for _ in 0..3 {
         assert_eq!(next(&mut ticks).await, Signal::Tick, "a store without push wakeups still ticks");
     }
     assert!(polling.watch(Vec::<String>::new()).is_err() && polling.watch([""]).is_err(), "no queue to watch");
-    if !client.store().capabilities().push_wakeups {
+    if !fresh.store.capabilities().push_wakeups {
         return eprintln!("skipped: {} stores report no push wakeups", factory.name());
     }
     wakeups_flowing(&client, tokio::time::Instant::now() + Duration::from_secs(15)).await;
@@ -146,8 +146,9 @@ async fn named(watch: &mut Watch) -> Signal {
 /// while it is down never completes, by design (its sleeper polls). A
 /// wakeup must come by `deadline`, not at once.
 async fn wakeups_flowing(client: &CairnQ, deadline: tokio::time::Instant) {
+    let watcher = session(client, "watcher", Duration::from_secs(60));
     loop {
-        let watch = client.store().watch_for_change(&Wake::Queued(vec!["wakeups".into()]));
+        let watch = watcher.watch(&Wake::Queued(vec!["wakeups".into()]));
         client.submit("job", &1).queue("wakeups").await.expect("submit");
         if woke(watch).await {
             return;
@@ -167,8 +168,8 @@ async fn settle(client: &CairnQ, task_id: &str) {
 
 /// Claims the one task queued on `queue` (`task_id`) and completes it.
 async fn settle_on(client: &CairnQ, queue: &str, task_id: &str) {
-    let claim = ClaimParams::new("w", 60_000).draw(ClaimDraw::new(vec![queue.into()]));
-    let claimed = client.claim(&claim).await.expect("claim");
+    let worker = session(client, "w", Duration::from_secs(60));
+    let claimed = worker.claim(vec![ClaimDraw::new(vec![queue.into()])], vec![]).await.expect("claim");
     assert_eq!(claimed.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), [task_id]);
-    client.complete(&SettleParams::new(task_id, "w")).await.expect("complete");
+    worker.complete(task_id, cairnq_core::Json::null()).await.expect("complete");
 }

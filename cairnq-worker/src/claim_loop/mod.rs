@@ -103,7 +103,7 @@ fn claim_backoff(poll: Duration, failures: u32) -> Duration {
 
 /// A watch, taken now, for tasks becoming queued on the worker's queues.
 fn queued_watch(core: &Shared) -> ChangeWatch {
-    core.client.store().watch_for_change(&Wake::Queued(core.options.queues.clone()))
+    core.session.watch(&Wake::Queued(core.options.queues.clone()))
 }
 
 /// A handler with its per-name options.
@@ -396,13 +396,14 @@ async fn claim_rows(
     left_out_draws: bool,
 ) -> Claimed {
     if let Some(probe) = probe {
-        match core.client.store().claimable(&probe).await {
+        match core.session.probe(&probe).await {
             Ok(true) => {}
             Ok(false) => return Claimed::NothingDue,
             Err(error) => return Claimed::Failed(Phase::Probe, error),
         }
     }
-    match core.client.claim(&params).await {
+    let ClaimParams { draws, budgets, .. } = params;
+    match core.session.claim(draws, budgets).await {
         Ok(tasks) if tasks.is_empty() => Claimed::Empty { left_out_draws },
         Ok(tasks) => {
             // One row of one says little about what is left; skipping the
