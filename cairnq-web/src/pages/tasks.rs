@@ -57,6 +57,8 @@ pub(crate) async fn page(
         }
         form #selection method="post" action=[writable.then(|| format!("{base}/tasks/bulk"))] {
             input type="hidden" name="scope" value="selected";
+            // The list on screen, so the action lands back on it.
+            @for (field, value) in query.view_fields() { input type="hidden" name=(field) value=(value); }
             @if writable {
                 p.bulk {
                     "Selected: "
