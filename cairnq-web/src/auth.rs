@@ -9,13 +9,14 @@
 //! bearer token, or when the dashboard has no token.
 
 use axum::Form;
-use axum::extract::{Request, State};
+use axum::extract::{Query, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::html;
 use serde::Deserialize;
 
+use crate::filter::encode;
 use crate::html::{PageCtx, layout, refusal};
 use crate::state::AppState;
 
@@ -123,21 +124,41 @@ pub(crate) async fn guard(State(state): State<AppState>, ctx: PageCtx, request: 
             response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
             return response;
         }
-        return Redirect::to(&format!("{}/login", ctx.base)).into_response();
+        // Back here after the login: the path within the dashboard.
+        let asked = request.uri().path_and_query().map_or("/", |p| p.as_str());
+        return Redirect::to(&format!("{}/login?next={}", ctx.base, encode(asked))).into_response();
     }
     next.run(request).await
 }
 
-/// The login page.
-pub(crate) async fn login_page(ctx: PageCtx) -> Response {
-    login_form(&ctx, None)
+/// `?next=` of the login page: where the user was going.
+#[derive(Deserialize)]
+pub(crate) struct ReturnTo {
+    next: Option<String>,
 }
 
-fn login_form(ctx: &PageCtx, problem: Option<&str>) -> Response {
+/// The login page.
+pub(crate) async fn login_page(ctx: PageCtx, Query(asked): Query<ReturnTo>) -> Response {
+    login_form(&ctx, asked.next.as_deref().and_then(local_path), None)
+}
+
+/// `next` when it is a path on this dashboard (one leading `/`, not `//`,
+/// no backslash, printable ASCII only), else `None`: a login must never send
+/// the browser to another site (an open redirect), whatever a link said.
+fn local_path(next: &str) -> Option<&str> {
+    let local = next.starts_with('/')
+        && !next.starts_with("//")
+        && !next.contains('\\')
+        && next.bytes().all(|b| b.is_ascii_graphic());
+    local.then_some(next)
+}
+
+fn login_form(ctx: &PageCtx, next: Option<&str>, problem: Option<&str>) -> Response {
     let body = html! {
         h1 { "Log in" }
         @if let Some(problem) = problem { p.notice.bad { (problem) } }
-        form.login method="post" action={ (ctx.base) "/login" } {
+        form.login #login method="post" action={ (ctx.base) "/login" } {
+            @if let Some(next) = next { input type="hidden" name="next" value=(next); }
             label { "Access token " input type="password" name="token" autofocus; }
             button type="submit" { "Log in" }
         }
@@ -149,18 +170,23 @@ fn login_form(ctx: &PageCtx, problem: Option<&str>) -> Response {
 #[derive(Deserialize)]
 pub(crate) struct Login {
     token: String,
+    /// Where to go after logging in (see [`local_path`]).
+    next: Option<String>,
 }
 
-/// Checks the token; on a match, sets the cookie and goes to the overview.
+/// Checks the token; on a match, sets the cookie and goes where the user
+/// was going (the overview when that is unknown or not a local path).
 pub(crate) async fn login(State(state): State<AppState>, ctx: PageCtx, Form(form): Form<Login>) -> Response {
-    let Some(token) = state.token.as_deref() else { return Redirect::to(ctx.home()).into_response() };
+    let next = form.next.as_deref().and_then(local_path);
+    let target = next.map_or_else(|| ctx.home().to_string(), |path| format!("{}{path}", ctx.base));
+    let Some(token) = state.token.as_deref() else { return Redirect::to(&target).into_response() };
     if !same_secret(&form.token, token) {
-        let mut response = login_form(&ctx, Some("That is not the access token."));
+        let mut response = login_form(&ctx, next, Some("That is not the access token."));
         *response.status_mut() = StatusCode::UNAUTHORIZED;
         return response;
     }
     let cookie = format!("{COOKIE}={token}; Path={}; HttpOnly; SameSite=Strict", ctx.home());
-    let mut response = Redirect::to(ctx.home()).into_response();
+    let mut response = Redirect::to(&target).into_response();
     if let Ok(value) = header::HeaderValue::from_str(&cookie) {
         response.headers_mut().insert(header::SET_COOKIE, value);
     }

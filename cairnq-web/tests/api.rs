@@ -122,7 +122,7 @@ async fn a_network_bind_needs_a_token_and_a_token_is_required_then() {
     assert_eq!(client.get(&task.id).await.expect("reads").expect("exists").status, TaskStatus::Queued);
     let page = http(addr, "GET", "/tasks", &[], "").await;
     assert_eq!(page.status, 303, "a browser is sent to log in");
-    assert_eq!(page.header("location"), Some("/login"));
+    assert_eq!(page.header("location"), Some("/login?next=%2Ftasks"), "and back here after");
 
     let wrong = http(addr, "POST", "/login", &[FORM], "token=nope").await;
     assert_eq!(wrong.status, 401);

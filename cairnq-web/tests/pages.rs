@@ -43,3 +43,54 @@ async fn an_action_on_selected_rows_returns_to_the_filtered_list() {
     let odd = http(addr, "POST", "/tasks/bulk", &[("Origin", &own), FORM], body).await;
     assert_eq!(odd.header("location").map(|l| l.starts_with("/tasks?queue=a%2F%2Fevil.example&notice=")), Some(true));
 }
+
+/// A token good enough for a network bind.
+const TOKEN: &str = "correct-horse-battery-staple";
+
+/// A dashboard that requires [`TOKEN`], on loopback.
+async fn guarded(client: CairnQ) -> std::net::SocketAddr {
+    start(client, WebOptions::new().token(TOKEN)).await
+}
+
+#[tokio::test]
+async fn a_login_returns_to_the_page_asked_for_and_only_to_a_page_of_the_dashboard() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let addr = guarded(sqlite_client(&dir).await).await;
+    let asked = http(addr, "GET", "/tasks?queue=a%20b&status=failed", &[], "").await;
+    assert_eq!(asked.status, 303);
+    let login = asked.header("location").expect("sent to log in").to_string();
+    assert_eq!(login, "/login?next=%2Ftasks%3Fqueue%3Da%2520b%26status%3Dfailed");
+    let page = http(addr, "GET", &login, &[], "").await;
+    let mut fields = hidden_fields(&page.body, "login");
+    assert_eq!(fields, [("next".to_string(), "/tasks?queue=a%20b&status=failed".to_string())], "{}", page.body);
+
+    // A wrong token keeps where the user was going.
+    fields.push(("token".into(), "not-the-token-at-all".into()));
+    let wrong = http(addr, "POST", "/login", &[FORM], &form_body(&fields)).await;
+    assert_eq!(wrong.status, 401);
+    fields = hidden_fields(&wrong.body, "login");
+    fields.push(("token".into(), TOKEN.into()));
+    let done = http(addr, "POST", "/login", &[FORM], &form_body(&fields)).await;
+    assert_eq!(done.status, 303, "{}", done.body);
+    assert_eq!(done.header("location"), Some("/tasks?queue=a%20b&status=failed"), "back where the user was going");
+
+    for next in [
+        "//evil.example/",
+        "http://evil.example/",
+        "https:/evil.example",
+        "/\\evil.example",
+        "\\\\evil.example",
+        "javascript:alert(1)",
+        "evil.example",
+        "/tasks\r\nSet-Cookie: x=1",
+        "/tasks\tx",
+        "",
+    ] {
+        let body = form_body(&[("token".into(), TOKEN.into()), ("next".into(), next.into())]);
+        let elsewhere = http(addr, "POST", "/login", &[FORM], &body).await;
+        assert_eq!(elsewhere.status, 303, "{next:?}: {}", elsewhere.body);
+        assert_eq!(elsewhere.header("location"), Some("/"), "{next:?} is not a local path");
+        let page = http(addr, "GET", &format!("/login?{}", form_body(&[("next".into(), next.into())])), &[], "").await;
+        assert!(hidden_fields(&page.body, "login").is_empty(), "{next:?} is not carried: {}", page.body);
+    }
+}
