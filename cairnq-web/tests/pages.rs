@@ -94,3 +94,25 @@ async fn a_login_returns_to_the_page_asked_for_and_only_to_a_page_of_the_dashboa
         assert!(hidden_fields(&page.body, "login").is_empty(), "{next:?} is not carried: {}", page.body);
     }
 }
+
+#[tokio::test]
+async fn the_task_list_says_why_a_task_failed_as_text() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let client = sqlite_client(&dir).await;
+    let addr = start(client.clone(), WebOptions::new()).await;
+    let failed = failed_task(&client, "explode").await;
+    let queued = client.submit("email", &serde_json::json!({})).await.expect("submits");
+    let page = http(addr, "GET", "/tasks", &[], "").await;
+    assert!(page.body.contains("<th>Error</th>"), "an error column: {}", page.body);
+    let row = |id: &str| {
+        let at = page.body.find(&format!("data-id=\"{id}\"")).expect("the task's row");
+        page.body[at..].split("</tr>").next().unwrap_or("").to_string()
+    };
+    let failed_row = row(&failed.id);
+    assert!(
+        failed_row.contains(">the handler &lt;b&gt;failed&lt;/b&gt;</span></td>"),
+        "the envelope's message, escaped: {failed_row}"
+    );
+    assert!(!failed_row.contains("\"type\"") && !failed_row.contains("<b>"), "not the JSON, no markup: {failed_row}");
+    assert!(row(&queued.id).contains("<td class=\"error\"></td>"), "nothing for a task that did not fail");
+}
