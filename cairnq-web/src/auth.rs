@@ -18,10 +18,12 @@ use serde::Deserialize;
 
 use crate::filter::encode;
 use crate::html::{PageCtx, layout, refusal};
+use crate::session::Session;
 use crate::state::AppState;
 
-/// The cookie a logged-in browser holds the token in.
-const COOKIE: &str = "cairnq_web_token";
+/// The cookie a logged-in browser holds its session in (see
+/// [`Session`]: a value derived from the token, not the token).
+const COOKIE: &str = "cairnq_web_session";
 
 /// Who is calling, as far as the token goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,14 +38,14 @@ enum Caller {
     Anonymous,
 }
 
-fn caller(token: Option<&str>, headers: &HeaderMap) -> Caller {
-    let Some(token) = token else { return Caller::Open };
+fn caller(session: Option<&Session>, headers: &HeaderMap) -> Caller {
+    let Some(session) = session else { return Caller::Open };
     let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
-    if bearer.is_some_and(|sent| same_secret(sent, token)) {
+    if bearer.is_some_and(|sent| session.is_token(sent)) {
         return Caller::Bearer;
     }
     let cookie = headers
@@ -54,16 +56,10 @@ fn caller(token: Option<&str>, headers: &HeaderMap) -> Caller {
         .filter_map(|pair| pair.trim().split_once('='))
         .find(|(name, _)| *name == COOKIE)
         .map(|(_, value)| value);
-    if cookie.is_some_and(|sent| same_secret(sent, token)) {
+    if cookie.is_some_and(|sent| session.is_session(sent)) {
         return Caller::Cookie;
     }
     Caller::Anonymous
-}
-
-/// Compares in time that depends only on the lengths, so a wrong guess
-/// does not tell how much of it was right.
-fn same_secret(sent: &str, token: &str) -> bool {
-    sent.len() == token.len() && sent.bytes().zip(token.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
 }
 
 /// Whether a browser says this request comes from another origin.
@@ -109,7 +105,7 @@ pub(crate) async fn guard(State(state): State<AppState>, ctx: PageCtx, request: 
             "this dashboard answers only to a loopback address",
         );
     }
-    let caller = caller(state.token.as_deref(), request.headers());
+    let caller = caller(state.token.as_ref(), request.headers());
     if request.method() == Method::POST {
         if caller != Caller::Bearer && cross_origin(request.headers()) {
             return refusal(&ctx, machine, StatusCode::FORBIDDEN, "cross-origin request refused");
@@ -179,13 +175,13 @@ pub(crate) struct Login {
 pub(crate) async fn login(State(state): State<AppState>, ctx: PageCtx, Form(form): Form<Login>) -> Response {
     let next = form.next.as_deref().and_then(local_path);
     let target = next.map_or_else(|| ctx.home().to_string(), |path| format!("{}{path}", ctx.base));
-    let Some(token) = state.token.as_deref() else { return Redirect::to(&target).into_response() };
-    if !same_secret(&form.token, token) {
+    let Some(session) = state.token.as_ref() else { return Redirect::to(&target).into_response() };
+    if !session.is_token(&form.token) {
         let mut response = login_form(&ctx, next, Some("That is not the access token."));
         *response.status_mut() = StatusCode::UNAUTHORIZED;
         return response;
     }
-    let cookie = format!("{COOKIE}={token}; Path={}; HttpOnly; SameSite=Strict", ctx.home());
+    let cookie = format!("{COOKIE}={}; Path={}; HttpOnly; SameSite=Strict", session.cookie(), ctx.home());
     let mut response = Redirect::to(&target).into_response();
     if let Ok(value) = header::HeaderValue::from_str(&cookie) {
         response.headers_mut().insert(header::SET_COOKIE, value);

@@ -21,7 +21,7 @@
 //! cairnq_web::serve(client.clone(), WebOptions::new()).await?;
 //!
 //! // Or inside an application, under /admin/queue, token required:
-//! let options = WebOptions::new().token("s3cret");
+//! let options = WebOptions::new().token("a-long-random-token");
 //! let app: axum::Router = axum::Router::new().nest("/admin/queue", cairnq_web::router(client, &options)?);
 //! # Ok(()) }
 //! ```
@@ -38,9 +38,10 @@ mod options;
 mod pages;
 mod schedule_ops;
 mod server;
+mod session;
 mod snapshot;
 mod state;
 mod time;
 
-pub use options::{Access, DEFAULT_BIND, TOKEN_ENV, WebError, WebOptions};
+pub use options::{Access, DEFAULT_BIND, MIN_TOKEN_LEN, TOKEN_ENV, WebError, WebOptions};
 pub use server::{Server, bind, router, serve};

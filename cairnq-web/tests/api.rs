@@ -107,7 +107,7 @@ async fn a_network_bind_needs_a_token_and_a_token_is_required_then() {
     assert!(matches!(open, Err(WebError::TokenRequired(_))), "{open:?}");
     let empty = cairnq_web::bind(client.clone(), WebOptions::new().token("")).await;
     assert!(matches!(empty, Err(WebError::BadToken)), "{empty:?}");
-    let guarded = WebOptions::new().bind("0.0.0.0:0".parse().expect("an address")).token("s3cret");
+    let guarded = WebOptions::new().bind("0.0.0.0:0".parse().expect("an address")).token("s3cret-s3cret-s3cret");
     let server = cairnq_web::bind(client.clone(), guarded).await.expect("binds with a token");
     let port = server.local_addr().port();
     tokio::spawn(server.run());
@@ -116,7 +116,10 @@ async fn a_network_bind_needs_a_token_and_a_token_is_required_then() {
 
     assert_eq!(http(addr, "GET", "/api/stats", &[], "").await.status, 401);
     assert_eq!(http(addr, "GET", "/api/stats", &[("Authorization", "Bearer wrong")], "").await.status, 401);
-    assert_eq!(http(addr, "GET", "/api/stats", &[("Authorization", "Bearer s3cret")], "").await.status, 200);
+    assert_eq!(
+        http(addr, "GET", "/api/stats", &[("Authorization", "Bearer s3cret-s3cret-s3cret")], "").await.status,
+        200
+    );
     let cancel = format!("/api/tasks/{}/cancel", task.id);
     assert_eq!(http(addr, "POST", &cancel, &[], "").await.status, 401, "a tokenless POST is refused");
     assert_eq!(client.get(&task.id).await.expect("reads").expect("exists").status, TaskStatus::Queued);
@@ -126,7 +129,7 @@ async fn a_network_bind_needs_a_token_and_a_token_is_required_then() {
 
     let wrong = http(addr, "POST", "/login", &[FORM], "token=nope").await;
     assert_eq!(wrong.status, 401);
-    let login = http(addr, "POST", "/login", &[FORM], "token=s3cret").await;
+    let login = http(addr, "POST", "/login", &[FORM], "token=s3cret-s3cret-s3cret").await;
     assert_eq!(login.status, 303);
     let cookie = login.header("set-cookie").expect("a login cookie").split(';').next().unwrap_or("").to_string();
     assert!(login.header("set-cookie").is_some_and(|c| c.contains("HttpOnly") && c.contains("SameSite=Strict")));
@@ -136,7 +139,7 @@ async fn a_network_bind_needs_a_token_and_a_token_is_required_then() {
     let evil = [("Cookie", cookie.as_str()), ("Origin", "http://evil.example"), FORM];
     assert_eq!(http(addr, "POST", &format!("/tasks/{}/cancel", task.id), &evil, "").await.status, 403);
     assert_eq!(client.get(&task.id).await.expect("reads").expect("exists").status, TaskStatus::Queued);
-    let bearer = http(addr, "POST", &cancel, &[("Authorization", "Bearer s3cret")], "").await;
+    let bearer = http(addr, "POST", &cancel, &[("Authorization", "Bearer s3cret-s3cret-s3cret")], "").await;
     assert_eq!(bearer.status, 200, "a script with the token acts: {}", bearer.body);
 }
 

@@ -271,7 +271,7 @@ async fn the_dashboard_in_a_real_browser() {
     assert_eq!(status(&client, &queued_task.id).await, TaskStatus::Queued);
 
     // A dashboard on every interface needs its token: the browser logs in.
-    let guarded = WebOptions::new().bind("0.0.0.0:0".parse().expect("an address")).token("s3cret");
+    let guarded = WebOptions::new().bind("0.0.0.0:0".parse().expect("an address")).token("s3cret-s3cret-s3cret");
     let server = cairnq_web::bind(client.clone(), guarded).await.expect("binds with a token");
     let port = server.local_addr().port();
     tokio::spawn(server.run());
@@ -284,7 +284,7 @@ async fn the_dashboard_in_a_real_browser() {
         .find(Locator::Css("input[name=token]"))
         .await
         .expect("the token field")
-        .send_keys("s3cret")
+        .send_keys("s3cret-s3cret-s3cret")
         .await
         .expect("types");
     browser.find(Locator::Css("form.login button")).await.expect("the button").click().await.expect("logs in");

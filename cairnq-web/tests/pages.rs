@@ -116,3 +116,30 @@ async fn the_task_list_says_why_a_task_failed_as_text() {
     assert!(!failed_row.contains("\"type\"") && !failed_row.contains("<b>"), "not the JSON, no markup: {failed_row}");
     assert!(row(&queued.id).contains("<td class=\"error\"></td>"), "nothing for a task that did not fail");
 }
+
+#[tokio::test]
+async fn a_short_token_is_refused_and_the_cookie_holds_a_session_not_the_token() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let client = sqlite_client(&dir).await;
+    for weak in ["abc", "fifteen-chars15"] {
+        let refused = cairnq_web::bind(client.clone(), WebOptions::new().token(weak)).await;
+        let Err(error) = refused else { panic!("{weak:?} was accepted") };
+        assert!(matches!(error, cairnq_web::WebError::WeakToken { length } if length == weak.len()), "{error:?}");
+        assert!(error.to_string().contains("use at least 16"), "{error}");
+        assert!(cairnq_web::router(client.clone(), &WebOptions::new().token(weak)).is_err(), "mounted too");
+    }
+
+    let addr = guarded(client.clone()).await;
+    let login = http(addr, "POST", "/login", &[FORM], &format!("token={TOKEN}")).await;
+    assert_eq!(login.status, 303, "{}", login.body);
+    let set = login.header("set-cookie").expect("a login cookie");
+    assert!(!set.contains(TOKEN), "the cookie never holds the token: {set}");
+    let cookie = set.split(';').next().unwrap_or("").to_string();
+    assert_eq!(http(addr, "GET", "/tasks", &[("Cookie", &cookie)], "").await.status, 200, "the session lets in");
+    let (name, _) = cookie.split_once('=').expect("name=value");
+    let raw = format!("{name}={TOKEN}");
+    assert_eq!(http(addr, "GET", "/tasks", &[("Cookie", &raw)], "").await.status, 303, "the token is no cookie");
+    // Another dashboard with the same token has a key of its own.
+    let other = guarded(client).await;
+    assert_eq!(http(other, "GET", "/tasks", &[("Cookie", &cookie)], "").await.status, 303, "not valid elsewhere");
+}

@@ -20,7 +20,8 @@ pub(crate) struct Args {
     /// The address to listen on. Anything but loopback needs --token.
     #[arg(long, default_value_t = cairnq_web::DEFAULT_BIND)]
     bind: SocketAddr,
-    /// The access token (bearer header or login), required off loopback.
+    /// The access token (bearer header or login), required off loopback;
+    /// at least 16 characters (e.g. `openssl rand -hex 16`).
     #[arg(long, env = cairnq_web::TOKEN_ENV, hide_env_values = true)]
     token: Option<String>,
     /// Show everything, change nothing: every action is hidden and refused.
@@ -70,7 +71,9 @@ async fn stopped() {
 
 fn web_failure(error: WebError) -> Failure {
     match error {
-        WebError::TokenRequired(_) | WebError::BadToken => Failure::usage(error.to_string()),
+        WebError::TokenRequired(_) | WebError::BadToken | WebError::WeakToken { .. } => {
+            Failure::usage(error.to_string())
+        }
         other => Failure::new(Exit::Failed, other.to_string()),
     }
 }

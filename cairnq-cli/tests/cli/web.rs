@@ -22,6 +22,16 @@ async fn web_refuses_a_network_bind_without_a_token() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn web_refuses_a_short_token() {
+    let fixture = Fixture::sqlite().await;
+    let ran = fixture.cli.command(&["web", "--bind", "127.0.0.1:0", "--token", "abc"]).output().expect("run");
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert_eq!(ran.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("3 characters long; use at least 16"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn web_serves_the_api_of_its_database_until_sigterm() {
     let fixture = Fixture::sqlite().await;
     fixture.client.submit("resize", &json!({"w": 1})).queue("images").await.expect("submit");
