@@ -43,5 +43,5 @@ mod snapshot;
 mod state;
 mod time;
 
-pub use options::{Access, DEFAULT_BIND, MIN_TOKEN_LEN, TOKEN_ENV, WebError, WebOptions};
+pub use options::{Access, DEFAULT_BIND, MIN_TOKEN_LEN, TOKEN_ENV, WebError, WebOptions, parse_bind};
 pub use server::{Server, bind, router, serve};

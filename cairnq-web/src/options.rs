@@ -16,6 +16,32 @@ pub const TOKEN_ENV: &str = "CAIRNQ_WEB_TOKEN";
 /// one is guessed (a 3-character token falls to a script in seconds).
 pub const MIN_TOKEN_LEN: usize = 16;
 
+/// An address to listen on as an operator writes it: `IP:PORT`,
+/// `[IPv6]:PORT`, or `localhost:PORT` (loopback, 127.0.0.1, without asking
+/// a resolver: `localhost` is loopback by definition, RFC 6761, and a
+/// resolver that said otherwise would expose the dashboard).
+///
+/// ```
+/// let addr = cairnq_web::parse_bind("localhost:8080")?;
+/// assert_eq!(addr, "127.0.0.1:8080".parse()?);
+/// assert!(cairnq_web::parse_bind("example.com:80").is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn parse_bind(text: &str) -> Result<SocketAddr, WebError> {
+    let text = text.trim();
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let port = text
+        .rsplit_once(':')
+        .filter(|(host, _)| host.eq_ignore_ascii_case("localhost"))
+        .and_then(|(_, port)| port.parse::<u16>().ok());
+    match port {
+        Some(port) => Ok(SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), port)),
+        None => Err(WebError::BadBind(text.to_string())),
+    }
+}
+
 /// Whether the dashboard may change tasks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Access {
@@ -135,6 +161,9 @@ pub enum WebError {
     /// session's key is drawn from it).
     #[error("cannot read the system's random source for the login session key: {0}")]
     Random(String),
+    /// A bind address that is neither `IP:PORT` nor `localhost:PORT`.
+    #[error("{0:?} is not an address to listen on: give IP:PORT, [IPv6]:PORT or localhost:PORT")]
+    BadBind(String),
     /// The address could not be bound, or serving failed.
     #[error("cannot serve on {addr}: {source}")]
     Io {

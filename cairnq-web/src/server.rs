@@ -94,7 +94,11 @@ pub async fn bind(client: CairnQ, options: WebOptions) -> Result<Server, WebErro
     let app = routes(state.clone());
     let listener = TcpListener::bind(addr).await.map_err(|source| WebError::Io { addr, source })?;
     let addr = listener.local_addr().map_err(|source| WebError::Io { addr, source })?;
-    Ok(Server { listener, app, addr, state })
+    let server = Server { listener, app, addr, state };
+    if let Some(warning) = server.exposure_warning() {
+        tracing::warn!(%addr, "{warning}");
+    }
+    Ok(server)
 }
 
 impl std::fmt::Debug for Server {
@@ -107,6 +111,20 @@ impl Server {
     /// The address the dashboard listens on.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// What an operator should be told when the dashboard listens beyond
+    /// loopback: it speaks plain HTTP, so the token, the session cookie and
+    /// every payload cross the network readable by anyone on the path.
+    /// `None` on loopback. [`bind`] also logs it (`tracing`, warn level).
+    pub fn exposure_warning(&self) -> Option<String> {
+        (!self.addr.ip().is_loopback()).then(|| {
+            format!(
+                "warning: the dashboard on {} speaks plain HTTP: the access token, the session cookie and every \
+                 payload cross the network unencrypted; put a TLS-terminating proxy in front of it, or bind loopback",
+                self.addr
+            )
+        })
     }
 
     /// Serves until the process ends (or serving fails).

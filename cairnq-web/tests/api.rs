@@ -109,6 +109,8 @@ async fn a_network_bind_needs_a_token_and_a_token_is_required_then() {
     assert!(matches!(empty, Err(WebError::BadToken)), "{empty:?}");
     let guarded = WebOptions::new().bind("0.0.0.0:0".parse().expect("an address")).token("s3cret-s3cret-s3cret");
     let server = cairnq_web::bind(client.clone(), guarded).await.expect("binds with a token");
+    let warning = server.exposure_warning().expect("a network bind over plain HTTP is warned about");
+    assert!(warning.contains("plain HTTP") && warning.contains(&server.local_addr().to_string()), "{warning}");
     let port = server.local_addr().port();
     tokio::spawn(server.run());
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
@@ -141,6 +143,22 @@ async fn a_network_bind_needs_a_token_and_a_token_is_required_then() {
     assert_eq!(client.get(&task.id).await.expect("reads").expect("exists").status, TaskStatus::Queued);
     let bearer = http(addr, "POST", &cancel, &[("Authorization", "Bearer s3cret-s3cret-s3cret")], "").await;
     assert_eq!(bearer.status, 200, "a script with the token acts: {}", bearer.body);
+}
+
+#[tokio::test]
+async fn localhost_is_a_bind_address_and_loopback_is_not_warned_about() {
+    for (text, want) in [("localhost:8080", "127.0.0.1:8080"), ("LOCALHOST:0", "127.0.0.1:0"), ("[::1]:9", "[::1]:9")] {
+        assert_eq!(cairnq_web::parse_bind(text).expect(text), want.parse().expect("an address"), "{text}");
+    }
+    for bad in ["localhost", "localhost:http", "example.com:80", "evil.localhost.example:80", ""] {
+        let refused = cairnq_web::parse_bind(bad);
+        assert!(matches!(refused, Err(WebError::BadBind(_))), "{bad:?}: {refused:?}");
+    }
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let addr = cairnq_web::parse_bind("localhost:0").expect("an address");
+    let server = cairnq_web::bind(sqlite_client(&dir).await, WebOptions::new().bind(addr)).await.expect("binds");
+    assert!(server.local_addr().ip().is_loopback());
+    assert_eq!(server.exposure_warning(), None, "loopback is not exposed");
 }
 
 #[tokio::test]
