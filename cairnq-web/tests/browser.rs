@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use cairnq_core::{CairnQ, Schedule, TaskStatus};
 use cairnq_web::WebOptions;
 use common::start;
+use fantoccini::actions::{InputSource, MouseActions, PointerAction};
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
 
@@ -21,6 +22,10 @@ use serde_json::{Value, json};
 /// issue's acceptance): the store's push, at most one settle interval held
 /// back, and one re-read of the page.
 const LIVE_WITHIN: Duration = Duration::from_secs(2);
+
+/// How long the test waits for something the page will do by itself (a
+/// bound on a hang, not on speed).
+const EVENTUALLY: Duration = Duration::from_secs(15);
 
 /// chromedriver, stopped when the test ends.
 struct Driver {
@@ -123,6 +128,33 @@ async fn appears(browser: &Client, css: &str) {
 
 async fn status(client: &CairnQ, id: &str) -> TaskStatus {
     client.get(id).await.expect("reads").expect("the task exists").status
+}
+
+/// Waits until the script `predicate` returns true (the page's own
+/// doing: a live refresh, a hint), at most [`EVENTUALLY`].
+async fn until(browser: &Client, predicate: &str, what: &str) {
+    let deadline = Instant::now() + EVENTUALLY;
+    loop {
+        let holds = browser.execute(&format!("return {predicate};"), vec![]).await.expect("reads the page");
+        if holds == json!(true) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what} never happened ({predicate})");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// Moves the mouse pointer to the centre of the first element `css` selects.
+async fn point_at(browser: &Client, css: &str) {
+    let element = browser.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("no {css}: {e}"));
+    let to = PointerAction::MoveToElement { element, duration: None, x: 0.0, y: 0.0 };
+    browser.perform_actions(MouseActions::new("mouse".into()).then(to)).await.expect("moves the pointer");
+}
+
+/// The ids of the task rows shown, top to bottom.
+async fn row_ids(browser: &Client) -> Value {
+    let script = "return Array.from(document.querySelectorAll('table#tasks tbody tr[data-id]'), r => r.dataset.id);";
+    browser.execute(script, vec![]).await.expect("reads the rows")
 }
 
 /// Another site: one page holding a form that posts to `action`.
@@ -236,6 +268,37 @@ async fn the_dashboard_in_a_real_browser() {
     browser.goto(&format!("{base}/tasks/preview?action=cancel&queue=default")).await.expect("opens a preview");
     assert_eq!(text(&browser, "#preview-count strong").await, "6", "every queued task of the queue");
     screenshot(&browser, "bulk-preview").await;
+
+    // Live updates do not move rows under the pointer: a change is counted
+    // and offered, and applied when the pointer leaves the table.
+    browser.goto(&format!("{base}/tasks?queue=default")).await.expect("opens the tasks page");
+    browser.execute("window.cairnqSamePage = true;", vec![]).await.expect("marks the page");
+    point_at(&browser, "table#tasks").await;
+    let before = row_ids(&browser).await;
+    let held = client.submit("held", &json!({})).await.expect("submits");
+    until(&browser, "document.getElementById('updates').hidden === false", "the update hint").await;
+    assert_eq!(text(&browser, "#updates").await, "1 new update \u{2014} refresh");
+    assert_eq!(row_ids(&browser).await, before, "the rows stay while the pointer is on them");
+    screenshot(&browser, "tasks-held-update").await;
+    point_at(&browser, "h1").await;
+    let shows_held = format!("document.querySelector(\"tr[data-id='{}']\") !== null", held.id);
+    until(&browser, &shows_held, "the held update applied when the pointer left").await;
+    assert_eq!(
+        browser.execute("return document.getElementById('updates').hidden;", vec![]).await.expect("reads"),
+        json!(true)
+    );
+    // Rows ticked hold updates too; the hint applies them and keeps the ticks.
+    let tick = "document.querySelector(`input[name=id][value='${arguments[0]}']`).checked = true;";
+    browser.execute(tick, vec![json!(held.id)]).await.expect("ticks a row");
+    let second = client.submit("held", &json!({})).await.expect("submits");
+    until(&browser, "document.getElementById('updates').hidden === false", "the update hint").await;
+    assert!(!row_ids(&browser).await.as_array().expect("ids").contains(&json!(second.id)), "held while ticked");
+    press(&browser, "updates").await;
+    until(&browser, &format!("document.querySelector(\"tr[data-id='{}']\") !== null", second.id), "the refresh").await;
+    let ticked = format!("document.querySelector(\"input[name=id][value='{}']\").checked", held.id);
+    until(&browser, &ticked, "the tick kept across the refresh").await;
+    let same = browser.execute("return window.cairnqSamePage === true;", vec![]).await.expect("reads the mark");
+    assert_eq!(same, json!(true), "updated in place, not by a reload");
     browser.goto(&format!("{base}/workers")).await.expect("opens the workers page");
     screenshot(&browser, "workers").await;
 
@@ -288,7 +351,7 @@ async fn the_dashboard_in_a_real_browser() {
         .await
         .expect("types");
     browser.find(Locator::Css("form.login button")).await.expect("the button").click().await.expect("logs in");
-    appears(&browser, "#queues").await;
+    appears(&browser, "table#tasks").await;
 
     browser.close().await.expect("the browser closes");
 }

@@ -62,8 +62,8 @@ pub(crate) async fn page(
             @if writable {
                 p.bulk {
                     "Selected: "
-                    button type="submit" name="action" value="retry" { "Retry" } " "
-                    button type="submit" name="action" value="cancel" { "Cancel" }
+                    button #bulk-retry type="submit" name="action" value="retry" { "Retry" } " "
+                    button #bulk-cancel type="submit" name="action" value="cancel" { "Cancel" }
                 }
             }
             table #tasks {
