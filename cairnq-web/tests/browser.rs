@@ -249,6 +249,16 @@ async fn the_dashboard_in_a_real_browser() {
     assert_eq!(text(&browser, "#task-key").await, "py-key-py.render", "the key the peer submitted it with");
     screenshot(&browser, "task-detail").await;
 
+    // The task list says why a task failed: the envelope's message, as text
+    // (markup in it shows as written).
+    let marked = common::failed_task(&client, "explode").await;
+    browser.goto(&format!("{base}/tasks?status=failed")).await.expect("opens the failed tasks");
+    assert_eq!(text(&browser, &format!("tr[data-id='{failed}'] td.error")).await, "python failed it");
+    assert_eq!(text(&browser, &format!("tr[data-id='{}'] td.error", marked.id)).await, "the handler <b>failed</b>");
+    let markup = browser.execute("return document.querySelectorAll('td.error b').length;", vec![]).await;
+    assert_eq!(markup.expect("reads"), json!(0), "no markup from an error message");
+    screenshot(&browser, "tasks-errors").await;
+
     // The failed task the Python SDK left: open it, press retry, and it is
     // queued in the database.
     browser.goto(&format!("{base}/tasks/{failed}")).await.expect("opens the failed task");
@@ -268,6 +278,24 @@ async fn the_dashboard_in_a_real_browser() {
     browser.goto(&format!("{base}/tasks/preview?action=cancel&queue=default")).await.expect("opens a preview");
     assert_eq!(text(&browser, "#preview-count strong").await, "6", "every queued task of the queue");
     screenshot(&browser, "bulk-preview").await;
+
+    // An action on selected rows lands back on the same filtered list.
+    browser.goto(&format!("{base}/tasks?queue=default&status=queued")).await.expect("opens a filtered list");
+    let ids = row_ids(&browser).await;
+    let victim = ids[0].as_str().expect("a queued task").to_string();
+    let tick_and_cancel = "document.querySelector(`input[name=id][value='${arguments[0]}']`).checked = true; \
+                           document.getElementById('bulk-cancel').click();";
+    browser.execute(tick_and_cancel, vec![json!(victim)]).await.expect("cancels the selected row");
+    appears(&browser, "#notice").await;
+    let url = browser.current_url().await.expect("a url");
+    assert_eq!(url.path(), "/tasks");
+    assert!(url.query().is_some_and(|q| q.starts_with("queue=default&status=queued&notice=")), "{url}");
+    assert_eq!(text(&browser, "#notice").await, "cancel: 1 task(s) changed");
+    let shown = browser.execute("return document.querySelector('select[name=status]').value;", vec![]).await;
+    assert_eq!(shown.expect("reads"), json!("queued"), "the filter form still says queued");
+    assert_eq!(status(&client, &victim).await, TaskStatus::Canceled);
+    assert!(!row_ids(&browser).await.as_array().expect("ids").contains(&json!(victim)), "it left the list");
+    screenshot(&browser, "tasks-after-bulk").await;
 
     // Live updates do not move rows under the pointer: a change is counted
     // and offered, and applied when the pointer leaves the table.
@@ -339,7 +367,7 @@ async fn the_dashboard_in_a_real_browser() {
     let port = server.local_addr().port();
     tokio::spawn(server.run());
     let guarded = SocketAddr::from(([127, 0, 0, 1], port));
-    browser.goto(&format!("http://{guarded}/tasks")).await.expect("opens the guarded dashboard");
+    browser.goto(&format!("http://{guarded}/tasks?status=failed")).await.expect("opens the guarded dashboard");
     assert!(browser.current_url().await.expect("a url").path().ends_with("/login"), "sent to log in");
     assert_eq!(page_post(&browser, &format!("/api/tasks/{}/cancel", queued_task.id)).await, 401);
     screenshot(&browser, "login").await;
@@ -351,7 +379,12 @@ async fn the_dashboard_in_a_real_browser() {
         .await
         .expect("types");
     browser.find(Locator::Css("form.login button")).await.expect("the button").click().await.expect("logs in");
+    // Back on the page asked for, with its filter, not the overview.
     appears(&browser, "table#tasks").await;
+    let url = browser.current_url().await.expect("a url");
+    assert_eq!((url.path(), url.query()), ("/tasks", Some("status=failed")), "{url}");
+    assert_eq!(text(&browser, &format!("tr[data-id='{}'] td.error", marked.id)).await, "the handler <b>failed</b>");
+    screenshot(&browser, "after-login").await;
 
     browser.close().await.expect("the browser closes");
 }
