@@ -9,7 +9,10 @@
 //! [`router`] and `Router::nest`.
 //!
 //! Safe by default: [`serve`] binds loopback and refuses any other address
-//! without an access token; [`WebOptions::read_only`] hides and refuses every
+//! without an access token (of at least [`MIN_TOKEN_LEN`] characters; a
+//! browser's login cookie holds a value derived from it, never the token),
+//! and warns that it speaks plain HTTP when bound off loopback
+//! ([`Server::exposure_warning`]); [`WebOptions::read_only`] hides and refuses every
 //! action; actions are POST-only, and a browser's POST must come from the
 //! dashboard's own origin (a script's POST with the bearer token, or on a
 //! tokenless server, goes through); every value rendered is escaped.
