@@ -34,6 +34,9 @@ pub(crate) struct Output {
 
 /// Payload text in a list's table cell.
 const CELL_PAYLOAD: usize = 40;
+/// Error message text in a list's table cell: enough to tell one failure
+/// from another; `get` and `-o json` show the whole envelope.
+const CELL_ERROR: usize = 60;
 /// Payload, result and error text in a single task's view.
 const DETAIL_JSON: usize = 400;
 
@@ -120,10 +123,11 @@ impl Output {
     }
 }
 
-/// The list view of tasks: one row each, payload cut short.
+/// The list view of tasks: one row each, payload and error message cut
+/// short (the message of the error envelope, not its JSON).
 pub(crate) fn task_table(tasks: &[Task]) -> Table {
     let now = now_ms();
-    let mut table = Table::new(vec!["ID", "NAME", "QUEUE", "STATUS", "ATTEMPT", "PRI", "CREATED", "PAYLOAD"]);
+    let mut table = Table::new(vec!["ID", "NAME", "QUEUE", "STATUS", "ATTEMPT", "PRI", "CREATED", "PAYLOAD", "ERROR"]);
     for task in tasks {
         table.row(vec![
             task.id.clone().into(),
@@ -134,6 +138,7 @@ pub(crate) fn task_table(tasks: &[Task]) -> Table {
             task.priority.to_string().into(),
             relative(task.created_at_ms, now).into(),
             truncated(task.payload.as_str(), CELL_PAYLOAD).into(),
+            task.error_message().map_or_else(|| "-".into(), |m| Cell::new(truncated(&m, CELL_ERROR), Tone::Bad)),
         ]);
     }
     table

@@ -1,11 +1,14 @@
 //! `cairnq get` and `cairnq list`: reading tasks. Both open the database
 //! as it is (never creating or migrating it).
 
+use std::time::SystemTime;
+
 use cairnq_core::{CairnQ, ListCursor, ListFilter, Task};
 
 use crate::commands::Context;
 use crate::commands::filter::FilterArgs;
 use crate::exit::{Exit, Failure};
+use crate::humanize;
 use crate::output::{Format, hint};
 
 /// A task by id or by `--key`.
@@ -32,6 +35,13 @@ pub(crate) struct ListArgs {
     /// Only the task this business key points at.
     #[arg(long)]
     key: Option<String>,
+    /// Only tasks created at or after this time: a duration ago (10m, 2h,
+    /// 7d) or an RFC 3339 timestamp (2026-03-01T10:00:00Z).
+    #[arg(long, value_name = "TIME", value_parser = humanize::time)]
+    since: Option<SystemTime>,
+    /// Only tasks created at or before this time (as --since).
+    #[arg(long, value_name = "TIME", value_parser = humanize::time)]
+    until: Option<SystemTime>,
     /// At most this many tasks.
     #[arg(long, default_value_t = 50)]
     limit: u32,
@@ -101,6 +111,17 @@ fn filter(args: &ListArgs) -> Result<ListFilter, Failure> {
     if let Some(correlation) = &args.correlation {
         filter = filter.correlation_id(correlation);
     }
+    if let Some(since) = args.since {
+        filter = filter.created_since(since);
+    }
+    if let Some(until) = args.until {
+        filter = filter.created_until(until);
+    }
+    if let (Some(since), Some(until)) = (args.since, args.until)
+        && since > until
+    {
+        return Err(Failure::usage("--until is before --since: no task can match"));
+    }
     if let Some(after) = &args.after {
         let cursor: ListCursor = after.parse().map_err(|e| Failure::usage(format!("--after: {e}")))?;
         filter = filter.after(cursor);
@@ -116,4 +137,6 @@ fn matches(task: &Task, filter: &ListFilter) -> bool {
         && same(&filter.name, Some(&task.name))
         && same(&filter.root_id, task.root_id.as_deref())
         && same(&filter.correlation_id, task.correlation_id.as_deref())
+        && filter.created_since_ms.is_none_or(|since| task.created_at_ms >= since)
+        && filter.created_until_ms.is_none_or(|until| task.created_at_ms <= until)
 }

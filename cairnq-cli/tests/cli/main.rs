@@ -7,6 +7,7 @@ mod bad_input;
 mod damage;
 mod exec_chaos;
 mod flags;
+mod list_view;
 mod lost_lease;
 mod marked;
 mod metrics;

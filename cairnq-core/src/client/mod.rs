@@ -368,6 +368,11 @@ pub(crate) fn check_filter(filter: &ListFilter) -> Result<()> {
             require_text(field, value)?;
         }
     }
+    if let (Some(since), Some(until)) = (filter.created_since_ms, filter.created_until_ms)
+        && since > until
+    {
+        return Err(Error::validation("created_until", "is before created_since: no task can match"));
+    }
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 //! with a constructor for what it requires and setters for the rest, so it
 //! can grow fields without breaking a backend or a caller.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, Result, require_non_negative, require_positive, require_text};
 use crate::json::Json;
@@ -238,6 +238,12 @@ pub struct ListFilter {
     pub root_id: Option<String>,
     /// Only this correlation id.
     pub correlation_id: Option<String>,
+    /// Only rows created at or after this time (epoch ms; the seam's unit,
+    /// set through [`created_since`](Self::created_since)).
+    pub created_since_ms: Option<i64>,
+    /// Only rows created at or before this time (epoch ms, set through
+    /// [`created_until`](Self::created_until)).
+    pub created_until_ms: Option<i64>,
     /// At most this many rows (>= 0).
     pub limit: i64,
     /// Skip this many rows (>= 0).
@@ -254,6 +260,8 @@ impl Default for ListFilter {
             name: None,
             root_id: None,
             correlation_id: None,
+            created_since_ms: None,
+            created_until_ms: None,
             limit: 100,
             offset: 0,
             after: None,
@@ -289,6 +297,24 @@ impl ListFilter {
     /// Only this correlation id.
     pub fn correlation_id(mut self, id: impl Into<String>) -> Self {
         self.correlation_id = Some(id.into());
+        self
+    }
+    /// Only tasks created at or after `at` (a time range bounds the
+    /// list-order walk, so a recent window reads only its own rows).
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use cairnq_core::ListFilter;
+    /// let last_hour = ListFilter::new().created_since(SystemTime::now() - Duration::from_secs(3600));
+    /// assert!(last_hour.created_since_ms.is_some());
+    /// ```
+    pub fn created_since(mut self, at: SystemTime) -> Self {
+        self.created_since_ms = Some(epoch_ms(at));
+        self
+    }
+    /// Only tasks created at or before `at`.
+    pub fn created_until(mut self, at: SystemTime) -> Self {
+        self.created_until_ms = Some(epoch_ms(at));
         self
     }
     /// At most `limit` rows.
@@ -425,5 +451,14 @@ impl Repaired {
     /// Whether nothing needed repair.
     pub fn is_empty(&self) -> bool {
         self.expired.is_empty() && self.scheduled.is_empty()
+    }
+}
+
+/// `at` in epoch milliseconds, negative before 1970, saturating at the
+/// ends of what an `i64` holds.
+fn epoch_ms(at: SystemTime) -> i64 {
+    match at.duration_since(UNIX_EPOCH) {
+        Ok(after) => i64::try_from(after.as_millis()).unwrap_or(i64::MAX),
+        Err(before) => i64::try_from(before.duration().as_millis()).map_or(i64::MIN, |ms| -ms),
     }
 }

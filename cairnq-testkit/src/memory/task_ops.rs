@@ -72,6 +72,8 @@ fn matching<'a>(tables: &'a Tables, filter: &'a ListFilter) -> impl Iterator<Ite
         .filter(move |t| text(&filter.queue, Some(&t.queue)) && text(&filter.name, Some(&t.name)))
         .filter(move |t| text(&filter.root_id, t.root_id.as_deref()))
         .filter(move |t| text(&filter.correlation_id, t.correlation_id.as_deref()))
+        .filter(|t| filter.created_since_ms.is_none_or(|since| t.created_at_ms >= since))
+        .filter(|t| filter.created_until_ms.is_none_or(|until| t.created_at_ms <= until))
         .filter(|t| filter.after.as_ref().is_none_or(|a| (t.created_at_ms, t.id.as_str()) < (a.created_at_ms, &a.id)))
 }
 
