@@ -402,6 +402,10 @@ impl Store for PostgresStore {
         on_connection!(self, purge, params)
     }
 
+    async fn purgeable(&self, params: &PurgeFilter) -> Result<Vec<TaskRow>> {
+        read::purgeable(&self.client().await?, params).await
+    }
+
     async fn claimable(&self, params: &ProbeParams) -> Result<bool> {
         read::claimable(&self.client().await?, params).await
     }

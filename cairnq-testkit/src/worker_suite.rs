@@ -20,6 +20,7 @@
 //! ([`crate::child`]); they need a store another process can open (a
 //! [`StoreLocator`](crate::StoreLocator)) and skip with a message otherwise.
 
+mod bulk;
 mod chaos;
 mod clients;
 mod events;
@@ -40,6 +41,7 @@ mod traces;
 mod waits;
 mod wakeups;
 
+pub use bulk::bulk_actions_take_what_their_filter_matches;
 pub use chaos::random_sigkills_lose_no_task;
 pub use clients::{
     a_closed_store_refuses_every_call, a_killed_submitter_loses_no_acknowledged_submit,

@@ -296,7 +296,18 @@ impl Query {
     /// `purge_tasks` for `filter` (`any_status` spells the terminal set as
     /// the partial purge index does).
     pub fn purge(filter: &PurgeFilter) -> Self {
-        let query = Self::new(Sql::PurgeTasks).arg("older_than_ms", filter.older_than_ms).arg("limit", filter.limit);
+        Self::purge_scope(Sql::PurgeTasks, filter)
+    }
+
+    /// `list_purgeable` for `filter`: the rows [`Query::purge`] would
+    /// delete, read (SQLite binds `now_ms` as for the purge).
+    pub fn purgeable(filter: &PurgeFilter) -> Self {
+        Self::purge_scope(Sql::ListPurgeable, filter)
+    }
+
+    /// The rows of `filter` in a statement that picks them as `purge_tasks` does.
+    fn purge_scope(sql: Sql, filter: &PurgeFilter) -> Self {
+        let query = Self::new(sql).arg("older_than_ms", filter.older_than_ms).arg("limit", filter.limit);
         let query = match filter.status {
             Some(status) => query.flag("status").arg("status", status.as_str()),
             None => query.flag("any_status"),

@@ -238,6 +238,11 @@ pub struct ListFilter {
     pub root_id: Option<String>,
     /// Only this correlation id.
     pub correlation_id: Option<String>,
+    /// Only the task this business key points at (a key names at most one
+    /// task). [`CairnQ::list`](crate::CairnQ::list) reads it by key and
+    /// checks the other filters on the row itself, so a [`Store::list`](crate::Store::list) is never
+    /// given a key filter.
+    pub key: Option<String>,
     /// Only rows created at or after this time (epoch ms; the seam's unit,
     /// set through [`created_since`](Self::created_since)).
     pub created_since_ms: Option<i64>,
@@ -260,6 +265,7 @@ impl Default for ListFilter {
             name: None,
             root_id: None,
             correlation_id: None,
+            key: None,
             created_since_ms: None,
             created_until_ms: None,
             limit: 100,
@@ -298,6 +304,33 @@ impl ListFilter {
     pub fn correlation_id(mut self, id: impl Into<String>) -> Self {
         self.correlation_id = Some(id.into());
         self
+    }
+    /// Only the task `key` points at.
+    pub fn key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+    /// Whether `task` passes every condition of the filter a row can show:
+    /// status, queue, name, root, correlation, created range and cursor
+    /// (not the key, which lives beside the row; not limit or offset).
+    ///
+    /// ```
+    /// # fn demo(task: &cairnq_core::Task) {
+    /// use cairnq_core::{ListFilter, TaskStatus};
+    /// let failed = ListFilter::new().status(TaskStatus::Failed);
+    /// assert_eq!(failed.matches(task), task.status == TaskStatus::Failed);
+    /// # }
+    /// ```
+    pub fn matches(&self, task: &Task) -> bool {
+        let same = |want: &Option<String>, have: Option<&str>| want.as_deref().is_none_or(|w| Some(w) == have);
+        self.status.is_none_or(|s| s == task.status)
+            && same(&self.queue, Some(&task.queue))
+            && same(&self.name, Some(&task.name))
+            && same(&self.root_id, task.root_id.as_deref())
+            && same(&self.correlation_id, task.correlation_id.as_deref())
+            && self.created_since_ms.is_none_or(|since| task.created_at_ms >= since)
+            && self.created_until_ms.is_none_or(|until| task.created_at_ms <= until)
+            && self.after.as_ref().is_none_or(|a| (task.created_at_ms, task.id.as_str()) < (a.created_at_ms, &a.id))
     }
     /// Only tasks created at or after `at` (a time range bounds the
     /// list-order walk, so a recent window reads only its own rows).

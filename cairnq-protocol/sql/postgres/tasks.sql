@@ -284,3 +284,16 @@ with doomed as materialized (
 )
 delete from cairnq_tasks t using doomed where t.id = doomed.id
 returning t.id
+
+-- What purge_tasks would delete now, read without deleting (a purge's
+-- preview, `cairnq purge --dry-run`): the same rows by the same rule, the
+-- same order and bound, through the same index.
+-- name: list_purgeable
+select * from cairnq_tasks
+where status in ('succeeded', 'failed', 'canceled') -- when: any_status
+where status = :status -- when: status
+  and completed_at_ms < (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint) - :older_than_ms::bigint
+  and queue = :queue -- when: queue
+  and name = :name -- when: name
+order by completed_at_ms
+limit :limit::bigint

@@ -268,3 +268,16 @@ delete from cairnq_tasks where id in (
     limit :limit
 )
 returning id
+
+-- What purge_tasks would delete now, read without deleting (a purge's
+-- preview, `cairnq purge --dry-run`): the same rows by the same rule, the
+-- same order and bound, through the same index.
+-- name: list_purgeable
+select * from cairnq_tasks
+where status in ('succeeded', 'failed', 'canceled') -- when: any_status
+where status = :status -- when: status
+  and completed_at_ms < :now_ms - :older_than_ms
+  and queue = :queue -- when: queue
+  and name = :name -- when: name
+order by completed_at_ms
+limit :limit
