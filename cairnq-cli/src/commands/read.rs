@@ -71,13 +71,6 @@ pub(crate) async fn find(client: &CairnQ, id: Option<&str>, key: Option<&str>) -
 pub(crate) async fn list(context: &Context, args: ListArgs) -> Result<Exit, Failure> {
     let filter = filter(&args)?;
     let client = context.existing_checked().await?;
-    if let Some(key) = &args.key {
-        // A key names at most one task: the page is that task, if it
-        // matches the other filters.
-        let task = client.get_by_key(key).await?.filter(|task| matches(task, &filter));
-        let page = cairnq_core::TaskPage::from_rows(task.map(Ok));
-        return print_page(context, &page);
-    }
     let page = client.list(&filter).await?;
     print_page(context, &page)
 }
@@ -111,6 +104,9 @@ fn filter(args: &ListArgs) -> Result<ListFilter, Failure> {
     if let Some(correlation) = &args.correlation {
         filter = filter.correlation_id(correlation);
     }
+    if let Some(key) = &args.key {
+        filter = filter.key(key);
+    }
     if let Some(since) = args.since {
         filter = filter.created_since(since);
     }
@@ -127,16 +123,4 @@ fn filter(args: &ListArgs) -> Result<ListFilter, Failure> {
         filter = filter.after(cursor);
     }
     Ok(filter)
-}
-
-/// Whether `task` passes the filter's field conditions (for `--key`).
-fn matches(task: &Task, filter: &ListFilter) -> bool {
-    let same = |want: &Option<String>, have: Option<&str>| want.as_deref().is_none_or(|w| Some(w) == have);
-    filter.status.is_none_or(|s| s == task.status)
-        && same(&filter.queue, Some(&task.queue))
-        && same(&filter.name, Some(&task.name))
-        && same(&filter.root_id, task.root_id.as_deref())
-        && same(&filter.correlation_id, task.correlation_id.as_deref())
-        && filter.created_since_ms.is_none_or(|since| task.created_at_ms >= since)
-        && filter.created_until_ms.is_none_or(|until| task.created_at_ms <= until)
 }

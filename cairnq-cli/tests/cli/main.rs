@@ -5,6 +5,7 @@
 
 mod bad_input;
 mod damage;
+mod destructive;
 mod exec_chaos;
 mod flags;
 mod list_view;
