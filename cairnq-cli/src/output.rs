@@ -75,6 +75,13 @@ impl Output {
 
     /// One task: a detail view, or its JSON.
     pub(crate) fn task(&self, task: &Task) -> Result<(), Failure> {
+        self.task_keyed(task, None)
+    }
+
+    /// One task and the business key pointing at it, when it has one: a
+    /// detail view with a "key" row, or the task's JSON (the library's
+    /// `Task`, which has no key).
+    pub(crate) fn task_keyed(&self, task: &Task, key: Option<&str>) -> Result<(), Failure> {
         if self.format != Format::Table {
             return self.json(task);
         }
@@ -106,6 +113,9 @@ impl Output {
         ];
         for (field, value) in rows {
             table.row(vec![field.into(), value]);
+            if let ("id", Some(key)) = (field, key) {
+                table.row(vec!["key".into(), key.to_string().into()]);
+            }
             if let ("attempt", Some(lost)) = (field, lost_lease(task)) {
                 table.row(vec!["lost attempt".into(), Cell::new(lost, Tone::Bad)]);
             }

@@ -53,7 +53,12 @@ pub(crate) struct ListArgs {
 pub(crate) async fn get(context: &Context, args: GetArgs) -> Result<Exit, Failure> {
     let client = context.existing().await?;
     let task = find(&client, args.id.as_deref(), args.key.as_deref()).await?;
-    context.out.task(&task)?;
+    let key = match args.key {
+        Some(key) => Some(key),
+        None if context.out.format == Format::Table => client.task_key(&task.id).await?,
+        None => None,
+    };
+    context.out.task_keyed(&task, key.as_deref())?;
     Ok(Exit::Ok)
 }
 

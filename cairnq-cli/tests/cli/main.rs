@@ -6,6 +6,7 @@
 mod bad_input;
 mod damage;
 mod destructive;
+mod details;
 mod exec_chaos;
 mod flags;
 mod list_view;
