@@ -49,8 +49,8 @@ pub use cairnq_protocol::PROTOCOL_VERSION;
 pub use backoff::Backoff;
 pub use backpressure::{Backpressure, BackpressureGate};
 pub use client::{
-    CairnQ, Call, Declared, FireReport, Retry, Signal, Submit, SubmitOptions, TaskSpec, WaitOptions, Watch,
-    task_outcome,
+    BulkAction, BulkOutcome, CairnQ, Call, Declared, FireReport, Retry, Signal, Submit, SubmitOptions, TaskSpec,
+    WaitOptions, Watch, task_outcome,
 };
 pub use clock::{Clock, MAX_DELAY, SystemClock};
 pub use envelope::{ErrorEnvelope, codes};

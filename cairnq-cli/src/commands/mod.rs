@@ -3,6 +3,7 @@
 //! the [`Context`].
 
 pub(crate) mod bulk;
+pub(crate) mod confirm;
 pub(crate) mod doctor;
 pub(crate) mod filter;
 pub(crate) mod migrate;
