@@ -54,7 +54,7 @@ pub use client::{
 };
 pub use clock::{Clock, MAX_DELAY, SystemClock};
 pub use envelope::{ErrorEnvelope, codes};
-pub use error::{BoxError, Error, ErrorKind, Result};
+pub use error::{BoxError, Error, ErrorKind, Result, StepError, could_not, find_cause};
 pub use install::{Install, MigrationStatus};
 pub use json::{Json, JsonError};
 pub use keys::Conflict;

@@ -220,8 +220,8 @@ async fn run(
 }
 
 /// A failed connect or LISTEN: for good unless a retry may cure it.
-fn failed(context: &str, error: tokio_postgres::Error) -> Ended {
-    let error = classify(context, error);
+fn failed(step: &str, error: tokio_postgres::Error) -> Ended {
+    let error = classify("listen for push wakeups", step, error);
     if error.is_transient() { Ended::Failed } else { Ended::Refused(error) }
 }
 
@@ -234,7 +234,7 @@ async fn listen_until_dropped(
 ) -> Ended {
     let (client, mut connection) = match config.connect(connector).await {
         Ok(connected) => connected,
-        Err(error) => return failed("connecting for LISTEN (push wakeups)", error),
+        Err(error) => return failed("connect", error),
     };
     let forward = notices.clone();
     let driver = tokio::spawn(async move {
@@ -249,7 +249,7 @@ async fn listen_until_dropped(
     });
     if let Err(error) = client.batch_execute(&format!("listen {QUEUED_CHANNEL}; listen {DONE_CHANNEL}")).await {
         driver.abort();
-        return failed("LISTEN (push wakeups)", error);
+        return failed("listen", error);
     }
     live.store(true, Ordering::Release);
     // Watches taken while the connection was down end now.

@@ -166,7 +166,7 @@ async fn file_health(path: PathBuf) -> Result<FileHealth> {
         let journal_mode = match conn.pragma_query_value(None, "journal_mode", |row| row.get::<_, String>(0)) {
             Ok(mode) => mode,
             Err(e) if damage.is_some() => format!("unreadable ({e})"),
-            Err(e) => return Err(opening(&path, sqlite_error("journal_mode", e))),
+            Err(e) => return Err(opening(&path, sqlite_error("read the journal mode", "journal_mode", e))),
         };
         let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
         let mut wal = path.clone().into_os_string();
@@ -197,7 +197,7 @@ fn check(conn: &Connection, path: &Path, budget: Option<Duration>) -> Result<Int
         Ok(problems) => problems,
         Err(e) if e.sqlite_error_code() == Some(ErrorCode::OperationInterrupted) => return Ok(Integrity::Unfinished),
         Err(e) if is_damage(&e) => vec![e.to_string()],
-        Err(e) => return Err(opening(path, sqlite_error("quick_check", e))),
+        Err(e) => return Err(opening(path, sqlite_error("check the file's integrity", "quick_check", e))),
     };
     if problems.is_empty() {
         return Ok(Integrity::Intact);

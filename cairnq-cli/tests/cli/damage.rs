@@ -16,7 +16,7 @@ use crate::support::Fixture;
 /// A SQLite file with a few thousand tasks, then garbage over a run of
 /// pages in the middle of the file (never the first, which holds the
 /// schema), with no process holding it open.
-async fn damaged_file() -> (Fixture, Vec<String>) {
+pub(crate) async fn damaged_file() -> (Fixture, Vec<String>) {
     let fixture = Fixture::sqlite().await;
     let pad = "x".repeat(300);
     let specs: Vec<TaskSpec> = (0..3_000).map(|n| TaskSpec::new("resize", &json!({"n": n, "pad": pad}))).collect();

@@ -5,6 +5,7 @@
 
 mod bad_input;
 mod damage;
+mod errtext;
 mod exec_chaos;
 mod flags;
 mod lost_lease;

@@ -1,0 +1,88 @@
+//! Errors read like the rest of the tool: the operation in words and the
+//! cause, never an internal statement or pragma name, no phrase said twice,
+//! no parentheses inside parentheses, durations as people write them, and
+//! a refused connection names where it tried to connect. Each case drives
+//! the binary against a real input that fails: a damaged file, a locked
+//! file, a file that is no database, a closed port, a delayed task.
+
+use crate::support::{Cli, Ran, path_text};
+
+/// Statement and pragma names that used to reach people's screens, each
+/// as the prefix of its driver's words (`list_tasks: database disk image
+/// is malformed`).
+const INTERNAL_NAMES: &[&str] = &[
+    "list_tasks:",
+    "list_tasks_in_order:",
+    "cancel_task:",
+    "analyze_tasks:",
+    "synchronous:",
+    "busy_timeout:",
+    "begin immediate:",
+    "journal_mode:",
+    "quick_check:",
+];
+
+/// The failure's one line, checked against every rule of this file.
+fn line_of(ran: &Ran, code: i32) -> String {
+    assert_eq!(ran.code, code, "exit code; stderr: {}", ran.stderr);
+    assert_eq!(ran.stderr.lines().count(), 1, "one line: {:?}", ran.stderr);
+    let line = ran.stderr.trim_end().to_string();
+    reads_like_the_tool(&line);
+    line
+}
+
+fn reads_like_the_tool(line: &str) {
+    for name in INTERNAL_NAMES {
+        assert!(!line.contains(name), "an internal name ({name}) in {line:?}");
+    }
+    let mut depth = 0_i32;
+    for c in line.chars() {
+        depth += match c {
+            '(' => 1,
+            ')' => -1,
+            _ => 0,
+        };
+        assert!(depth <= 1, "parentheses inside parentheses: {line:?}");
+    }
+}
+
+/// A damaged file refuses a write with the operation in words.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_damaged_file_names_the_operation_not_the_statement() {
+    let (fixture, _) = crate::damage::damaged_file().await;
+    let line = line_of(&fixture.cli.run(&["cancel", "--queue", "default", "--yes"]), 1);
+    assert!(line.contains("could not list the tasks: database disk image is malformed"), "{line}");
+    assert!(line.contains("is damaged"), "{line}");
+}
+
+/// Another process holds the write lock past the busy timeout.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_locked_file_says_what_could_not_be_done() {
+    let fixture = crate::support::Fixture::sqlite().await;
+    let task = fixture.client.submit("resize", &serde_json::json!({})).await.expect("submit");
+    let holder = cairnq_sqlite::rusqlite::Connection::open(&fixture.cli.db).expect("open");
+    holder.execute_batch("begin immediate").expect("take the write lock");
+    let line = line_of(&fixture.cli.run(&["cancel", &task.id]), 1);
+    assert!(line.ends_with("could not take the write lock: database is locked"), "{line}");
+    holder.execute_batch("rollback").expect("release");
+}
+
+/// Files that are no database, or a database cut short, say so once.
+#[tokio::test(flavor = "multi_thread")]
+async fn files_that_are_not_databases_say_so_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let junk = dir.path().join("notes.db");
+    std::fs::write(&junk, "just some notes, not a database, long enough to pass for a header\n".repeat(4))
+        .expect("write");
+    let line = line_of(&Cli { db: path_text(&junk), schema: None }.run(&["stats"]), 1);
+    assert!(line.contains("is not a SQLite database"), "{line}");
+
+    let good = dir.path().join("good.db");
+    let cli = Cli { db: path_text(&good), schema: None };
+    cli.run(&["migrate"]);
+    let cut = dir.path().join("cut.db");
+    let bytes = std::fs::read(&good).expect("read");
+    std::fs::write(&cut, &bytes[..100]).expect("write");
+    let line = line_of(&Cli { db: path_text(&cut), schema: None }.run(&["stats"]), 1);
+    assert!(line.ends_with(&format!("cannot open {}: database disk image is malformed", path_text(&cut))), "{line}");
+}
