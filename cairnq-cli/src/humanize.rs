@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// e.g. `500ms`, `30s`, `10m`, `2h`, `7d`, `1h 30m`.
 pub(crate) fn duration(text: &str) -> Result<Duration, String> {
     humantime::parse_duration(text.trim())
-        .map_err(|e| format!("{text:?} is not a duration ({e}); write e.g. 30s, 10m, 7d or 1h30m"))
+        .map_err(|e| format!("{text:?} is not a duration: {e}; write e.g. 30s, 10m, 7d or 1h30m"))
 }
 
 /// Now, in Unix milliseconds (the protocol's time).

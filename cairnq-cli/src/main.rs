@@ -18,7 +18,7 @@ mod output;
 mod table;
 
 use clap::Parser;
-use clap::error::ErrorKind;
+use clap::error::{ContextKind, ContextValue, ErrorKind};
 
 use crate::exit::Exit;
 
@@ -50,5 +50,11 @@ fn usage(error: &clap::Error) -> std::process::ExitCode {
     let text = error.render().to_string();
     let first = text.lines().next().unwrap_or("bad arguments");
     let line = first.strip_prefix("error: ").unwrap_or(first);
-    exit::report(&exit::Failure::usage(format!("{line} (see --help)")))
+    // clap lists the accepted values only in its tips, which are dropped:
+    // a wrong `--status` says which ones there are on the one line.
+    let valid = match error.get(ContextKind::ValidValue) {
+        Some(ContextValue::Strings(values)) if !values.is_empty() => format!("; expected {}", values.join(", ")),
+        _ => String::new(),
+    };
+    exit::report(&exit::Failure::usage(format!("{line}{valid} (see --help)")))
 }

@@ -79,11 +79,19 @@ pub(crate) fn explain(conn: &Connection, error: Error) -> Error {
             Error::Unusable { message: damaged_file(path, &message), source }
         }
         (Error::Unusable { message, source }, Some(path)) if !path.is_empty() => match diagnose(Path::new(path)) {
-            Some(cause) => Error::Unusable { message: format!("{cause} ({message})"), source },
+            Some(cause) => Error::Unusable { message: caused(cause, &message, source.as_deref()), source },
             None => Error::Unusable { message: format!("{path}: {message}"), source },
         },
         (other, _) => other,
     }
+}
+
+/// The cause the file system shows, then SQLite's words in parentheses,
+/// unless they only say it again: for a file with a foreign header
+/// SQLite's "file is not a database" repeats the diagnosis.
+fn caused(cause: String, message: &str, source: Option<&(dyn std::error::Error + Send + Sync + 'static)>) -> String {
+    let code = source.and_then(|s| find_cause::<rusqlite::Error>(s)).and_then(rusqlite::Error::sqlite_error_code);
+    if code == Some(ErrorCode::NotADatabase) { cause } else { format!("{cause} ({message})") }
 }
 
 /// Whether SQLite failed because the file's content is broken (a page of
@@ -114,7 +122,7 @@ pub(crate) fn opening(path: &Path, error: Error) -> Error {
         Error::Unusable { message, source } => {
             let message = without_open(message);
             let message = match diagnose(path) {
-                Some(cause) => format!("{cause} ({message})"),
+                Some(cause) => caused(cause, &message, source.as_deref()),
                 None => message,
             };
             return Error::Unusable { message: format!("cannot open {}: {message}", path.display()), source };
@@ -123,7 +131,8 @@ pub(crate) fn opening(path: &Path, error: Error) -> Error {
     };
     match diagnose(path) {
         Some(cause) => {
-            Error::Unusable { message: format!("cannot open {}: {cause} ({message})", path.display()), source }
+            let message = caused(cause, &message, source.as_deref());
+            Error::Unusable { message: format!("cannot open {}: {message}", path.display()), source }
         }
         None => Error::Storage { message: format!("cannot open {}: {message}", path.display()), source, transient },
     }

@@ -54,7 +54,8 @@ pub struct Damage {
 
 impl std::fmt::Display for Damage {
     /// Where, and SQLite's first problem: "in cairnq_tasks: Tree 4 page
-    /// 303: btreeInitPage() returns error code 11 (and 4 more problems)".
+    /// 303: btreeInitPage() returns error code 11, and 4 more problems"
+    /// (no parentheses: callers set it inside their own sentences).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.tables.as_slice() {
             [] => write!(f, "outside the tables")?,
@@ -65,7 +66,8 @@ impl std::fmt::Display for Damage {
         }
         match self.problems.len() {
             0 | 1 => Ok(()),
-            n => write!(f, " (and {} more problems)", n - 1),
+            2 => write!(f, ", and 1 more problem"),
+            n => write!(f, ", and {} more problems", n - 1),
         }
     }
 }

@@ -55,7 +55,7 @@ async fn a_damaged_file_is_reported_and_refused() {
     assert_eq!(report["schema_version"]["database"], "10", "what still reads is reported: {report}");
 
     for command in [&["stats"][..], &["list"], &["-o", "json", "list", "--limit", "1"]] {
-        cli.run(command).refused(1, "is damaged (in cairnq_tasks");
+        cli.run(command).refused(1, "is damaged in cairnq_tasks");
     }
     cli.run(&["stats"]).refused(1, "`cairnq doctor` says what to do");
 

@@ -53,6 +53,11 @@ async fn a_damaged_file_names_the_operation_not_the_statement() {
     let line = line_of(&fixture.cli.run(&["cancel", "--queue", "default", "--yes"]), 1);
     assert!(line.contains("could not list the tasks: database disk image is malformed"), "{line}");
     assert!(line.contains("is damaged"), "{line}");
+    // SQLite's findings hold parentheses of their own (`btreeInitPage()`):
+    // the message sets them in no parentheses of its own.
+    let line = line_of(&fixture.cli.run(&["stats"]), 1);
+    assert!(line.contains("is damaged in cairnq_tasks: "), "{line}");
+    assert!(line.contains("more problems. Its counts and lists would be incomplete"), "{line}");
 }
 
 /// Another process holds the write lock past the busy timeout.
@@ -75,7 +80,8 @@ async fn files_that_are_not_databases_say_so_once() {
     std::fs::write(&junk, "just some notes, not a database, long enough to pass for a header\n".repeat(4))
         .expect("write");
     let line = line_of(&Cli { db: path_text(&junk), schema: None }.run(&["stats"]), 1);
-    assert!(line.contains("is not a SQLite database"), "{line}");
+    assert!(line.contains("is not a SQLite database: it does not start with the SQLite file header"), "{line}");
+    assert!(!line.contains("file is not a database"), "said twice: {line}");
 
     let good = dir.path().join("good.db");
     let cli = Cli { db: path_text(&good), schema: None };
@@ -85,4 +91,21 @@ async fn files_that_are_not_databases_say_so_once() {
     std::fs::write(&cut, &bytes[..100]).expect("write");
     let line = line_of(&Cli { db: path_text(&cut), schema: None }.run(&["stats"]), 1);
     assert!(line.ends_with(&format!("cannot open {}: database disk image is malformed", path_text(&cut))), "{line}");
+}
+
+/// Bad input says what is wrong once, and what is accepted.
+#[test]
+fn bad_input_says_each_thing_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cli = Cli { db: path_text(&dir.path().join("queue.db")), schema: None };
+    let line = line_of(&cli.run(&["submit", "x", "--payload", "{nope"]), 2);
+    assert!(line.ends_with("--payload is not valid JSON: key must be a string at line 1 column 2"), "{line}");
+    assert_eq!(line.matches("JSON").count(), 1, "{line}");
+    let line = line_of(&cli.run(&["list", "--status", "bogus"]), 2);
+    assert!(line.contains("expected queued, running, succeeded, failed, canceled"), "{line}");
+    let line = line_of(&cli.run(&["schedule", "add", "s", "--task", "t", "--every", "10x"]), 2);
+    assert!(line.contains("\"10x\" is not a duration: unknown time unit"), "{line}");
+    let bad_port = Cli { db: "postgres://postgres@127.0.0.1:port/x".into(), schema: None };
+    let line = line_of(&bad_port.run(&["stats"]), 2);
+    assert!(line.ends_with("not a Postgres connection string: invalid value for option `port`"), "{line}");
 }
