@@ -32,6 +32,7 @@ fn line_of(ran: &Ran, code: i32) -> String {
 }
 
 fn reads_like_the_tool(line: &str) {
+    assert!(!has_raw_milliseconds(line), "raw milliseconds in {line:?}");
     for name in INTERNAL_NAMES {
         assert!(!line.contains(name), "an internal name ({name}) in {line:?}");
     }
@@ -44,6 +45,26 @@ fn reads_like_the_tool(line: &str) {
         };
         assert!(depth <= 1, "parentheses inside parentheses: {line:?}");
     }
+}
+
+/// "3596817 ms" or "3596817ms": a span a person has to divide. Under a
+/// second, "250ms" is how people write it.
+fn has_raw_milliseconds(line: &str) -> bool {
+    let bytes = line.as_bytes();
+    line.match_indices("ms").any(|(at, _)| {
+        let before = line[..at].trim_end_matches(' ');
+        let digits = before.bytes().rev().take_while(u8::is_ascii_digit).count();
+        let word_ends = bytes.get(at + 2).is_none_or(|b| !b.is_ascii_alphanumeric());
+        word_ends && (digits >= 4 || (digits > 0 && before.len() < at))
+    })
+}
+
+#[test]
+fn the_raw_milliseconds_check_tells_them_apart() {
+    assert!(has_raw_milliseconds("not claimable for another 3596817 ms"));
+    assert!(has_raw_milliseconds("at most 9223118634553975807ms"));
+    assert!(has_raw_milliseconds("ran 250 ms late"));
+    assert!(!has_raw_milliseconds("ran 250ms late; 59m 57s; items 12 msgs"));
 }
 
 /// A damaged file refuses a write with the operation in words.
@@ -108,4 +129,18 @@ fn bad_input_says_each_thing_once() {
     let bad_port = Cli { db: "postgres://postgres@127.0.0.1:port/x".into(), schema: None };
     let line = line_of(&bad_port.run(&["stats"]), 2);
     assert!(line.ends_with("not a Postgres connection string: invalid value for option `port`"), "{line}");
+}
+
+/// Spans read as people write them, whatever their size.
+#[tokio::test(flavor = "multi_thread")]
+async fn durations_read_like_durations() {
+    let fixture = crate::support::Fixture::sqlite().await;
+    let later = fixture.client.submit("later", &serde_json::json!({})).delay(std::time::Duration::from_secs(3_600));
+    let later = later.await.expect("submit");
+    let line = line_of(&fixture.cli.run(&["wait", &later.id, "--timeout", "1s"]), 4);
+    assert!(line.contains("it is delayed: not claimable for another 59m "), "{line}");
+    let line = line_of(&fixture.cli.run(&["submit", "x", "--delay", "300000000y"]), 2);
+    assert!(line.contains("the longest is about 292 million years"), "{line}");
+    let line = line_of(&fixture.cli.run(&["worker", "--exec", "cat", "--lease", "300000000y"]), 2);
+    assert!(line.ends_with("invalid lease: must be at least 1ms and at most about 292 million years"), "{line}");
 }

@@ -7,7 +7,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use cairnq_core::{ErrorEnvelope, Json, codes};
+use cairnq_core::{ErrorEnvelope, Json, codes, human_duration};
 use serde_json::{Map, Value, json};
 
 use super::streams::Stdout;
@@ -94,7 +94,7 @@ pub(super) fn stopped(reason: StopReason, stderr: &str, max_stdout_bytes: u64) -
             failure("result_too_large", &message, false, Map::new(), stderr)
         }
         StopReason::MaxRun(limit) => {
-            let message = format!("the command was stopped as the attempt neared max_run ({} ms)", limit.as_millis());
+            let message = format!("the command was stopped as the attempt neared max_run, {}", human_duration(limit));
             failure(codes::HANDLER_TIMEOUT, &message, true, Map::new(), stderr)
         }
     }
