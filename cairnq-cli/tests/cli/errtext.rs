@@ -144,3 +144,16 @@ async fn durations_read_like_durations() {
     let line = line_of(&fixture.cli.run(&["worker", "--exec", "cat", "--lease", "300000000y"]), 2);
     assert!(line.ends_with("invalid lease: must be at least 1ms and at most about 292 million years"), "{line}");
 }
+
+/// A refused connection names where it tried, for every command that
+/// connects, and says it could not connect once.
+#[test]
+fn a_refused_postgres_connection_names_host_and_port() {
+    let refused = Cli { db: "postgres://postgres@127.0.0.1:1/x".into(), schema: None };
+    for args in [&["stats"][..], &["list"], &["doctor"], &["worker", "--exec", "cat"]] {
+        let line = line_of(&refused.run(args), 1);
+        assert!(line.contains("could not connect to Postgres at 127.0.0.1:1: "), "{args:?}: {line}");
+        assert!(line.to_lowercase().contains("connection refused"), "{args:?}: {line}");
+        assert!(!line.contains("error connecting"), "said twice: {args:?}: {line}");
+    }
+}
