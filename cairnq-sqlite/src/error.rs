@@ -140,7 +140,7 @@ pub(crate) fn opening(path: &Path, error: Error) -> Error {
 
 /// `message` without a leading "could not open the database: ", which
 /// the "cannot open PATH" before it already says.
-fn without_open(message: String) -> String {
+pub(crate) fn without_open(message: String) -> String {
     match message.strip_prefix(&could_not(OPEN, "")) {
         Some(cause) => cause.to_string(),
         None => message,

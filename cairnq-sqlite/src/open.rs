@@ -19,7 +19,7 @@ use cairnq_protocol::{Migration, sqlite};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use crate::busy::{self, LockWaits};
-use crate::error::{OPEN, is_busy, opening, sqlite_error};
+use crate::error::{OPEN, is_busy, opening, sqlite_error, without_open};
 use crate::location::Location;
 use crate::options::SqliteOptions;
 use crate::sql::{query_int, query_opt};
@@ -114,10 +114,10 @@ fn connect(path: &Path, extra: OpenFlags, options: &SqliteOptions) -> Result<Con
 fn opening_in_memory(uri: &str, error: Error) -> Error {
     match error {
         Error::Storage { message, source, transient } => {
-            Error::Storage { message: format!("cannot open {uri}: {message}"), source, transient }
+            Error::Storage { message: format!("cannot open {uri}: {}", without_open(message)), source, transient }
         }
         Error::Unusable { message, source } => {
-            Error::Unusable { message: format!("cannot open {uri}: {message}"), source }
+            Error::Unusable { message: format!("cannot open {uri}: {}", without_open(message)), source }
         }
         other => other,
     }
