@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// e.g. `500ms`, `30s`, `10m`, `2h`, `7d`, `1h 30m`.
 pub(crate) fn duration(text: &str) -> Result<Duration, String> {
     humantime::parse_duration(text.trim())
-        .map_err(|e| format!("{text:?} is not a duration ({e}); write e.g. 30s, 10m, 7d or 1h30m"))
+        .map_err(|e| format!("{text:?} is not a duration: {e}; write e.g. 30s, 10m, 7d or 1h30m"))
 }
 
 /// Parses a point in time (clap's `value_parser`, `--since`/`--until`): a
@@ -71,13 +71,9 @@ pub(crate) fn relative(at_ms: i64, now_ms: i64) -> String {
 }
 
 /// A span of milliseconds in its largest whole unit: "950ms", "42s", "3m",
-/// "5h", "12d".
+/// "5h", "12d" (the library's one way of writing spans, coarse for tables).
 pub(crate) fn short(ms: u64) -> String {
-    const UNITS: [(u64, &str); 4] = [(86_400_000, "d"), (3_600_000, "h"), (60_000, "m"), (1000, "s")];
-    UNITS
-        .iter()
-        .find(|(size, _)| ms >= *size)
-        .map_or_else(|| format!("{ms}ms"), |(size, unit)| format!("{}{unit}", ms / size))
+    cairnq_core::human_duration_coarse(Duration::from_millis(ms))
 }
 
 #[cfg(test)]

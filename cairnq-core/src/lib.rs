@@ -32,6 +32,7 @@ mod clock;
 mod coalesce;
 mod envelope;
 mod error;
+mod human;
 mod id;
 mod install;
 mod json;
@@ -54,7 +55,8 @@ pub use client::{
 };
 pub use clock::{Clock, MAX_DELAY, SystemClock};
 pub use envelope::{ErrorEnvelope, codes};
-pub use error::{BoxError, Error, ErrorKind, Result};
+pub use error::{BoxError, Error, ErrorKind, Result, StepError, could_not, find_cause};
+pub use human::{human_duration, human_duration_coarse};
 pub use install::{Install, MigrationStatus};
 pub use json::{Json, JsonError};
 pub use keys::Conflict;

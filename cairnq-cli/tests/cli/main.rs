@@ -7,6 +7,7 @@ mod bad_input;
 mod damage;
 mod destructive;
 mod details;
+mod errtext;
 mod exec_chaos;
 mod flags;
 mod list_view;
