@@ -47,6 +47,7 @@ pub const fn purpose(sql: Sql) -> &'static str {
         Sql::CancelTask => "cancel the task",
         Sql::RetryTask => "retry the task",
         Sql::PurgeTasks => "purge finished tasks",
+        Sql::ListPurgeable => "list the tasks a purge would delete",
         Sql::ProbeClaimable => "look for tasks to claim",
         Sql::RecoverCanceledLeases | Sql::RecoverRequeuedLeases | Sql::RecoverFailedLeases => {
             "recover tasks whose lease expired"
