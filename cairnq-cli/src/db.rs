@@ -77,7 +77,7 @@ impl Target {
             Integrity::Damaged(damage) => Err(Failure::new(
                 Exit::Failed,
                 format!(
-                    "the SQLite file {} is damaged ({damage}): its counts and lists would be incomplete; \
+                    "the SQLite file {} is damaged {damage}. Its counts and lists would be incomplete; \
                      `cairnq doctor` says what to do",
                     path.display()
                 ),

@@ -7,7 +7,52 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// e.g. `500ms`, `30s`, `10m`, `2h`, `7d`, `1h 30m`.
 pub(crate) fn duration(text: &str) -> Result<Duration, String> {
     humantime::parse_duration(text.trim())
-        .map_err(|e| format!("{text:?} is not a duration ({e}); write e.g. 30s, 10m, 7d or 1h30m"))
+        .map_err(|e| format!("{text:?} is not a duration: {e}; write e.g. 30s, 10m, 7d or 1h30m"))
+}
+
+/// Parses a point in time (clap's `value_parser`, `--since`/`--until`): a
+/// duration ago (`10m`, `2h`, `1h 30m`), or an RFC 3339 timestamp
+/// (`2026-03-01T10:00:00Z`, `2026-03-01 10:00:00+02:00`; no offset means UTC).
+pub(crate) fn time(text: &str) -> Result<SystemTime, String> {
+    let text = text.trim();
+    let bad = || {
+        format!(
+            "{text:?} is not a time: write a duration ago (e.g. 10m, 2h, 7d) or an RFC 3339 timestamp \
+             (e.g. 2026-03-01T10:00:00Z)"
+        )
+    };
+    if let Ok(ago) = humantime::parse_duration(text) {
+        return SystemTime::now().checked_sub(ago).ok_or_else(bad);
+    }
+    let (local, offset_secs) = split_offset(text);
+    let at = humantime::parse_rfc3339_weak(local).map_err(|_| bad())?;
+    let shifted = match offset_secs {
+        // Local time ahead of UTC: UTC is that much earlier.
+        secs if secs >= 0 => at.checked_sub(Duration::from_secs(secs.unsigned_abs())),
+        secs => at.checked_add(Duration::from_secs(secs.unsigned_abs())),
+    };
+    shifted.ok_or_else(bad)
+}
+
+/// A timestamp without its `+HH:MM` / `-HH:MM` offset, and the offset in
+/// seconds (0 when there is none, or a `Z`, which humantime reads).
+fn split_offset(text: &str) -> (&str, i64) {
+    let Some(at) = text.len().checked_sub(6) else { return (text, 0) };
+    let (local, tail) = text.split_at_checked(at).filter(|(_, tail)| tail.is_ascii()).unwrap_or((text, ""));
+    let bytes = tail.as_bytes();
+    let sign = match bytes.first() {
+        Some(b'+') => 1,
+        Some(b'-') => -1,
+        _ => return (text, 0),
+    };
+    let (Ok(hours), b':', Ok(minutes)) = (tail[1..3].parse::<i64>(), bytes[3], tail[4..6].parse::<i64>()) else {
+        return (text, 0);
+    };
+    // A date alone ends in "-DD": only a time part carries an offset.
+    if !local.contains([':']) {
+        return (text, 0);
+    }
+    (local, sign * (hours * 3600 + minutes * 60))
 }
 
 /// Now, in Unix milliseconds (the protocol's time).
@@ -26,13 +71,9 @@ pub(crate) fn relative(at_ms: i64, now_ms: i64) -> String {
 }
 
 /// A span of milliseconds in its largest whole unit: "950ms", "42s", "3m",
-/// "5h", "12d".
+/// "5h", "12d" (the library's one way of writing spans, coarse for tables).
 pub(crate) fn short(ms: u64) -> String {
-    const UNITS: [(u64, &str); 4] = [(86_400_000, "d"), (3_600_000, "h"), (60_000, "m"), (1000, "s")];
-    UNITS
-        .iter()
-        .find(|(size, _)| ms >= *size)
-        .map_or_else(|| format!("{ms}ms"), |(size, unit)| format!("{}{unit}", ms / size))
+    cairnq_core::human_duration_coarse(Duration::from_millis(ms))
 }
 
 #[cfg(test)]
@@ -45,6 +86,17 @@ mod tests {
         assert_eq!(duration("7d"), Ok(Duration::from_secs(7 * 86_400)));
         assert_eq!(duration("1h 30m"), Ok(Duration::from_secs(5400)));
         assert!(duration("soon").expect_err("not a duration").contains("e.g. 30s"));
+    }
+
+    #[test]
+    fn times_are_a_duration_ago_or_a_timestamp() {
+        let ms = |at: SystemTime| at.duration_since(UNIX_EPOCH).expect("after 1970").as_millis();
+        assert_eq!(ms(time("2024-12-01T00:00:00Z").expect("utc")), 1_733_011_200_000);
+        assert_eq!(ms(time("2024-12-01 02:00:00+02:00").expect("an offset")), 1_733_011_200_000);
+        assert_eq!(ms(time("2024-11-30T22:30:00-01:30").expect("behind utc")), 1_733_011_200_000);
+        let ago = ms(SystemTime::now()) - ms(time("10m").expect("ago"));
+        assert!((600_000..610_000).contains(&ago), "{ago}");
+        assert!(time("yesterday").expect_err("not a time").contains("e.g. 10m"));
     }
 
     #[test]

@@ -50,5 +50,17 @@ fn usage(error: &clap::Error) -> std::process::ExitCode {
     let text = error.render().to_string();
     let first = text.lines().next().unwrap_or("bad arguments");
     let line = first.strip_prefix("error: ").unwrap_or(first);
-    exit::report(&exit::Failure::usage(format!("{line} (see --help)")))
+    exit::report(&exit::Failure::usage(format!("{line}{} (see --help)", valid_values(error))))
+}
+
+/// "; valid values: a, b, c" for a value outside a fixed set (a status, a
+/// format), which clap lists only on a later line the one-line error drops.
+fn valid_values(error: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    match error.get(ContextKind::ValidValue) {
+        Some(ContextValue::Strings(values)) if error.kind() == ErrorKind::InvalidValue && !values.is_empty() => {
+            format!("; valid values: {}", values.join(", "))
+        }
+        _ => String::new(),
+    }
 }

@@ -34,6 +34,9 @@ pub(crate) struct Output {
 
 /// Payload text in a list's table cell.
 const CELL_PAYLOAD: usize = 40;
+/// Error message text in a list's table cell: enough to tell one failure
+/// from another; `get` and `-o json` show the whole envelope.
+const CELL_ERROR: usize = 60;
 /// Payload, result and error text in a single task's view.
 const DETAIL_JSON: usize = 400;
 
@@ -72,6 +75,13 @@ impl Output {
 
     /// One task: a detail view, or its JSON.
     pub(crate) fn task(&self, task: &Task) -> Result<(), Failure> {
+        self.task_keyed(task, None)
+    }
+
+    /// One task and the business key pointing at it, when it has one: a
+    /// detail view with a "key" row, or the task's JSON (the library's
+    /// `Task`, which has no key).
+    pub(crate) fn task_keyed(&self, task: &Task, key: Option<&str>) -> Result<(), Failure> {
         if self.format != Format::Table {
             return self.json(task);
         }
@@ -103,6 +113,9 @@ impl Output {
         ];
         for (field, value) in rows {
             table.row(vec![field.into(), value]);
+            if let ("id", Some(key)) = (field, key) {
+                table.row(vec!["key".into(), key.to_string().into()]);
+            }
             if let ("attempt", Some(lost)) = (field, lost_lease(task)) {
                 table.row(vec!["lost attempt".into(), Cell::new(lost, Tone::Bad)]);
             }
@@ -120,10 +133,11 @@ impl Output {
     }
 }
 
-/// The list view of tasks: one row each, payload cut short.
+/// The list view of tasks: one row each, payload and error message cut
+/// short (the message of the error envelope, not its JSON).
 pub(crate) fn task_table(tasks: &[Task]) -> Table {
     let now = now_ms();
-    let mut table = Table::new(vec!["ID", "NAME", "QUEUE", "STATUS", "ATTEMPT", "PRI", "CREATED", "PAYLOAD"]);
+    let mut table = Table::new(vec!["ID", "NAME", "QUEUE", "STATUS", "ATTEMPT", "PRI", "CREATED", "PAYLOAD", "ERROR"]);
     for task in tasks {
         table.row(vec![
             task.id.clone().into(),
@@ -134,6 +148,7 @@ pub(crate) fn task_table(tasks: &[Task]) -> Table {
             task.priority.to_string().into(),
             relative(task.created_at_ms, now).into(),
             truncated(task.payload.as_str(), CELL_PAYLOAD).into(),
+            task.error_message().map_or_else(|| "-".into(), |m| Cell::new(truncated(&m, CELL_ERROR), Tone::Bad)),
         ]);
     }
     table

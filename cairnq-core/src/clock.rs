@@ -18,6 +18,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, Result};
+use crate::human::human_duration_coarse;
 
 /// 10000-01-01T00:00:00Z in epoch milliseconds: later than any clock a
 /// store reads.
@@ -47,7 +48,7 @@ pub const MAX_DELAY: Duration = Duration::from_millis(MAX_DELAY_MS as u64);
 pub(crate) fn span_ms(field: &'static str, span: Duration) -> Result<i64> {
     match i64::try_from(span.as_millis()) {
         Ok(ms) if ms <= MAX_DELAY_MS => Ok(ms),
-        _ => Err(beyond_max(field, &format!("{span:?}"))),
+        _ => Err(beyond_max(field, span)),
     }
 }
 
@@ -58,17 +59,18 @@ pub(crate) fn require_span_ms(field: &'static str, ms: i64) -> Result<()> {
         return Err(Error::validation(field, format!("{ms} is negative")));
     }
     if ms > MAX_DELAY_MS {
-        return Err(beyond_max(field, &format!("{ms} ms")));
+        return Err(beyond_max(field, Duration::from_millis(ms.unsigned_abs())));
     }
     Ok(())
 }
 
-fn beyond_max(field: &'static str, span: &str) -> Error {
+fn beyond_max(field: &'static str, span: Duration) -> Error {
     Error::validation(
         field,
         format!(
-            "{span} is too long: now plus it would pass the latest time the protocol stores \
-             (64-bit epoch milliseconds); at most {MAX_DELAY_MS} ms (about 292 million years)"
+            "{} is too long: now plus it would pass the latest time the protocol stores in 64-bit epoch \
+             milliseconds; the longest is about 292 million years",
+            human_duration_coarse(span)
         ),
     )
 }

@@ -19,6 +19,10 @@ use serde_json::Value;
 use crate::json::JsonError;
 use crate::model::{ParseCursorError, Task, Undecodable, UnknownStatus};
 
+mod step;
+
+pub use step::{StepError, could_not, find_cause};
+
 /// A boxed error from a backend's driver, kept as the `source()` of
 /// [`Error::Storage`].
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;

@@ -78,11 +78,13 @@ impl Json {
         serde_json::value::to_raw_value(&value).map(Self).map_err(|e| JsonError(e.to_string()))
     }
 
-    /// Checks that `text` is one JSON document and keeps it verbatim.
+    /// Checks that `text` is one JSON document and keeps it verbatim. A
+    /// refusal reads `not valid JSON: <why, with line and column>`, so a
+    /// caller can say "X is {error}".
     /// Lone surrogate escapes (`"\ud800"`, which the Python SDK writes) are
     /// accepted and kept; see [`decode`](Self::decode).
     pub fn parse(text: String) -> Result<Self> {
-        RawValue::from_string(text).map(Self).map_err(|e| JsonError(format!("not a JSON document: {e}")))
+        RawValue::from_string(text).map(Self).map_err(|e| JsonError(format!("not valid JSON: {e}")))
     }
 
     /// The document as text, exactly as held.

@@ -32,6 +32,7 @@ mod clock;
 mod coalesce;
 mod envelope;
 mod error;
+mod human;
 mod id;
 mod install;
 mod json;
@@ -50,12 +51,13 @@ pub use cairnq_protocol::PROTOCOL_VERSION;
 pub use backoff::Backoff;
 pub use backpressure::{Backpressure, BackpressureGate};
 pub use client::{
-    CairnQ, Call, Declared, FireReport, Retry, Signal, Submit, SubmitOptions, TaskSpec, WaitOptions, Watch,
-    WorkerSession, task_outcome,
+    BulkAction, BulkOutcome, CairnQ, Call, Declared, FireReport, Retry, Signal, Submit, SubmitOptions, TaskSpec,
+    WaitOptions, Watch, WorkerSession, task_outcome,
 };
 pub use clock::{Clock, MAX_DELAY, SystemClock};
 pub use envelope::{ErrorEnvelope, codes};
-pub use error::{BoxError, Error, ErrorKind, Result};
+pub use error::{BoxError, Error, ErrorKind, Result, StepError, could_not, find_cause};
+pub use human::{human_duration, human_duration_coarse};
 pub use install::{Install, MigrationStatus};
 pub use json::{Json, JsonError};
 pub use keys::Conflict;

@@ -71,7 +71,8 @@ pub struct UnknownStatus(pub String);
 
 impl fmt::Display for UnknownStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:?} is not a task status", self.0)
+        let valid: Vec<&str> = TaskStatus::ALL.iter().map(|s| s.as_str()).collect();
+        write!(f, "{:?} is not a task status (valid: {})", self.0, valid.join(", "))
     }
 }
 

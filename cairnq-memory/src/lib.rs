@@ -219,6 +219,10 @@ impl Store for MemoryStore {
         self.write(|txn| Ok(task_ops::purge(txn, filter)))
     }
 
+    async fn purgeable(&self, filter: &PurgeFilter) -> Result<Vec<TaskRow>> {
+        self.read(|tables, now_ms| Ok(task_ops::purgeable(tables, now_ms, filter).map(|t| Ok(t.clone())).collect()))
+    }
+
     async fn claimable(&self, params: &ProbeParams) -> Result<bool> {
         self.read(|tables, now_ms| Ok(worker_ops::claimable(tables, now_ms, params)))
     }

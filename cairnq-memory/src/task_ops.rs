@@ -72,6 +72,8 @@ fn matching<'a>(tables: &'a Tables, filter: &'a ListFilter) -> impl Iterator<Ite
         .filter(move |t| text(&filter.queue, Some(&t.queue)) && text(&filter.name, Some(&t.name)))
         .filter(move |t| text(&filter.root_id, t.root_id.as_deref()))
         .filter(move |t| text(&filter.correlation_id, t.correlation_id.as_deref()))
+        .filter(|t| filter.created_since_ms.is_none_or(|since| t.created_at_ms >= since))
+        .filter(|t| filter.created_until_ms.is_none_or(|until| t.created_at_ms <= until))
         .filter(|t| filter.after.as_ref().is_none_or(|a| (t.created_at_ms, t.id.as_str()) < (a.created_at_ms, &a.id)))
 }
 
@@ -161,18 +163,26 @@ pub(super) fn retry(txn: &mut Txn<'_>, params: &RetryParams) -> Option<Task> {
 /// Deletes terminal rows completed strictly before `now - older_than_ms`
 /// that match the filters, oldest first, at most `limit`; their ids.
 pub(super) fn purge(txn: &mut Txn<'_>, filter: &PurgeFilter) -> Vec<String> {
-    let cutoff = txn.now_ms.saturating_sub(filter.older_than_ms);
+    let now_ms = txn.now_ms;
+    let doomed: Vec<String> = purgeable(txn.tables(), now_ms, filter).map(|t| t.id.clone()).collect();
+    doomed.into_iter().filter(|id| txn.delete(id).is_some()).collect()
+}
+
+/// The terminal rows completed before the filter's cutoff, oldest first,
+/// of its status, queue and name, at most its limit: what a purge deletes.
+pub(super) fn purgeable<'a>(
+    tables: &'a Tables,
+    now_ms: i64,
+    filter: &'a PurgeFilter,
+) -> impl Iterator<Item = &'a Task> {
+    let cutoff = now_ms.saturating_sub(filter.older_than_ms);
     let limit = usize::try_from(filter.limit).unwrap_or(0);
     let text = |wanted: &Option<String>, value: &str| wanted.as_deref().is_none_or(|w| w == value);
-    let doomed: Vec<String> = txn
-        .tables()
+    tables
         .terminal_oldest_first()
-        .take_while(|(completed_at, _)| *completed_at < cutoff)
+        .take_while(move |(completed_at, _)| *completed_at < cutoff)
         .map(|(_, task)| task)
         .filter(|t| filter.status.is_none_or(|s| s == t.status))
-        .filter(|t| text(&filter.queue, &t.queue) && text(&filter.name, &t.name))
+        .filter(move |t| text(&filter.queue, &t.queue) && text(&filter.name, &t.name))
         .take(limit)
-        .map(|t| t.id.clone())
-        .collect();
-    doomed.into_iter().filter(|id| txn.delete(id).is_some()).collect()
 }

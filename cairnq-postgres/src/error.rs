@@ -13,51 +13,61 @@
 //! schema or cairnq table that does not exist, corrupted data — is
 //! [`Error::Unusable`].
 
-use cairnq_core::Error;
+use cairnq_core::{BoxError, Error, StepError, could_not};
 use deadpool_postgres::{PoolError, TimeoutType};
 use tokio_postgres::error::SqlState;
 
-/// Maps a tokio-postgres error, with `context` saying what was being done.
-pub(crate) fn classify(context: &str, err: tokio_postgres::Error) -> Error {
+/// Maps a tokio-postgres error met while doing `doing` (in words: "cancel
+/// the task"), by running `step` (a statement's name or SQL text). The
+/// message says `doing` and the cause; `step` travels in the source chain
+/// as a [`StepError`], for debugging, never in the message.
+pub(crate) fn classify(doing: &str, step: &str, err: tokio_postgres::Error) -> Error {
     let Some(db) = err.as_db_error() else {
         // No server answer at all: the connection failed or dropped.
-        let message = format!("{context}: {err}{}", source_text(&err));
-        return Error::Unreachable { message, source: Some(Box::new(err)) };
+        let message = could_not(doing, driver_text(&err));
+        return Error::Unreachable { message, source: step_source(step, err) };
     };
     let code = db.code().clone();
-    let message = format!("{context}: {} {}: {}", db.severity(), code.code(), db.message());
+    let message = could_not(doing, format!("{} (SQLSTATE {})", db.message(), code.code()));
     if is_going_away(&code) {
-        return Error::Unreachable { message, source: Some(Box::new(err)) };
+        return Error::Unreachable { message, source: step_source(step, err) };
     }
     if is_refused_value(&code) {
         return Error::Serialization(message);
     }
     if is_unusable(&code, db.message()) {
         // The server's words are the cause (`permission denied for table
-        // cairnq_tasks`): they go first, the step after.
-        let message = format!("{} (SQLSTATE {} during {context})", db.message(), code.code());
-        return Error::Unusable { message, source: Some(Box::new(err)) };
+        // cairnq_tasks`): they go first, the operation after.
+        let message = format!("{} (SQLSTATE {}) while trying to {doing}", db.message(), code.code());
+        return Error::Unusable { message, source: step_source(step, err) };
     }
-    Error::Storage { message, source: Some(Box::new(err)), transient: is_transient(&code) }
+    let transient = is_transient(&code);
+    Error::Storage { message, source: step_source(step, err), transient }
 }
 
-/// Maps a connection-pool error (timeouts, a closed pool, connect errors).
-pub(crate) fn classify_pool(context: &str, err: PoolError) -> Error {
+/// Maps a connection-pool error (timeouts, a closed pool, connect errors)
+/// met while doing `doing`.
+pub(crate) fn classify_pool(doing: &str, err: PoolError) -> Error {
+    const STEP: &str = "pool checkout";
     match err {
-        PoolError::Backend(e) => classify(context, e),
-        PoolError::PostCreateHook(deadpool_postgres::HookError::Backend(e)) => classify(context, e),
+        PoolError::Backend(e) => classify(doing, STEP, e),
+        PoolError::PostCreateHook(deadpool_postgres::HookError::Backend(e)) => classify(doing, STEP, e),
         PoolError::Closed => Error::StoreClosed,
         // Opening (or checking) a connection timed out: nobody answers.
-        PoolError::Timeout(kind @ (TimeoutType::Create | TimeoutType::Recycle)) => {
-            Error::Unreachable { message: format!("{context}: timed out ({kind:?}) connecting"), source: None }
+        PoolError::Timeout(TimeoutType::Create | TimeoutType::Recycle) => {
+            Error::Unreachable { message: could_not(doing, "no answer within the connect timeout"), source: None }
         }
-        PoolError::Timeout(kind) => Error::Storage {
-            message: format!("{context}: timed out ({kind:?}) waiting for a Postgres connection"),
+        PoolError::Timeout(_) => Error::Storage {
+            message: could_not(doing, "every pooled connection stayed busy for the whole wait timeout"),
             source: None,
             transient: true,
         },
-        other => Error::Storage { message: format!("{context}: {other}"), source: None, transient: false },
+        other => Error::Storage { message: could_not(doing, &other), source: None, transient: false },
     }
+}
+
+fn step_source(step: &str, err: tokio_postgres::Error) -> Option<BoxError> {
+    Some(Box::new(StepError::new(step, err)))
 }
 
 /// Values Postgres cannot store: `\u0000` in jsonb or text, bad encoding.
@@ -105,10 +115,18 @@ fn is_transient(code: &SqlState) -> bool {
     matches!(class, "08" | "40" | "53" | "57") || *code == SqlState::LOCK_NOT_AVAILABLE
 }
 
-/// The driver's own error text often stops at "error connecting to server";
-/// the cause (refused, timed out, bad password) is in the source chain.
-fn source_text(err: &tokio_postgres::Error) -> String {
-    std::error::Error::source(err).map(|s| format!(": {s}")).unwrap_or_default()
+/// The driver's words for a failure without a server answer, with the
+/// cause from its source chain (refused, timed out, bad password), which
+/// its own text leaves out. "error connecting to server" is dropped when
+/// there is a cause: every connect message already says "could not
+/// connect".
+fn driver_text(err: &tokio_postgres::Error) -> String {
+    const CONNECTING: &str = "error connecting to server";
+    match std::error::Error::source(err) {
+        Some(cause) if err.to_string() == CONNECTING => cause.to_string(),
+        Some(cause) => format!("{err}: {cause}"),
+        None => err.to_string(),
+    }
 }
 
 #[cfg(test)]

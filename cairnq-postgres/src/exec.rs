@@ -9,8 +9,8 @@
 //! statement cache).
 
 use async_trait::async_trait;
-use cairnq_core::backend::Query;
-use cairnq_core::{Error, Result};
+use cairnq_core::backend::{Query, purpose};
+use cairnq_core::{Error, Result, could_not};
 use cairnq_protocol::postgres;
 use futures::future::BoxFuture;
 use tokio_postgres::Row;
@@ -115,7 +115,7 @@ pub(crate) async fn rows(exec: &impl Exec, query: &Query) -> Result<Vec<Row>> {
         })
         .collect::<Result<Vec<_>>>()?;
     let params: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a as &(dyn ToSql + Sync)).collect();
-    exec.run(rendering.sql, &params).await.map_err(|e| classify(statement.name, e))
+    exec.run(rendering.sql, &params).await.map_err(|e| classify(purpose(query.sql), statement.name, e))
 }
 
 /// Like [`rows`], for a statement that yields at most one row.
@@ -127,22 +127,23 @@ pub(crate) async fn opt_row(exec: &impl Exec, query: &Query) -> Result<Option<Ro
 pub(crate) async fn one_row(exec: &impl Exec, query: &Query) -> Result<Row> {
     opt_row(exec, query)
         .await?
-        .ok_or_else(|| Error::corrupt_row(format!("statement {} returned no row", query.sql.name())))
+        .ok_or_else(|| Error::corrupt_row(could_not(purpose(query.sql), "the database answered no row")))
 }
 
 /// Like [`rows`], for a statement that answers one boolean (`exists`, ...).
 pub(crate) async fn answer(exec: &impl Exec, query: &Query) -> Result<bool> {
     let row = one_row(exec, query).await?;
-    row.try_get(0).map_err(|e| Error::corrupt_row(format!("statement {} answered no boolean: {e}", query.sql.name())))
+    let doing = purpose(query.sql);
+    row.try_get(0).map_err(|e| Error::corrupt_row(could_not(doing, format!("the database answered no boolean: {e}"))))
 }
 
 /// Runs Postgres-only SQL (no protocol counterpart) with positional
 /// parameters.
 pub(crate) async fn run_sql(
     exec: &impl Exec,
-    context: &str,
+    doing: &str,
     sql: &str,
     params: &[&(dyn ToSql + Sync)],
 ) -> Result<Vec<Row>> {
-    exec.run(sql, params).await.map_err(|e| classify(context, e))
+    exec.run(sql, params).await.map_err(|e| classify(doing, sql, e))
 }

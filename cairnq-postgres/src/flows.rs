@@ -43,7 +43,7 @@ impl<E: Exec> Executor for PgExec<'_, E> {
     }
 
     async fn lock_key(&self, key: &str) -> Result<()> {
-        run_sql(self.0, "lock key", LOCK_KEY, &[&key]).await.map(drop)
+        run_sql(self.0, "lock the task's key", LOCK_KEY, &[&key]).await.map(drop)
     }
 
     async fn insert(&self, task: &NewTask) -> Result<Task> {

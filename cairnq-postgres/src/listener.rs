@@ -43,6 +43,7 @@ use tokio::task::JoinHandle;
 use tokio_postgres::{AsyncMessage, Notification};
 
 use crate::error::classify;
+use crate::pool::endpoint;
 use crate::tls::Connector;
 
 const QUEUED_CHANNEL: &str = "cairnq_queued";
@@ -219,9 +220,14 @@ async fn run(
     }
 }
 
-/// A failed connect or LISTEN: for good unless a retry may cure it.
-fn failed(context: &str, error: tokio_postgres::Error) -> Ended {
-    let error = classify(context, error);
+/// A failed connect or LISTEN: for good unless a retry may cure it. The
+/// message names the server, as a pooled connection's does.
+fn failed(config: &tokio_postgres::Config, step: &str, error: tokio_postgres::Error) -> Ended {
+    let doing = match endpoint(config) {
+        Some(endpoint) => format!("listen for push wakeups from Postgres at {endpoint}"),
+        None => "listen for push wakeups".to_string(),
+    };
+    let error = classify(&doing, step, error);
     if error.is_transient() { Ended::Failed } else { Ended::Refused(error) }
 }
 
@@ -234,7 +240,7 @@ async fn listen_until_dropped(
 ) -> Ended {
     let (client, mut connection) = match config.connect(connector).await {
         Ok(connected) => connected,
-        Err(error) => return failed("connecting for LISTEN (push wakeups)", error),
+        Err(error) => return failed(config, "connect", error),
     };
     let forward = notices.clone();
     let driver = tokio::spawn(async move {
@@ -249,7 +255,7 @@ async fn listen_until_dropped(
     });
     if let Err(error) = client.batch_execute(&format!("listen {QUEUED_CHANNEL}; listen {DONE_CHANNEL}")).await {
         driver.abort();
-        return failed("LISTEN (push wakeups)", error);
+        return failed(config, "listen", error);
     }
     live.store(true, Ordering::Release);
     // Watches taken while the connection was down end now.

@@ -11,7 +11,7 @@
 //! read `protocol_version` again and refuse anything but 1.
 
 use cairnq_core::backend::{Installed, Query, Sql, check_protocol_version};
-use cairnq_core::{Error, Result};
+use cairnq_core::{Error, Result, could_not};
 use cairnq_protocol::{Migration, postgres};
 use deadpool_postgres::{Client, Transaction};
 
@@ -69,7 +69,7 @@ pub(crate) async fn require_installation(client: &Client, schema: Option<&str>) 
         let elsewhere = if found.is_empty() {
             "none in this database".to_string()
         } else {
-            format!("there is one in schema(s) {}", found.join(", "))
+            format!("there is one in {}", schemas(&found))
         };
         return Err(Error::Unusable {
             message: format!("no cairnq installation {place} ({elsewhere}); nothing was changed"),
@@ -81,13 +81,13 @@ pub(crate) async fn require_installation(client: &Client, schema: Option<&str>) 
 
 /// Every schema of the database holding a cairnq installation.
 pub(crate) async fn installations(exec: &impl Exec) -> Result<Vec<String>> {
-    let found = run_sql(exec, "find installations", INSTALLATIONS, &[]).await?;
+    let found = run_sql(exec, "look for cairnq installations", INSTALLATIONS, &[]).await?;
     found.iter().map(|r| col::<String>(r, "nspname")).collect()
 }
 
 async fn prepare(client: &mut Client, schema: Option<&str>, origin: PoolOrigin) -> Result<()> {
     let tx = begin(client).await?;
-    run_sql(&tx, "lock installation", LOCK_INSTALL, &[]).await?;
+    run_sql(&tx, "lock the installation", LOCK_INSTALL, &[]).await?;
     match schema {
         Some(schema) => {
             create_schema_if_absent(&tx, schema).await?;
@@ -107,10 +107,10 @@ async fn prepare(client: &mut Client, schema: Option<&str>, origin: PoolOrigin) 
 }
 
 async fn create_schema_if_absent(tx: &Transaction<'_>, schema: &str) -> Result<()> {
-    let exists: bool = col(&one(tx, "find schema", SCHEMA_EXISTS, schema).await?, "exists")?;
+    let exists: bool = col(&one(tx, &format!("look for schema {schema}"), SCHEMA_EXISTS, schema).await?, "exists")?;
     if !exists {
         let create = format!("create schema {}", quote_ident(schema));
-        run_sql(tx, "create schema", &create, &[]).await?;
+        run_sql(tx, &format!("create schema {schema}"), &create, &[]).await?;
     }
     Ok(())
 }
@@ -124,19 +124,19 @@ pub(crate) async fn refuse_second_installation(tx: &impl Exec) -> Result<()> {
     }
     let schemas = installations(tx).await?;
     let Some(first) = schemas.first() else { return Ok(()) };
-    let path_row = run_sql(tx, "read search_path", SEARCH_PATH, &[]).await?;
+    let path_row = run_sql(tx, "read the search_path", SEARCH_PATH, &[]).await?;
     let path: String = path_row.first().map(|r| col(r, "search_path")).transpose()?.unwrap_or_default();
     Err(Error::SchemaMismatch(format!(
-        "cairnq is installed in schema(s) {} but this connection's search_path ({path}) reaches none of them; \
-         connecting would create a second installation. Pass the schema option (e.g. schema {first:?})",
-        schemas.join(", ")
+        "cairnq is installed in {} but this connection's search_path ({path}) reaches none of them; \
+         connecting would create a second installation. Pass the schema option, e.g. schema {first:?}",
+        self::schemas(&schemas)
     )))
 }
 
 /// The application's connections must resolve unqualified names in
 /// `schema` (the first schema of their search_path).
 async fn refuse_other_current_schema(tx: &Transaction<'_>, schema: &str) -> Result<()> {
-    let found = run_sql(tx, "read current_schema", CURRENT_SCHEMA, &[]).await?;
+    let found = run_sql(tx, "read the current schema", CURRENT_SCHEMA, &[]).await?;
     let current: Option<String> = found.first().map(|r| col(r, "current")).transpose()?.flatten();
     if current.as_deref() == Some(schema) {
         return Ok(());
@@ -150,9 +150,15 @@ async fn refuse_other_current_schema(tx: &Transaction<'_>, schema: &str) -> Resu
     ))
 }
 
-async fn one(tx: &Transaction<'_>, context: &str, sql: &str, arg: &str) -> Result<tokio_postgres::Row> {
-    let found = run_sql(tx, context, sql, &[&arg]).await?;
-    found.into_iter().next().ok_or_else(|| Error::corrupt_row(format!("{context} returned no row")))
+/// "schema a" or "schemas a, b": the installations found, for a message.
+fn schemas(found: &[String]) -> String {
+    let noun = if found.len() == 1 { "schema" } else { "schemas" };
+    format!("{noun} {}", found.join(", "))
+}
+
+async fn one(tx: &Transaction<'_>, doing: &str, sql: &str, arg: &str) -> Result<tokio_postgres::Row> {
+    let found = run_sql(tx, doing, sql, &[&arg]).await?;
+    found.into_iter().next().ok_or_else(|| Error::corrupt_row(could_not(doing, "the database answered no row")))
 }
 
 pub(crate) async fn table_exists(exec: &impl Exec, table: &'static str) -> Result<bool> {
@@ -165,10 +171,10 @@ async fn applied(exec: &impl Exec, migration: &Migration) -> Result<bool> {
 
 async fn apply(client: &mut Client, migration: &Migration) -> Result<()> {
     let tx = begin(client).await?;
-    run_sql(&tx, "lock migration ledger", LOCK_LEDGER, &[]).await?;
+    run_sql(&tx, "lock the migration ledger", LOCK_LEDGER, &[]).await?;
     if !applied(&tx, migration).await? {
-        let context = format!("apply migration {}", migration.file_name);
-        tx.batch_execute(migration.sql).await.map_err(|e| classify(&context, e))?;
+        let doing = format!("apply migration {}", migration.file_name);
+        tx.batch_execute(migration.sql).await.map_err(|e| classify(&doing, migration.file_name, e))?;
         rows(&tx, &Query::new(Sql::RecordMigration).arg("name", migration.file_name)).await?;
     }
     commit(tx).await
@@ -192,10 +198,10 @@ async fn protocol_version(exec: &impl Exec) -> Result<Option<String>> {
 
 /// Starts a transaction on a pooled connection.
 pub(crate) async fn begin(client: &mut Client) -> Result<Transaction<'_>> {
-    client.transaction().await.map_err(|e| classify("begin", e))
+    client.transaction().await.map_err(|e| classify("start a transaction", "begin", e))
 }
 
 /// Commits a pooled transaction.
 pub(crate) async fn commit(tx: Transaction<'_>) -> Result<()> {
-    tx.commit().await.map_err(|e| classify("commit", e))
+    tx.commit().await.map_err(|e| classify("commit the transaction", "commit", e))
 }

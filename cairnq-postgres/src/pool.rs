@@ -19,8 +19,12 @@ const CHECKOUT_WAIT: Duration = Duration::from_secs(60);
 
 /// Parses `dsn` (URL or key=value form) and applies the options' timeout.
 pub(crate) fn pg_config(dsn: &str, options: &PostgresOptions) -> Result<tokio_postgres::Config> {
-    let mut config: tokio_postgres::Config =
-        dsn.parse().map_err(|e| Error::validation("dsn", format!("not a Postgres connection string: {e}")))?;
+    let mut config: tokio_postgres::Config = dsn.parse().map_err(|e: tokio_postgres::Error| {
+        // The driver says only "invalid connection string"; what is
+        // wrong with it (a port that is no number, ...) is its source.
+        let why = std::error::Error::source(&e).map_or_else(String::new, |cause| format!(": {cause}"));
+        Error::validation("dsn", format!("not a Postgres connection string{why}"))
+    })?;
     config.connect_timeout(options.connect_timeout);
     if config.get_application_name().is_none() {
         config.application_name("cairnq-rs");

@@ -4,7 +4,8 @@
 
 use cairnq_core::backend::{ListProbe, Query, Sql, TaskRow};
 use cairnq_core::store::{
-    ChildrenParams, CountQueuedParams, CountTasksParams, GetParams, ListFilter, ProbeParams, StatsParams, TaskKeyParams,
+    ChildrenParams, CountQueuedParams, CountTasksParams, GetParams, ListFilter, ProbeParams, PurgeFilter, StatsParams,
+    TaskKeyParams,
 };
 use cairnq_core::{QueueAge, Result, Task, TaskCount, TaskRef};
 
@@ -38,6 +39,11 @@ pub(crate) async fn list(exec: &impl Exec, filter: &ListFilter, counted: bool, o
 pub(crate) async fn count_tasks(exec: &impl Exec, params: &CountTasksParams) -> Result<u64> {
     let count: i64 = col(&one_row(exec, &Query::count_tasks(params)).await?, "count")?;
     Ok(u64::try_from(count).unwrap_or(0))
+}
+
+/// What a purge of `filter` would delete now, by the same statement's rule.
+pub(crate) async fn purgeable(exec: &impl Exec, filter: &PurgeFilter) -> Result<Vec<TaskRow>> {
+    Ok(rows(exec, &Query::purgeable(filter)).await?.iter().map(row::task_row).collect())
 }
 
 /// The tasks one task submitted, newest first.

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use cairnq_core::backend::{Coalescer, Query, Sql};
+use cairnq_core::backend::{Coalescer, Query, Sql, flows, schedules};
 use cairnq_core::store::{
     CancelParams, ChangeFeed, ChildrenParams, ClaimParams, CompleteBatchParams, CountQueuedParams, CountTasksParams,
     DeleteScheduleParams, FailParams, FeedParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams,
@@ -17,8 +17,6 @@ use cairnq_core::{
     Wake,
 };
 use deadpool_postgres::{Client, Pool};
-
-use cairnq_core::backend::{flows, schedules};
 
 use crate::exec::{AppSession, Session, answer};
 use crate::flows::PgExec;
@@ -36,10 +34,8 @@ use crate::{pool, read, tls, write};
 /// # async fn demo() -> cairnq_core::Result<()> {
 /// use cairnq_core::CairnQ;
 /// use cairnq_postgres::{PostgresOptions, PostgresStore};
-/// let store = PostgresStore::connect_with(
-///     "postgres://app@127.0.0.1/app",
-///     PostgresOptions::new().schema("jobs"),
-/// ).await?;
+/// let options = PostgresOptions::new().schema("jobs");
+/// let store = PostgresStore::connect_with("postgres://app@127.0.0.1/app", options).await?;
 /// let client = CairnQ::new(store.clone());
 /// client.submit("send_email", &serde_json::json!({"to": "a@example.com"})).await?;
 /// # Ok(()) }
@@ -396,6 +392,10 @@ impl Store for PostgresStore {
 
     async fn purge(&self, params: &PurgeFilter) -> Result<Vec<String>> {
         on_connection!(self, purge, params)
+    }
+
+    async fn purgeable(&self, params: &PurgeFilter) -> Result<Vec<TaskRow>> {
+        read::purgeable(&self.client().await?, params).await
     }
 
     async fn claimable(&self, params: &ProbeParams) -> Result<bool> {

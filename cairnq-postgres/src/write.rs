@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use cairnq_core::backend::{Coalescer, Query, Sql, in_asked_order};
+use cairnq_core::backend::{Coalescer, Query, Sql, in_asked_order, purpose};
 use cairnq_core::store::{CompleteBatchParams, NewTask};
 use cairnq_core::{Error, Json, Result, Task, TaskRef};
 use deadpool_postgres::Pool;
@@ -76,7 +76,8 @@ pub(crate) async fn insert_unkeyed(exec: &impl Exec, tasks: &[NewTask]) -> Resul
     if ordered.len() == tasks.len() {
         Ok(ordered)
     } else {
-        Err(Error::corrupt_row(format!("insert_tasks returned {} of {} rows", ordered.len(), tasks.len())))
+        let answered = format!("the database answered {} of {} rows", ordered.len(), tasks.len());
+        Err(Error::corrupt_row(cairnq_core::could_not(purpose(Sql::InsertTasks), answered)))
     }
 }
 

@@ -81,7 +81,7 @@ impl From<ClosurePanicked> for Error {
 /// error or its panic becomes the call's error.
 pub(crate) fn run<R>(work: impl AppWrites<R>, conn: &Connection) -> Result<R> {
     match catch_unwind(AssertUnwindSafe(|| app_code(|| work(conn)))) {
-        Ok(written) => written.map_err(|e| sqlite_error("the application's writes (complete_with)", e)),
+        Ok(written) => written.map_err(|e| sqlite_error("run the application's writes", "complete_with", e)),
         Err(panic) => Err(ClosurePanicked::new(panic_message(panic.as_ref())).into()),
     }
 }

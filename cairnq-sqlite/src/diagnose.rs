@@ -81,7 +81,7 @@ fn foreign_header(path: &Path, file: File) -> Option<String> {
         return None;
     }
     (head != SQLITE_HEADER)
-        .then(|| format!("{} is not a SQLite database (it does not start with the SQLite file header)", path.display()))
+        .then(|| format!("{} is not a SQLite database: it does not start with the SQLite file header", path.display()))
 }
 
 /// The `-wal` and `-shm` files: each must be writable when it exists

@@ -10,20 +10,28 @@
 
 use std::path::Path;
 
-use cairnq_core::Error;
+use cairnq_core::{Error, StepError, could_not, find_cause};
 use rusqlite::{Connection, ErrorCode};
 
 use crate::diagnose::diagnose;
 
-/// A cairnq error for a failed SQLite call made during `context` (a step
-/// name such as `begin immediate`, kept after the cause).
-pub(crate) fn sqlite_error(context: &str, error: rusqlite::Error) -> Error {
-    let message = format!("{context}: {error}");
-    if is_unusable(&error) {
-        return Error::Unusable { message, source: Some(Box::new(error)) };
-    }
+/// What the connection setup is called in messages: an open's failure
+/// already says "cannot open PATH", so [`opening`] drops these words.
+pub(crate) const OPEN: &str = "open the database";
+
+/// A cairnq error for a failed SQLite call: the message says what was
+/// being done in words (`doing`: "cancel the task") and SQLite's cause;
+/// the `step` (a statement's name, a pragma) travels in the source chain
+/// as a [`StepError`], for debugging, never in the message.
+pub(crate) fn sqlite_error(doing: &str, step: &str, error: rusqlite::Error) -> Error {
+    let message = could_not(doing, &error);
+    let unusable = is_unusable(&error);
     let transient = is_busy(&error);
-    Error::Storage { message, source: Some(Box::new(error)), transient }
+    let source = Some(Box::new(StepError::new(step, error)) as cairnq_core::BoxError);
+    if unusable {
+        return Error::Unusable { message, source };
+    }
+    Error::Storage { message, source, transient }
 }
 
 /// Whether SQLite refused because the file's content is broken (a file
@@ -71,17 +79,25 @@ pub(crate) fn explain(conn: &Connection, error: Error) -> Error {
             Error::Unusable { message: damaged_file(path, &message), source }
         }
         (Error::Unusable { message, source }, Some(path)) if !path.is_empty() => match diagnose(Path::new(path)) {
-            Some(cause) => Error::Unusable { message: format!("{cause} ({message})"), source },
+            Some(cause) => Error::Unusable { message: caused(cause, &message, source.as_deref()), source },
             None => Error::Unusable { message: format!("{path}: {message}"), source },
         },
         (other, _) => other,
     }
 }
 
+/// The cause the file system shows, then SQLite's words in parentheses,
+/// unless they only say it again: for a file with a foreign header
+/// SQLite's "file is not a database" repeats the diagnosis.
+fn caused(cause: String, message: &str, source: Option<&(dyn std::error::Error + Send + Sync + 'static)>) -> String {
+    let code = source.and_then(|s| find_cause::<rusqlite::Error>(s)).and_then(rusqlite::Error::sqlite_error_code);
+    if code == Some(ErrorCode::NotADatabase) { cause } else { format!("{cause} ({message})") }
+}
+
 /// Whether SQLite failed because the file's content is broken (a page of
 /// garbage, a file cut short): no retry or permission fixes that.
 fn damaged(source: Option<&(dyn std::error::Error + Send + Sync + 'static)>) -> bool {
-    source.and_then(|s| s.downcast_ref::<rusqlite::Error>()).is_some_and(is_damage)
+    source.and_then(|s| find_cause::<rusqlite::Error>(s)).is_some_and(is_damage)
 }
 
 /// What a failure on a damaged file says: that the file is damaged, and
@@ -102,10 +118,11 @@ fn damaged_file(path: &str, message: &str) -> String {
 /// other non-storage errors pass through.
 pub(crate) fn opening(path: &Path, error: Error) -> Error {
     let (message, source, transient) = match error {
-        Error::Storage { message, source, transient } => (message, source, transient),
+        Error::Storage { message, source, transient } => (without_open(message), source, transient),
         Error::Unusable { message, source } => {
+            let message = without_open(message);
             let message = match diagnose(path) {
-                Some(cause) => format!("{cause} ({message})"),
+                Some(cause) => caused(cause, &message, source.as_deref()),
                 None => message,
             };
             return Error::Unusable { message: format!("cannot open {}: {message}", path.display()), source };
@@ -114,9 +131,19 @@ pub(crate) fn opening(path: &Path, error: Error) -> Error {
     };
     match diagnose(path) {
         Some(cause) => {
-            Error::Unusable { message: format!("cannot open {}: {cause} ({message})", path.display()), source }
+            let message = caused(cause, &message, source.as_deref());
+            Error::Unusable { message: format!("cannot open {}: {message}", path.display()), source }
         }
         None => Error::Storage { message: format!("cannot open {}: {message}", path.display()), source, transient },
+    }
+}
+
+/// `message` without a leading "could not open the database: ", which
+/// the "cannot open PATH" before it already says.
+pub(crate) fn without_open(message: String) -> String {
+    match message.strip_prefix(&could_not(OPEN, "")) {
+        Some(cause) => cause.to_string(),
+        None => message,
     }
 }
 
@@ -149,16 +176,26 @@ mod tests {
             rusqlite::ffi::SQLITE_AUTH,
         ];
         for code in unusable {
-            let error = sqlite_error("claim", failure(code, "x"));
+            let error = sqlite_error("claim tasks", "claim_due_tasks", failure(code, "x"));
             assert!(error.is_unusable() && !error.is_transient(), "code {code}: {error}");
         }
-        let busy = sqlite_error("claim", failure(rusqlite::ffi::SQLITE_BUSY, "database is locked"));
+        let busy =
+            sqlite_error("claim tasks", "claim_due_tasks", failure(rusqlite::ffi::SQLITE_BUSY, "database is locked"));
         assert!(busy.is_transient() && !busy.is_unusable(), "{busy}");
-        let full = sqlite_error("claim", failure(rusqlite::ffi::SQLITE_FULL, "database or disk is full"));
+        let full = sqlite_error(
+            "claim tasks",
+            "claim_due_tasks",
+            failure(rusqlite::ffi::SQLITE_FULL, "database or disk is full"),
+        );
         assert!(!full.is_transient() && !full.is_unusable(), "{full}");
-        let gone = sqlite_error("claim", failure(rusqlite::ffi::SQLITE_ERROR, "no such table: cairnq_tasks"));
+        let gone = sqlite_error(
+            "claim tasks",
+            "claim_due_tasks",
+            failure(rusqlite::ffi::SQLITE_ERROR, "no such table: cairnq_tasks"),
+        );
         assert!(gone.is_unusable(), "{gone}");
-        let other = sqlite_error("claim", failure(rusqlite::ffi::SQLITE_ERROR, "no such table: mine"));
+        let other =
+            sqlite_error("claim tasks", "claim_due_tasks", failure(rusqlite::ffi::SQLITE_ERROR, "no such table: mine"));
         assert!(!other.is_unusable(), "{other}");
     }
 
@@ -166,20 +203,35 @@ mod tests {
     /// writer) used to be built from `Display`, which doubled the prefix.
     #[test]
     fn a_replicated_batch_error_says_storage_error_once() {
-        let error = sqlite_error("commit", failure(rusqlite::ffi::SQLITE_IOERR, "disk I/O error"));
+        let error = sqlite_error("commit the writes", "commit", failure(rusqlite::ffi::SQLITE_IOERR, "disk I/O error"));
         let copy = error.replicate();
-        assert_eq!(copy.to_string(), "storage error: commit: disk I/O error");
-        let readonly = sqlite_error("begin immediate", failure(rusqlite::ffi::SQLITE_READONLY, "readonly"));
-        assert_eq!(readonly.replicate().to_string(), "unusable database: begin immediate: readonly");
+        assert_eq!(copy.to_string(), "storage error: could not commit the writes: disk I/O error");
+        let readonly =
+            sqlite_error("take the write lock", "begin immediate", failure(rusqlite::ffi::SQLITE_READONLY, "readonly"));
+        assert_eq!(readonly.replicate().to_string(), "unusable database: could not take the write lock: readonly");
+    }
+
+    /// The statement's name is for debugging: in the source chain and in
+    /// `{:?}`, never in the message.
+    #[test]
+    fn the_step_name_stays_out_of_the_message() {
+        let error =
+            sqlite_error("cancel the task", "cancel_task", failure(rusqlite::ffi::SQLITE_BUSY, "database is locked"));
+        assert_eq!(error.to_string(), "storage error: could not cancel the task: database is locked");
+        let step = std::error::Error::source(&error).and_then(|s| s.downcast_ref::<StepError>());
+        assert_eq!(step.map(StepError::step), Some("cancel_task"));
+        assert!(format!("{error:?}").contains("cancel_task"), "{error:?}");
+        let source = std::error::Error::source(&error).expect("a source");
+        assert!(find_cause::<rusqlite::Error>(source).is_some_and(is_busy), "the driver's error is still found");
     }
 
     #[test]
     fn an_open_error_starts_with_the_path_once() {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("queue.db");
-        let error = opening(&path, sqlite_error("open", failure(rusqlite::ffi::SQLITE_IOERR, "disk I/O error")));
+        let error = opening(&path, sqlite_error(OPEN, "open", failure(rusqlite::ffi::SQLITE_IOERR, "disk I/O error")));
         let shown = error.to_string();
-        assert_eq!(shown, format!("storage error: cannot open {}: open: disk I/O error", path.display()));
+        assert_eq!(shown, format!("storage error: cannot open {}: disk I/O error", path.display()));
         assert_eq!(opening(&path, Error::StoreClosed).to_string(), "the store is closed");
     }
 }

@@ -241,7 +241,13 @@ const RELEASE: &str = "release cairnq_job";
 const ROLLBACK_TO: &str = "rollback to cairnq_job";
 
 fn control(conn: &Connection, sql: &'static str) -> Result<()> {
-    conn.prepare_cached(sql).and_then(|mut stmt| stmt.execute([])).map(|_| ()).map_err(|e| sqlite_error(sql, e))
+    let doing = match sql {
+        BEGIN => "take the write lock",
+        COMMIT => "commit the writes",
+        ROLLBACK | ROLLBACK_TO => "roll back the writes",
+        _ => "keep one write apart from the others of its batch",
+    };
+    conn.prepare_cached(sql).and_then(|mut stmt| stmt.execute([])).map(|_| ()).map_err(|e| sqlite_error(doing, sql, e))
 }
 
 /// How a batch's jobs ran.

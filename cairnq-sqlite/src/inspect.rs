@@ -6,13 +6,13 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use cairnq_core::backend::{Query, Sql};
+use cairnq_core::backend::{Query, Sql, purpose};
 use cairnq_core::{Error, MigrationStatus, Result};
 use cairnq_protocol::sqlite;
 use rusqlite::{Connection, OpenFlags};
 
 use crate::SqliteStore;
-use crate::error::{opening, sqlite_error};
+use crate::error::{OPEN, opening, sqlite_error};
 use crate::location::Location;
 use crate::row::first_text;
 use crate::sql::{query, query_int};
@@ -88,7 +88,7 @@ pub(crate) fn ledger(conn: &Connection, path: &Path) -> Result<Option<Vec<(Strin
     }
     let entries = query(conn, &Query::new(Sql::ReadMigrationLedger), |row| {
         let name = first_text(row)?;
-        let at = row.get::<_, i64>(1).map_err(|e| sqlite_error("read ledger", e))?;
+        let at = row.get::<_, i64>(1).map_err(|e| sqlite_error(purpose(Sql::ReadMigrationLedger), "read ledger", e))?;
         Ok((name, at))
     })?;
     Ok(Some(entries))
@@ -110,7 +110,7 @@ pub(crate) fn meta_rows(conn: &Connection, path: &Path) -> Result<BTreeMap<Strin
     }
     let rows = query(conn, &Query::new(Sql::ReadAllMeta), |row| {
         let key = first_text(row)?;
-        let value = row.get::<_, String>(1).map_err(|e| sqlite_error("read meta", e))?;
+        let value = row.get::<_, String>(1).map_err(|e| sqlite_error(purpose(Sql::ReadAllMeta), "read meta", e))?;
         Ok((key, value))
     })?;
     Ok(rows.into_iter().collect())
@@ -139,7 +139,7 @@ pub(crate) fn read_only(path: &Path) -> Result<Option<Connection>> {
         return Err(opening(&file, Error::Unusable { message: "SQLite cannot open a directory".into(), source: None }));
     }
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(&file, flags).map_err(|e| opening(&file, sqlite_error("open", e)))?;
+    let conn = Connection::open_with_flags(&file, flags).map_err(|e| opening(&file, sqlite_error(OPEN, "open", e)))?;
     Ok(Some(conn))
 }
 

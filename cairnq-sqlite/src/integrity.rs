@@ -54,7 +54,8 @@ pub struct Damage {
 
 impl std::fmt::Display for Damage {
     /// Where, and SQLite's first problem: "in cairnq_tasks: Tree 4 page
-    /// 303: btreeInitPage() returns error code 11 (and 4 more problems)".
+    /// 303: btreeInitPage() returns error code 11, and 4 more problems"
+    /// (no parentheses: callers set it inside their own sentences).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.tables.as_slice() {
             [] => write!(f, "outside the tables")?,
@@ -65,7 +66,8 @@ impl std::fmt::Display for Damage {
         }
         match self.problems.len() {
             0 | 1 => Ok(()),
-            n => write!(f, " (and {} more problems)", n - 1),
+            2 => write!(f, ", and 1 more problem"),
+            n => write!(f, ", and {} more problems", n - 1),
         }
     }
 }
@@ -166,7 +168,7 @@ async fn file_health(path: PathBuf) -> Result<FileHealth> {
         let journal_mode = match conn.pragma_query_value(None, "journal_mode", |row| row.get::<_, String>(0)) {
             Ok(mode) => mode,
             Err(e) if damage.is_some() => format!("unreadable ({e})"),
-            Err(e) => return Err(opening(&path, sqlite_error("journal_mode", e))),
+            Err(e) => return Err(opening(&path, sqlite_error("read the journal mode", "journal_mode", e))),
         };
         let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
         let mut wal = path.clone().into_os_string();
@@ -197,7 +199,7 @@ fn check(conn: &Connection, path: &Path, budget: Option<Duration>) -> Result<Int
         Ok(problems) => problems,
         Err(e) if e.sqlite_error_code() == Some(ErrorCode::OperationInterrupted) => return Ok(Integrity::Unfinished),
         Err(e) if is_damage(&e) => vec![e.to_string()],
-        Err(e) => return Err(opening(path, sqlite_error("quick_check", e))),
+        Err(e) => return Err(opening(path, sqlite_error("check the file's integrity", "quick_check", e))),
     };
     if problems.is_empty() {
         return Ok(Integrity::Intact);

@@ -19,7 +19,7 @@ use cairnq_protocol::{Migration, sqlite};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use crate::busy::{self, LockWaits};
-use crate::error::{is_busy, opening, sqlite_error};
+use crate::error::{OPEN, is_busy, opening, sqlite_error, without_open};
 use crate::location::Location;
 use crate::options::SqliteOptions;
 use crate::sql::{query_int, query_opt};
@@ -43,7 +43,7 @@ pub(crate) fn open_writer(location: &Location, options: &SqliteOptions, waits: A
             Location::File(path) => connect_file(path, options)?,
             Location::Memory { uri, .. } => connect(Path::new(uri), OpenFlags::SQLITE_OPEN_URI, options)?,
         };
-        busy::install(&mut conn, options.busy_timeout, waits).map_err(|e| sqlite_error("busy_handler", e))?;
+        busy::install(&mut conn, options.busy_timeout, waits).map_err(|e| sqlite_error(OPEN, "busy_handler", e))?;
         if options.install == Install::Existing {
             require_installation(&conn)?;
             return Ok(conn);
@@ -68,7 +68,7 @@ pub(crate) fn open_writer(location: &Location, options: &SqliteOptions, waits: A
 pub(crate) fn open_reader(path: &Path, options: &SqliteOptions) -> Result<Connection> {
     let prepare = || {
         let conn = connect_file(path, options)?;
-        conn.pragma_update(None, "query_only", true).map_err(|e| sqlite_error("query_only", e))?;
+        conn.pragma_update(None, "query_only", true).map_err(|e| sqlite_error(OPEN, "query_only", e))?;
         Ok(conn)
     };
     prepare().map_err(|e| opening(path, e))
@@ -94,18 +94,18 @@ fn connect(path: &Path, extra: OpenFlags, options: &SqliteOptions) -> Result<Con
         _ => OpenFlags::SQLITE_OPEN_CREATE,
     };
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | create | OpenFlags::SQLITE_OPEN_NO_MUTEX | extra;
-    let conn = Connection::open_with_flags(path, flags).map_err(|e| sqlite_error("open", e))?;
-    conn.busy_timeout(options.busy_timeout).map_err(|e| sqlite_error("busy_timeout", e))?;
-    conn.pragma_update(None, "foreign_keys", true).map_err(|e| sqlite_error("foreign_keys", e))?;
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| sqlite_error(OPEN, "open", e))?;
+    conn.busy_timeout(options.busy_timeout).map_err(|e| sqlite_error(OPEN, "busy_timeout", e))?;
+    conn.pragma_update(None, "foreign_keys", true).map_err(|e| sqlite_error(OPEN, "foreign_keys", e))?;
     conn.pragma_update(None, "synchronous", options.synchronous.pragma_value())
-        .map_err(|e| sqlite_error("synchronous", e))?;
+        .map_err(|e| sqlite_error(OPEN, "synchronous", e))?;
     // Savepoints and multi-row statements journal the pages they touch in
     // a temp file; in memory that costs a memcpy instead of a write call
     // (the durable journal is the WAL, untouched by this).
-    conn.pragma_update(None, "temp_store", "MEMORY").map_err(|e| sqlite_error("temp_store", e))?;
+    conn.pragma_update(None, "temp_store", "MEMORY").map_err(|e| sqlite_error(OPEN, "temp_store", e))?;
     // SQLite's default page cache is 2 MiB; a claim or a settle touches
     // several indexes, and a cache miss is a read call.
-    conn.pragma_update(None, "cache_size", CACHE_KIB).map_err(|e| sqlite_error("cache_size", e))?;
+    conn.pragma_update(None, "cache_size", CACHE_KIB).map_err(|e| sqlite_error(OPEN, "cache_size", e))?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     Ok(conn)
 }
@@ -114,10 +114,10 @@ fn connect(path: &Path, extra: OpenFlags, options: &SqliteOptions) -> Result<Con
 fn opening_in_memory(uri: &str, error: Error) -> Error {
     match error {
         Error::Storage { message, source, transient } => {
-            Error::Storage { message: format!("cannot open {uri}: {message}"), source, transient }
+            Error::Storage { message: format!("cannot open {uri}: {}", without_open(message)), source, transient }
         }
         Error::Unusable { message, source } => {
-            Error::Unusable { message: format!("cannot open {uri}: {message}"), source }
+            Error::Unusable { message: format!("cannot open {uri}: {}", without_open(message)), source }
         }
         other => other,
     }
@@ -167,7 +167,7 @@ fn enable_wal(conn: &Connection) -> Result<()> {
                 });
             }
             Err(e) if is_busy(&e) && attempt < WAL_RETRIES => attempt += 1,
-            Err(e) => return Err(sqlite_error("journal_mode = wal", e)),
+            Err(e) => return Err(sqlite_error("switch the database to WAL journal mode", "journal_mode = wal", e)),
         }
         std::thread::sleep(WAL_RETRY_PAUSE);
     }
@@ -192,7 +192,11 @@ fn is_applied(conn: &Connection, migration: &Migration) -> Result<bool> {
 }
 
 fn apply_once(conn: &mut Connection, migration: &Migration, clock: &dyn Clock) -> Result<()> {
-    let context = |what: &'static str| move |e| sqlite_error(&format!("{what} {}", migration.file_name), e);
+    let doing = format!("apply migration {}", migration.file_name);
+    let context = |what: &'static str| {
+        let doing = &doing;
+        move |e| sqlite_error(doing, &format!("{what} {}", migration.file_name), e)
+    };
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(context("begin"))?;
     if !is_applied(&tx, migration)? {
         tx.execute_batch(migration.sql).map_err(context("apply"))?;

@@ -3,7 +3,8 @@
 
 use cairnq_core::backend::{ListProbe, Query, Sql, TaskRow};
 use cairnq_core::store::{
-    ChildrenParams, CountQueuedParams, CountTasksParams, GetParams, ListFilter, ProbeParams, StatsParams, TaskKeyParams,
+    ChildrenParams, CountQueuedParams, CountTasksParams, GetParams, ListFilter, ProbeParams, PurgeFilter, StatsParams,
+    TaskKeyParams,
 };
 use cairnq_core::{QueueAge, Result, Task, TaskCount, TaskRef};
 use rusqlite::Connection;
@@ -31,6 +32,11 @@ pub(crate) fn list(conn: &Connection, _now_ms: i64, filter: &ListFilter) -> Resu
 
 pub(crate) fn count_tasks(conn: &Connection, _now_ms: i64, p: &CountTasksParams) -> Result<u64> {
     Ok(u64::try_from(query_int(conn, &Query::count_tasks(p))?).unwrap_or_default())
+}
+
+/// What a purge of `p` would delete now, by the same statement's rule.
+pub(crate) fn purgeable(conn: &Connection, now_ms: i64, p: &PurgeFilter) -> Result<Vec<TaskRow>> {
+    query(conn, &Query::purgeable(p).arg("now_ms", now_ms), row::task())
 }
 
 pub(crate) fn children(conn: &Connection, _now_ms: i64, p: &ChildrenParams) -> Result<Vec<TaskRow>> {

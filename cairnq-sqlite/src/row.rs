@@ -144,7 +144,7 @@ fn cell<T>(
     column: &str,
     decode: impl FnOnce(ValueRef<'_>) -> Result<T, String>,
 ) -> Result<T> {
-    let value = row.get_ref(index).map_err(|e| sqlite_error(column, e))?;
+    let value = row.get_ref(index).map_err(|e| sqlite_error(&format!("read the {column} column"), column, e))?;
     decode(value).map_err(|reason| Undecodable::new(None, column, reason).into_error())
 }
 

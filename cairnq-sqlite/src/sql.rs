@@ -3,7 +3,7 @@
 //! behind each in order), its arguments bound by position. Every
 //! connection's `prepare_cached` sees the same text.
 
-use cairnq_core::backend::{Arg, Query};
+use cairnq_core::backend::{Arg, Query, purpose};
 use cairnq_core::{Error, Result};
 use cairnq_protocol::sqlite;
 use rusqlite::types::Value as SqlValue;
@@ -36,7 +36,7 @@ fn statement_error(message: String) -> Error {
 pub(crate) fn query<T>(conn: &Connection, query: &Query, mut map: impl FnMut(&Row<'_>) -> Result<T>) -> Result<Vec<T>> {
     let statement = sqlite::statement(query.sql);
     let rendering = statement.rendering(&query.flags).map_err(|e| statement_error(e.to_string()))?;
-    let fail = |e| sqlite_error(statement.name, e);
+    let fail = |e| sqlite_error(purpose(query.sql), statement.name, e);
     let mut stmt = conn.prepare_cached(rendering.sql).map_err(fail)?;
     for (position, name) in rendering.params.iter().enumerate() {
         let arg =

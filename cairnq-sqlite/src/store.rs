@@ -375,6 +375,10 @@ impl Store for SqliteStore {
         write_flow!(self, purge, params)
     }
 
+    async fn purgeable(&self, params: &PurgeFilter) -> Result<Vec<TaskRow>> {
+        read_job!(self, read::purgeable, params)
+    }
+
     async fn claimable(&self, params: &ProbeParams) -> Result<bool> {
         read_job!(self, read::claimable, params)
     }

@@ -89,6 +89,8 @@ macro_rules! worker_suite_tests {
             "multi_thread": schedules_are_managed_through_the_client,
             "multi_thread": a_task_knows_its_children_and_its_key,
             "multi_thread": counts_agree_with_the_rows_and_stop_at_their_bound,
+            "multi_thread": a_created_range_lists_and_counts_only_its_rows,
+            "multi_thread": bulk_actions_take_what_their_filter_matches,
             "multi_thread": oldest_due_reads_each_queue_across_priorities,
             "multi_thread": lists_read_the_same_rows_whatever_their_plan,
             "multi_thread": overlap_skip_holds_while_the_previous_fire_runs,

@@ -20,6 +20,7 @@
 //! ([`crate::child`]); they need a store another process can open (a
 //! [`StoreLocator`](crate::StoreLocator)) and skip with a message otherwise.
 
+mod bulk;
 mod chaos;
 mod clients;
 mod events;
@@ -40,6 +41,7 @@ mod traces;
 mod waits;
 mod wakeups;
 
+pub use bulk::bulk_actions_take_what_their_filter_matches;
 pub use chaos::random_sigkills_lose_no_task;
 pub use clients::{
     a_closed_store_refuses_every_call, a_killed_submitter_loses_no_acknowledged_submit,
@@ -76,8 +78,9 @@ pub use queue_ops::{
     times_past_the_protocols_range_are_refused_before_any_write,
 };
 pub use reads::{
-    a_task_knows_its_children_and_its_key, counts_agree_with_the_rows_and_stop_at_their_bound,
-    lists_read_the_same_rows_whatever_their_plan, oldest_due_reads_each_queue_across_priorities,
+    a_created_range_lists_and_counts_only_its_rows, a_task_knows_its_children_and_its_key,
+    counts_agree_with_the_rows_and_stop_at_their_bound, lists_read_the_same_rows_whatever_their_plan,
+    oldest_due_reads_each_queue_across_priorities,
 };
 pub use schedule_policies::{
     a_fire_holding_a_stale_slot_changes_nothing,

@@ -9,18 +9,21 @@
 //! bearer token, or when the dashboard has no token.
 
 use axum::Form;
-use axum::extract::{Request, State};
+use axum::extract::{Query, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::html;
 use serde::Deserialize;
 
+use crate::filter::encode;
 use crate::html::{PageCtx, layout, refusal};
+use crate::session::Session;
 use crate::state::AppState;
 
-/// The cookie a logged-in browser holds the token in.
-const COOKIE: &str = "cairnq_web_token";
+/// The cookie a logged-in browser holds its session in (see
+/// [`Session`]: a value derived from the token, not the token).
+const COOKIE: &str = "cairnq_web_session";
 
 /// Who is calling, as far as the token goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,14 +38,14 @@ enum Caller {
     Anonymous,
 }
 
-fn caller(token: Option<&str>, headers: &HeaderMap) -> Caller {
-    let Some(token) = token else { return Caller::Open };
+fn caller(session: Option<&Session>, headers: &HeaderMap) -> Caller {
+    let Some(session) = session else { return Caller::Open };
     let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
-    if bearer.is_some_and(|sent| same_secret(sent, token)) {
+    if bearer.is_some_and(|sent| session.is_token(sent)) {
         return Caller::Bearer;
     }
     let cookie = headers
@@ -53,16 +56,10 @@ fn caller(token: Option<&str>, headers: &HeaderMap) -> Caller {
         .filter_map(|pair| pair.trim().split_once('='))
         .find(|(name, _)| *name == COOKIE)
         .map(|(_, value)| value);
-    if cookie.is_some_and(|sent| same_secret(sent, token)) {
+    if cookie.is_some_and(|sent| session.is_session(sent)) {
         return Caller::Cookie;
     }
     Caller::Anonymous
-}
-
-/// Compares in time that depends only on the lengths, so a wrong guess
-/// does not tell how much of it was right.
-fn same_secret(sent: &str, token: &str) -> bool {
-    sent.len() == token.len() && sent.bytes().zip(token.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
 }
 
 /// Whether a browser says this request comes from another origin.
@@ -108,7 +105,7 @@ pub(crate) async fn guard(State(state): State<AppState>, ctx: PageCtx, request: 
             "this dashboard answers only to a loopback address",
         );
     }
-    let caller = caller(state.token.as_deref(), request.headers());
+    let caller = caller(state.token.as_ref(), request.headers());
     if request.method() == Method::POST {
         if caller != Caller::Bearer && cross_origin(request.headers()) {
             return refusal(&ctx, machine, StatusCode::FORBIDDEN, "cross-origin request refused");
@@ -123,21 +120,41 @@ pub(crate) async fn guard(State(state): State<AppState>, ctx: PageCtx, request: 
             response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
             return response;
         }
-        return Redirect::to(&format!("{}/login", ctx.base)).into_response();
+        // Back here after the login: the path within the dashboard.
+        let asked = request.uri().path_and_query().map_or("/", |p| p.as_str());
+        return Redirect::to(&format!("{}/login?next={}", ctx.base, encode(asked))).into_response();
     }
     next.run(request).await
 }
 
-/// The login page.
-pub(crate) async fn login_page(ctx: PageCtx) -> Response {
-    login_form(&ctx, None)
+/// `?next=` of the login page: where the user was going.
+#[derive(Deserialize)]
+pub(crate) struct ReturnTo {
+    next: Option<String>,
 }
 
-fn login_form(ctx: &PageCtx, problem: Option<&str>) -> Response {
+/// The login page.
+pub(crate) async fn login_page(ctx: PageCtx, Query(asked): Query<ReturnTo>) -> Response {
+    login_form(&ctx, asked.next.as_deref().and_then(local_path), None)
+}
+
+/// `next` when it is a path on this dashboard (one leading `/`, not `//`,
+/// no backslash, printable ASCII only), else `None`: a login must never send
+/// the browser to another site (an open redirect), whatever a link said.
+fn local_path(next: &str) -> Option<&str> {
+    let local = next.starts_with('/')
+        && !next.starts_with("//")
+        && !next.contains('\\')
+        && next.bytes().all(|b| b.is_ascii_graphic());
+    local.then_some(next)
+}
+
+fn login_form(ctx: &PageCtx, next: Option<&str>, problem: Option<&str>) -> Response {
     let body = html! {
         h1 { "Log in" }
         @if let Some(problem) = problem { p.notice.bad { (problem) } }
-        form.login method="post" action={ (ctx.base) "/login" } {
+        form.login #login method="post" action={ (ctx.base) "/login" } {
+            @if let Some(next) = next { input type="hidden" name="next" value=(next); }
             label { "Access token " input type="password" name="token" autofocus; }
             button type="submit" { "Log in" }
         }
@@ -149,18 +166,23 @@ fn login_form(ctx: &PageCtx, problem: Option<&str>) -> Response {
 #[derive(Deserialize)]
 pub(crate) struct Login {
     token: String,
+    /// Where to go after logging in (see [`local_path`]).
+    next: Option<String>,
 }
 
-/// Checks the token; on a match, sets the cookie and goes to the overview.
+/// Checks the token; on a match, sets the cookie and goes where the user
+/// was going (the overview when that is unknown or not a local path).
 pub(crate) async fn login(State(state): State<AppState>, ctx: PageCtx, Form(form): Form<Login>) -> Response {
-    let Some(token) = state.token.as_deref() else { return Redirect::to(ctx.home()).into_response() };
-    if !same_secret(&form.token, token) {
-        let mut response = login_form(&ctx, Some("That is not the access token."));
+    let next = form.next.as_deref().and_then(local_path);
+    let target = next.map_or_else(|| ctx.home().to_string(), |path| format!("{}{path}", ctx.base));
+    let Some(session) = state.token.as_ref() else { return Redirect::to(&target).into_response() };
+    if !session.is_token(&form.token) {
+        let mut response = login_form(&ctx, next, Some("That is not the access token."));
         *response.status_mut() = StatusCode::UNAUTHORIZED;
         return response;
     }
-    let cookie = format!("{COOKIE}={token}; Path={}; HttpOnly; SameSite=Strict", ctx.home());
-    let mut response = Redirect::to(ctx.home()).into_response();
+    let cookie = format!("{COOKIE}={}; Path={}; HttpOnly; SameSite=Strict", session.cookie(), ctx.home());
+    let mut response = Redirect::to(&target).into_response();
     if let Ok(value) = header::HeaderValue::from_str(&cookie) {
         response.headers_mut().insert(header::SET_COOKIE, value);
     }

@@ -78,6 +78,14 @@ impl TaskQuery {
         FIELDS.iter().filter_map(|&field| self.field(field).map(|value| (field, value))).collect()
     }
 
+    /// The set filter fields plus the page (`limit`, `after`): what says
+    /// which list a user is looking at, so an action on its rows can
+    /// return to it.
+    pub(crate) fn view_fields(&self) -> Vec<(&'static str, &str)> {
+        let paging = ["limit", "after"].into_iter().filter_map(|field| self.field(field).map(|value| (field, value)));
+        self.set_fields().into_iter().chain(paging).collect()
+    }
+
     /// The value of a filter field, `""` when unset (for form inputs).
     pub(crate) fn value(&self, field: &str) -> &str {
         self.field(field).unwrap_or("")

@@ -72,6 +72,8 @@ pub(crate) fn layout(ctx: &PageCtx, title: &str, live: bool, body: Markup) -> Re
                             a href={ (base) "/workers" } { "Workers" }
                             a href={ (base) "/schedules" } { "Schedules" }
                         }
+                        // Filled by the page script when it holds updates back.
+                        button #updates.updates type="button" hidden {}
                         span #live.live title="Live updates" { "" }
                     }
                     main #main data-live=(if live { "on" } else { "off" }) { (body) }

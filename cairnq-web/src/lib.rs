@@ -9,7 +9,10 @@
 //! [`router`] and `Router::nest`.
 //!
 //! Safe by default: [`serve`] binds loopback and refuses any other address
-//! without an access token; [`WebOptions::read_only`] hides and refuses every
+//! without an access token (of at least [`MIN_TOKEN_LEN`] characters; a
+//! browser's login cookie holds a value derived from it, never the token),
+//! and warns that it speaks plain HTTP when bound off loopback
+//! ([`Server::exposure_warning`]); [`WebOptions::read_only`] hides and refuses every
 //! action; actions are POST-only, and a browser's POST must come from the
 //! dashboard's own origin (a script's POST with the bearer token, or on a
 //! tokenless server, goes through); every value rendered is escaped.
@@ -21,7 +24,7 @@
 //! cairnq_web::serve(client.clone(), WebOptions::new()).await?;
 //!
 //! // Or inside an application, under /admin/queue, token required:
-//! let options = WebOptions::new().token("s3cret");
+//! let options = WebOptions::new().token("a-long-random-token");
 //! let app: axum::Router = axum::Router::new().nest("/admin/queue", cairnq_web::router(client, &options)?);
 //! # Ok(()) }
 //! ```
@@ -38,9 +41,10 @@ mod options;
 mod pages;
 mod schedule_ops;
 mod server;
+mod session;
 mod snapshot;
 mod state;
 mod time;
 
-pub use options::{Access, DEFAULT_BIND, TOKEN_ENV, WebError, WebOptions};
+pub use options::{Access, DEFAULT_BIND, MIN_TOKEN_LEN, TOKEN_ENV, WebError, WebOptions, parse_bind};
 pub use server::{Server, bind, router, serve};

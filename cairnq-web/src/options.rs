@@ -11,6 +11,37 @@ pub const DEFAULT_BIND: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(Ipv4Ad
 /// (`cairnq web` reads it when `--token` is not given).
 pub const TOKEN_ENV: &str = "CAIRNQ_WEB_TOKEN";
 
+/// The fewest characters an access token may have: a token is all that
+/// stands between the network and every payload and action, and a short
+/// one is guessed (a 3-character token falls to a script in seconds).
+pub const MIN_TOKEN_LEN: usize = 16;
+
+/// An address to listen on as an operator writes it: `IP:PORT`,
+/// `[IPv6]:PORT`, or `localhost:PORT` (loopback, 127.0.0.1, without asking
+/// a resolver: `localhost` is loopback by definition, RFC 6761, and a
+/// resolver that said otherwise would expose the dashboard).
+///
+/// ```
+/// let addr = cairnq_web::parse_bind("localhost:8080")?;
+/// assert_eq!(addr, "127.0.0.1:8080".parse()?);
+/// assert!(cairnq_web::parse_bind("example.com:80").is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn parse_bind(text: &str) -> Result<SocketAddr, WebError> {
+    let text = text.trim();
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let port = text
+        .rsplit_once(':')
+        .filter(|(host, _)| host.eq_ignore_ascii_case("localhost"))
+        .and_then(|(_, port)| port.parse::<u16>().ok());
+    match port {
+        Some(port) => Ok(SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), port)),
+        None => Err(WebError::BadBind(text.to_string())),
+    }
+}
+
 /// Whether the dashboard may change tasks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Access {
@@ -25,7 +56,7 @@ pub enum Access {
 ///
 /// ```
 /// use cairnq_web::{Access, WebOptions};
-/// let options = WebOptions::new().bind("0.0.0.0:9000".parse()?).token("s3cret").read_only();
+/// let options = WebOptions::new().bind("0.0.0.0:9000".parse()?).token("a-long-random-token").read_only();
 /// assert_eq!(options.access(), Access::ReadOnly);
 /// # Ok::<(), std::net::AddrParseError>(())
 /// ```
@@ -60,9 +91,11 @@ impl WebOptions {
         self
     }
 
-    /// Require this access token: sent as `Authorization: Bearer <token>`
-    /// by scripts, or entered once on the login page by a browser (which
-    /// then holds it in an HttpOnly, SameSite=Strict cookie).
+    /// Require this access token (at least [`MIN_TOKEN_LEN`] printable
+    /// ASCII characters): sent as `Authorization: Bearer <token>` by
+    /// scripts, or entered once on the login page by a browser (which then
+    /// holds an HttpOnly, SameSite=Strict session cookie derived from it,
+    /// never the token itself, valid until the dashboard restarts).
     pub fn token(mut self, token: impl Into<String>) -> Self {
         self.token = Some(token.into());
         self
@@ -90,12 +123,13 @@ impl WebOptions {
     }
 
     /// Refuses a token no one could send (empty, or holding characters a
-    /// header cannot carry).
-    pub(crate) fn checked_token(&self) -> Result<Option<String>, WebError> {
-        match &self.token {
+    /// header cannot carry), and one shorter than [`MIN_TOKEN_LEN`].
+    pub(crate) fn checked_token(&self) -> Result<Option<&str>, WebError> {
+        match self.token.as_deref() {
             None => Ok(None),
             Some(token) if token.is_empty() || !token.bytes().all(|b| b.is_ascii_graphic()) => Err(WebError::BadToken),
-            Some(token) => Ok(Some(token.clone())),
+            Some(token) if token.len() < MIN_TOKEN_LEN => Err(WebError::WeakToken { length: token.len() }),
+            Some(token) => Ok(Some(token)),
         }
     }
 }
@@ -114,6 +148,22 @@ pub enum WebError {
     /// The token is empty or holds spaces or control characters.
     #[error("the access token must be non-empty printable ASCII without spaces")]
     BadToken,
+    /// The token is shorter than [`MIN_TOKEN_LEN`] characters.
+    #[error(
+        "the access token is {length} characters long; use at least {MIN_TOKEN_LEN} \
+         (for example the output of `openssl rand -hex 16`)"
+    )]
+    WeakToken {
+        /// How long the token given is.
+        length: usize,
+    },
+    /// The operating system's random source could not be read (the login
+    /// session's key is drawn from it).
+    #[error("cannot read the system's random source for the login session key: {0}")]
+    Random(String),
+    /// A bind address that is neither `IP:PORT` nor `localhost:PORT`.
+    #[error("{0:?} is not an address to listen on: give IP:PORT, [IPv6]:PORT or localhost:PORT")]
+    BadBind(String),
     /// The address could not be bound, or serving failed.
     #[error("cannot serve on {addr}: {source}")]
     Io {

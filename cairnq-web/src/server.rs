@@ -11,6 +11,7 @@ use cairnq_core::CairnQ;
 use tokio::net::TcpListener;
 
 use crate::options::{WebError, WebOptions};
+use crate::session::Session;
 use crate::state::{AppState, Shared};
 use crate::{api, assets, auth, events, pages};
 
@@ -27,7 +28,12 @@ use crate::{api, assets, auth, events, pages};
 /// # Ok(()) }
 /// ```
 pub fn router(client: CairnQ, options: &WebOptions) -> Result<Router, WebError> {
-    Ok(routes(Arc::new(Shared::new(client, options.checked_token()?, options.access()))))
+    Ok(routes(Arc::new(Shared::new(client, session(options)?, options.access()))))
+}
+
+/// The session of `options`' token (checked), when one is required.
+fn session(options: &WebOptions) -> Result<Option<Session>, WebError> {
+    options.checked_token()?.map(Session::new).transpose()
 }
 
 fn routes(state: AppState) -> Router {
@@ -81,13 +87,18 @@ pub async fn bind(client: CairnQ, options: WebOptions) -> Result<Server, WebErro
     if !addr.ip().is_loopback() && options.checked_token()?.is_none() {
         return Err(WebError::TokenRequired(addr));
     }
-    let token = options.checked_token()?;
-    let shared = Shared::new(client, token.clone(), options.access());
-    let state: AppState = Arc::new(if token.is_none() { shared.loopback_hosts_only() } else { shared });
+    let session = session(&options)?;
+    let tokenless = session.is_none();
+    let shared = Shared::new(client, session, options.access());
+    let state: AppState = Arc::new(if tokenless { shared.loopback_hosts_only() } else { shared });
     let app = routes(state.clone());
     let listener = TcpListener::bind(addr).await.map_err(|source| WebError::Io { addr, source })?;
     let addr = listener.local_addr().map_err(|source| WebError::Io { addr, source })?;
-    Ok(Server { listener, app, addr, state })
+    let server = Server { listener, app, addr, state };
+    if let Some(warning) = server.exposure_warning() {
+        tracing::warn!(%addr, "{warning}");
+    }
+    Ok(server)
 }
 
 impl std::fmt::Debug for Server {
@@ -100,6 +111,20 @@ impl Server {
     /// The address the dashboard listens on.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// What an operator should be told when the dashboard listens beyond
+    /// loopback: it speaks plain HTTP, so the token, the session cookie and
+    /// every payload cross the network readable by anyone on the path.
+    /// `None` on loopback. [`bind`] also logs it (`tracing`, warn level).
+    pub fn exposure_warning(&self) -> Option<String> {
+        (!self.addr.ip().is_loopback()).then(|| {
+            format!(
+                "warning: the dashboard on {} speaks plain HTTP: the access token, the session cookie and every \
+                 payload cross the network unencrypted; put a TLS-terminating proxy in front of it, or bind loopback",
+                self.addr
+            )
+        })
     }
 
     /// Serves until the process ends (or serving fails).

@@ -7,6 +7,7 @@ use cairnq_core::CairnQ;
 
 use crate::live::Hub;
 use crate::options::Access;
+use crate::session::Session;
 
 /// The state behind every route.
 pub(crate) type AppState = Arc<Shared>;
@@ -14,8 +15,8 @@ pub(crate) type AppState = Arc<Shared>;
 /// One dashboard's shared state.
 pub(crate) struct Shared {
     pub(crate) client: CairnQ,
-    /// Required from every caller when set.
-    pub(crate) token: Option<String>,
+    /// The token required from every caller, when one is.
+    pub(crate) token: Option<Session>,
     pub(crate) access: Access,
     /// Answer only requests addressed to a loopback name (a tokenless
     /// dashboard served on loopback: see [`Shared::loopback_hosts_only`]).
@@ -24,7 +25,7 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(client: CairnQ, token: Option<String>, access: Access) -> Self {
+    pub(crate) fn new(client: CairnQ, token: Option<Session>, access: Access) -> Self {
         Self { hub: Hub::new(client.clone()), client, token, access, loopback_hosts: false }
     }
 

@@ -107,8 +107,10 @@ async fn a_network_bind_needs_a_token_and_a_token_is_required_then() {
     assert!(matches!(open, Err(WebError::TokenRequired(_))), "{open:?}");
     let empty = cairnq_web::bind(client.clone(), WebOptions::new().token("")).await;
     assert!(matches!(empty, Err(WebError::BadToken)), "{empty:?}");
-    let guarded = WebOptions::new().bind("0.0.0.0:0".parse().expect("an address")).token("s3cret");
+    let guarded = WebOptions::new().bind("0.0.0.0:0".parse().expect("an address")).token("s3cret-s3cret-s3cret");
     let server = cairnq_web::bind(client.clone(), guarded).await.expect("binds with a token");
+    let warning = server.exposure_warning().expect("a network bind over plain HTTP is warned about");
+    assert!(warning.contains("plain HTTP") && warning.contains(&server.local_addr().to_string()), "{warning}");
     let port = server.local_addr().port();
     tokio::spawn(server.run());
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
@@ -116,17 +118,20 @@ async fn a_network_bind_needs_a_token_and_a_token_is_required_then() {
 
     assert_eq!(http(addr, "GET", "/api/stats", &[], "").await.status, 401);
     assert_eq!(http(addr, "GET", "/api/stats", &[("Authorization", "Bearer wrong")], "").await.status, 401);
-    assert_eq!(http(addr, "GET", "/api/stats", &[("Authorization", "Bearer s3cret")], "").await.status, 200);
+    assert_eq!(
+        http(addr, "GET", "/api/stats", &[("Authorization", "Bearer s3cret-s3cret-s3cret")], "").await.status,
+        200
+    );
     let cancel = format!("/api/tasks/{}/cancel", task.id);
     assert_eq!(http(addr, "POST", &cancel, &[], "").await.status, 401, "a tokenless POST is refused");
     assert_eq!(client.get(&task.id).await.expect("reads").expect("exists").status, TaskStatus::Queued);
     let page = http(addr, "GET", "/tasks", &[], "").await;
     assert_eq!(page.status, 303, "a browser is sent to log in");
-    assert_eq!(page.header("location"), Some("/login"));
+    assert_eq!(page.header("location"), Some("/login?next=%2Ftasks"), "and back here after");
 
     let wrong = http(addr, "POST", "/login", &[FORM], "token=nope").await;
     assert_eq!(wrong.status, 401);
-    let login = http(addr, "POST", "/login", &[FORM], "token=s3cret").await;
+    let login = http(addr, "POST", "/login", &[FORM], "token=s3cret-s3cret-s3cret").await;
     assert_eq!(login.status, 303);
     let cookie = login.header("set-cookie").expect("a login cookie").split(';').next().unwrap_or("").to_string();
     assert!(login.header("set-cookie").is_some_and(|c| c.contains("HttpOnly") && c.contains("SameSite=Strict")));
@@ -136,8 +141,24 @@ async fn a_network_bind_needs_a_token_and_a_token_is_required_then() {
     let evil = [("Cookie", cookie.as_str()), ("Origin", "http://evil.example"), FORM];
     assert_eq!(http(addr, "POST", &format!("/tasks/{}/cancel", task.id), &evil, "").await.status, 403);
     assert_eq!(client.get(&task.id).await.expect("reads").expect("exists").status, TaskStatus::Queued);
-    let bearer = http(addr, "POST", &cancel, &[("Authorization", "Bearer s3cret")], "").await;
+    let bearer = http(addr, "POST", &cancel, &[("Authorization", "Bearer s3cret-s3cret-s3cret")], "").await;
     assert_eq!(bearer.status, 200, "a script with the token acts: {}", bearer.body);
+}
+
+#[tokio::test]
+async fn localhost_is_a_bind_address_and_loopback_is_not_warned_about() {
+    for (text, want) in [("localhost:8080", "127.0.0.1:8080"), ("LOCALHOST:0", "127.0.0.1:0"), ("[::1]:9", "[::1]:9")] {
+        assert_eq!(cairnq_web::parse_bind(text).expect(text), want.parse().expect("an address"), "{text}");
+    }
+    for bad in ["localhost", "localhost:http", "example.com:80", "evil.localhost.example:80", ""] {
+        let refused = cairnq_web::parse_bind(bad);
+        assert!(matches!(refused, Err(WebError::BadBind(_))), "{bad:?}: {refused:?}");
+    }
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let addr = cairnq_web::parse_bind("localhost:0").expect("an address");
+    let server = cairnq_web::bind(sqlite_client(&dir).await, WebOptions::new().bind(addr)).await.expect("binds");
+    assert!(server.local_addr().ip().is_loopback());
+    assert_eq!(server.exposure_warning(), None, "loopback is not exposed");
 }
 
 #[tokio::test]

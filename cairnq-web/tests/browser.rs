@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use cairnq_core::{CairnQ, Schedule, TaskStatus};
 use cairnq_web::WebOptions;
 use common::start;
+use fantoccini::actions::{InputSource, MouseActions, PointerAction};
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
 
@@ -21,6 +22,10 @@ use serde_json::{Value, json};
 /// issue's acceptance): the store's push, at most one settle interval held
 /// back, and one re-read of the page.
 const LIVE_WITHIN: Duration = Duration::from_secs(2);
+
+/// How long the test waits for something the page will do by itself (a
+/// bound on a hang, not on speed).
+const EVENTUALLY: Duration = Duration::from_secs(15);
 
 /// chromedriver, stopped when the test ends.
 struct Driver {
@@ -125,6 +130,33 @@ async fn status(client: &CairnQ, id: &str) -> TaskStatus {
     client.get(id).await.expect("reads").expect("the task exists").status
 }
 
+/// Waits until the script `predicate` returns true (the page's own
+/// doing: a live refresh, a hint), at most [`EVENTUALLY`].
+async fn until(browser: &Client, predicate: &str, what: &str) {
+    let deadline = Instant::now() + EVENTUALLY;
+    loop {
+        let holds = browser.execute(&format!("return {predicate};"), vec![]).await.expect("reads the page");
+        if holds == json!(true) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what} never happened ({predicate})");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// Moves the mouse pointer to the centre of the first element `css` selects.
+async fn point_at(browser: &Client, css: &str) {
+    let element = browser.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("no {css}: {e}"));
+    let to = PointerAction::MoveToElement { element, duration: None, x: 0.0, y: 0.0 };
+    browser.perform_actions(MouseActions::new("mouse".into()).then(to)).await.expect("moves the pointer");
+}
+
+/// The ids of the task rows shown, top to bottom.
+async fn row_ids(browser: &Client) -> Value {
+    let script = "return Array.from(document.querySelectorAll('table#tasks tbody tr[data-id]'), r => r.dataset.id);";
+    browser.execute(script, vec![]).await.expect("reads the rows")
+}
+
 /// Another site: one page holding a form that posts to `action`.
 async fn evil_site(action: &str) -> SocketAddr {
     let page = format!("<!doctype html><form method=post action=\"{action}\"><button>win a prize</button></form>");
@@ -217,6 +249,16 @@ async fn the_dashboard_in_a_real_browser() {
     assert_eq!(text(&browser, "#task-key").await, "py-key-py.render", "the key the peer submitted it with");
     screenshot(&browser, "task-detail").await;
 
+    // The task list says why a task failed: the envelope's message, as text
+    // (markup in it shows as written).
+    let marked = common::failed_task(&client, "explode").await;
+    browser.goto(&format!("{base}/tasks?status=failed")).await.expect("opens the failed tasks");
+    assert_eq!(text(&browser, &format!("tr[data-id='{failed}'] td.error")).await, "python failed it");
+    assert_eq!(text(&browser, &format!("tr[data-id='{}'] td.error", marked.id)).await, "the handler <b>failed</b>");
+    let markup = browser.execute("return document.querySelectorAll('td.error b').length;", vec![]).await;
+    assert_eq!(markup.expect("reads"), json!(0), "no markup from an error message");
+    screenshot(&browser, "tasks-errors").await;
+
     // The failed task the Python SDK left: open it, press retry, and it is
     // queued in the database.
     browser.goto(&format!("{base}/tasks/{failed}")).await.expect("opens the failed task");
@@ -236,6 +278,59 @@ async fn the_dashboard_in_a_real_browser() {
     browser.goto(&format!("{base}/tasks/preview?action=cancel&queue=default")).await.expect("opens a preview");
     assert_eq!(text(&browser, "#preview-count strong").await, "6", "every queued task of the queue");
     screenshot(&browser, "bulk-preview").await;
+
+    // An action on selected rows lands back on the same filtered list.
+    browser.goto(&format!("{base}/tasks?queue=default&status=queued")).await.expect("opens a filtered list");
+    let ids = row_ids(&browser).await;
+    let victim = ids[0].as_str().expect("a queued task").to_string();
+    let tick_and_cancel = "document.querySelector(`input[name=id][value='${arguments[0]}']`).checked = true; \
+                           document.getElementById('bulk-cancel').click();";
+    browser.execute(tick_and_cancel, vec![json!(victim)]).await.expect("cancels the selected row");
+    appears(&browser, "#notice").await;
+    let url = browser.current_url().await.expect("a url");
+    assert_eq!(url.path(), "/tasks");
+    assert!(url.query().is_some_and(|q| q.starts_with("queue=default&status=queued&notice=")), "{url}");
+    assert_eq!(text(&browser, "#notice").await, "cancel: 1 task(s) changed");
+    let shown = browser.execute("return document.querySelector('select[name=status]').value;", vec![]).await;
+    assert_eq!(shown.expect("reads"), json!("queued"), "the filter form still says queued");
+    assert_eq!(status(&client, &victim).await, TaskStatus::Canceled);
+    assert!(!row_ids(&browser).await.as_array().expect("ids").contains(&json!(victim)), "it left the list");
+    screenshot(&browser, "tasks-after-bulk").await;
+
+    // Live updates do not move rows under the pointer: a change is counted
+    // and offered, and applied when the pointer leaves the table.
+    browser.goto(&format!("{base}/tasks?queue=default")).await.expect("opens the tasks page");
+    browser.execute("window.cairnqSamePage = true;", vec![]).await.expect("marks the page");
+    point_at(&browser, "table#tasks").await;
+    let before = row_ids(&browser).await;
+    let held = client.submit("held", &json!({})).await.expect("submits");
+    until(&browser, "document.getElementById('updates').hidden === false", "the update hint").await;
+    // At least the submit's change (the hub's periodic "look again" may add one).
+    let hint = text(&browser, "#updates").await;
+    let counted = hint.split(' ').next().and_then(|n| n.parse::<u32>().ok());
+    assert!(counted >= Some(1) && hint.ends_with(" new update \u{2014} refresh") == (counted == Some(1)), "{hint}");
+    assert!(hint.ends_with("\u{2014} refresh"), "{hint}");
+    assert_eq!(row_ids(&browser).await, before, "the rows stay while the pointer is on them");
+    screenshot(&browser, "tasks-held-update").await;
+    point_at(&browser, "h1").await;
+    let shows_held = format!("document.querySelector(\"tr[data-id='{}']\") !== null", held.id);
+    until(&browser, &shows_held, "the held update applied when the pointer left").await;
+    assert_eq!(
+        browser.execute("return document.getElementById('updates').hidden;", vec![]).await.expect("reads"),
+        json!(true)
+    );
+    // Rows ticked hold updates too; the hint applies them and keeps the ticks.
+    let tick = "document.querySelector(`input[name=id][value='${arguments[0]}']`).checked = true;";
+    browser.execute(tick, vec![json!(held.id)]).await.expect("ticks a row");
+    let second = client.submit("held", &json!({})).await.expect("submits");
+    until(&browser, "document.getElementById('updates').hidden === false", "the update hint").await;
+    assert!(!row_ids(&browser).await.as_array().expect("ids").contains(&json!(second.id)), "held while ticked");
+    press(&browser, "updates").await;
+    until(&browser, &format!("document.querySelector(\"tr[data-id='{}']\") !== null", second.id), "the refresh").await;
+    let ticked = format!("document.querySelector(\"input[name=id][value='{}']\").checked", held.id);
+    until(&browser, &ticked, "the tick kept across the refresh").await;
+    let same = browser.execute("return window.cairnqSamePage === true;", vec![]).await.expect("reads the mark");
+    assert_eq!(same, json!(true), "updated in place, not by a reload");
     browser.goto(&format!("{base}/workers")).await.expect("opens the workers page");
     screenshot(&browser, "workers").await;
 
@@ -271,12 +366,12 @@ async fn the_dashboard_in_a_real_browser() {
     assert_eq!(status(&client, &queued_task.id).await, TaskStatus::Queued);
 
     // A dashboard on every interface needs its token: the browser logs in.
-    let guarded = WebOptions::new().bind("0.0.0.0:0".parse().expect("an address")).token("s3cret");
+    let guarded = WebOptions::new().bind("0.0.0.0:0".parse().expect("an address")).token("s3cret-s3cret-s3cret");
     let server = cairnq_web::bind(client.clone(), guarded).await.expect("binds with a token");
     let port = server.local_addr().port();
     tokio::spawn(server.run());
     let guarded = SocketAddr::from(([127, 0, 0, 1], port));
-    browser.goto(&format!("http://{guarded}/tasks")).await.expect("opens the guarded dashboard");
+    browser.goto(&format!("http://{guarded}/tasks?status=failed")).await.expect("opens the guarded dashboard");
     assert!(browser.current_url().await.expect("a url").path().ends_with("/login"), "sent to log in");
     assert_eq!(page_post(&browser, &format!("/api/tasks/{}/cancel", queued_task.id)).await, 401);
     screenshot(&browser, "login").await;
@@ -284,11 +379,16 @@ async fn the_dashboard_in_a_real_browser() {
         .find(Locator::Css("input[name=token]"))
         .await
         .expect("the token field")
-        .send_keys("s3cret")
+        .send_keys("s3cret-s3cret-s3cret")
         .await
         .expect("types");
     browser.find(Locator::Css("form.login button")).await.expect("the button").click().await.expect("logs in");
-    appears(&browser, "#queues").await;
+    // Back on the page asked for, with its filter, not the overview.
+    appears(&browser, "table#tasks").await;
+    let url = browser.current_url().await.expect("a url");
+    assert_eq!((url.path(), url.query()), ("/tasks", Some("status=failed")), "{url}");
+    assert_eq!(text(&browser, &format!("tr[data-id='{}'] td.error", marked.id)).await, "the handler <b>failed</b>");
+    screenshot(&browser, "after-login").await;
 
     browser.close().await.expect("the browser closes");
 }

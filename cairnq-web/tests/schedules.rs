@@ -127,10 +127,10 @@ async fn read_only_and_token_guard_every_schedule_action() {
     assert_eq!(http(read_only, "GET", "/schedules/tick/delete", &[], "").await.status, 403);
     assert!(!client.schedule("tick").await.expect("reads").expect("exists").paused, "nothing changed");
 
-    let guarded = start(client.clone(), WebOptions::new().token("s3cret")).await;
+    let guarded = start(client.clone(), WebOptions::new().token("s3cret-s3cret-s3cret")).await;
     assert_eq!(http(guarded, "GET", "/api/schedules", &[], "").await.status, 401);
     assert_eq!(http(guarded, "POST", "/api/schedules/tick/pause", &[], "").await.status, 401);
-    let bearer = [("Authorization", "Bearer s3cret")];
+    let bearer = [("Authorization", "Bearer s3cret-s3cret-s3cret")];
     assert_eq!(http(guarded, "POST", "/api/schedules/tick/pause", &bearer, "").await.status, 200);
     assert!(client.schedule("tick").await.expect("reads").expect("exists").paused);
 }

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cairnq_core::backend::panic_message;
-use cairnq_core::{ErrorEnvelope, Json, codes};
+use cairnq_core::{ErrorEnvelope, Json, codes, human_duration};
 use futures::FutureExt;
 use futures::future::{BoxFuture, join_all};
 use tracing::Instrument;
@@ -136,7 +136,7 @@ async fn settle_batch(core: &Shared, contexts: &[TaskContext], ending: Ending<Ba
 /// The attempt outran `max_run`: a retryable `handler_timeout`, and the
 /// lease marked lost so whatever the handler still does is discarded.
 async fn abandon(core: &Shared, ctx: &TaskContext, limit: Duration) {
-    let message = format!("the attempt ran longer than max_run ({} ms) and was abandoned", limit.as_millis());
+    let message = format!("the attempt ran longer than max_run, {}, and was abandoned", human_duration(limit));
     let envelope = ErrorEnvelope::retryable(codes::HANDLER_TIMEOUT, message).error_type("HandlerTimeout");
     core.abandon(ctx.task(), ctx.state(), TaskError::from_envelope(envelope)).await;
 }

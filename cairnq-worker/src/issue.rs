@@ -13,8 +13,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cairnq_core::Error;
 use cairnq_core::observe::{OUTAGE_REMINDER, Outcome};
+use cairnq_core::{Error, human_duration};
 
 use crate::observe::Attempt;
 
@@ -196,15 +196,15 @@ impl fmt::Display for WorkerIssue {
                 OUTAGE_REMINDER.as_secs()
             ),
             Self::Unreachable { endpoint, down_for, error, .. } => {
-                write!(f, "{} is still unreachable after {:.1} s: {error}", Database(endpoint), down_for.as_secs_f64())
+                write!(f, "{} is still unreachable after {}: {error}", Database(endpoint), human_duration(*down_for))
             }
             Self::Reconnected { endpoint, after } => {
                 write!(f, "{} answers again: reconnected after {:.1} s", Database(endpoint), after.as_secs_f64())
             }
             Self::BlockedRuntime { late_by } => write!(
                 f,
-                "a heartbeat tick ran {} ms late: the async runtime was blocked or the process was suspended",
-                late_by.as_millis()
+                "a heartbeat tick ran {} late: the async runtime was blocked or the process was suspended",
+                human_duration(*late_by)
             ),
             Self::LostLeases { task_ids } => write!(
                 f,
@@ -215,8 +215,8 @@ impl fmt::Display for WorkerIssue {
             Self::SlowStore { phase, took } => {
                 write!(
                     f,
-                    "the {phase} took {} ms, more than a third of the lease: leases are at risk",
-                    took.as_millis()
+                    "the {phase} took {}, more than a third of the lease: leases are at risk",
+                    human_duration(*took)
                 )
             }
             Self::Repaired { repaired } => write!(
@@ -240,14 +240,14 @@ impl fmt::Display for WorkerIssue {
             Self::ScheduleFailed { schedule, error } => write!(f, "schedule {schedule} cannot fire: {error}"),
             Self::WakeupsLost { error, poll_interval } => write!(
                 f,
-                "push wakeups stopped for good, so new tasks are found by polling every {} ms: {error}",
-                poll_interval.as_millis()
+                "push wakeups stopped for good, so new tasks are found by polling every {}: {error}",
+                human_duration(*poll_interval)
             ),
             Self::Draining { drain_timeout } => write!(
                 f,
-                "stopping: claiming nothing more, giving running handlers up to {} ms; \
+                "stopping: claiming nothing more, giving running handlers up to {}; \
                  signal again to stop at once",
-                drain_timeout.as_millis()
+                human_duration(*drain_timeout)
             ),
             Self::Abandoned { calls, reason } => {
                 let why = match reason {

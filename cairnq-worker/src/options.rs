@@ -316,10 +316,7 @@ impl WorkerOptions {
             return Err(Error::validation("concurrency", "must be at least 1"));
         }
         if self.lease < Duration::from_millis(1) || self.lease > MAX_DELAY {
-            return Err(Error::validation(
-                "lease",
-                "must be at least 1 ms and at most MAX_DELAY (about 292 million years)",
-            ));
+            return Err(Error::validation("lease", "must be at least 1ms and at most about 292 million years"));
         }
         if self.schedules_every.is_some_and(|every| every.is_zero()) {
             return Err(Error::validation("schedules_every", "must be above zero (or None for never)"));

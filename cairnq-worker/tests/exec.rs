@@ -198,7 +198,7 @@ async fn stdout_that_is_not_json_fails_for_good_and_empty_stdout_is_null() {
     assert_eq!(error["code"], json!("invalid_result"));
     assert_eq!(error["retryable"], json!(false));
     let message = error["message"].as_str().unwrap_or_default();
-    assert!(message.contains("stdout is not one JSON document"), "{message}");
+    assert!(message.contains("stdout is not valid JSON: expected value"), "{message}");
     assert_eq!(error["details"]["stdout"], json!("processed 3 rows"));
     assert_eq!(quiet.status, TaskStatus::Succeeded);
     assert!(quiet.result.as_ref().is_some_and(|r| r.is_null()));

@@ -77,7 +77,9 @@ async fn a_listen_refused_for_good_is_reported_once_and_the_worker_polls() {
     let reported = issues.lock().expect("issues").clone();
     assert_eq!(lost(), 1, "reported once: {reported:?}");
     let (_, text) = reported.iter().find(|(lost, _)| *lost).expect("the report");
-    assert!(text.contains("polling every 100 ms") && text.contains("not permitted to log in"), "{text}");
+    assert!(text.contains("polling every 100ms") && text.contains("not permitted to log in"), "{text}");
+    let endpoint = dsn.split('@').nth(1).and_then(|rest| rest.split('/').next()).expect("host:port");
+    assert!(text.contains(&format!("while trying to listen for push wakeups from Postgres at {endpoint}")), "{text}");
 
     running.stop_and_join().await.expect("the worker stops cleanly");
     store.close().await.expect("close");

@@ -1,13 +1,14 @@
 //! `cairnq cancel` and `cairnq retry`: one task by id or `--key`, or every
-//! task matching a filter. A filter that matches more than one task needs
-//! `--yes`; `--dry-run` counts and changes nothing. Both go through the
-//! library's own cancel and retry, one task at a time, so a task that
-//! changed state meanwhile is left alone.
+//! task matching a filter. A filter goes through the library's own bulk
+//! rule (`CairnQ::cancel_matching` / `retry_matching`: which statuses it
+//! takes, one task at a time, so a task that changed state meanwhile is
+//! left alone) and the confirm/preview rule every destructive command
+//! shares ([`confirm`](crate::commands::confirm)).
 
-use cairnq_core::{CairnQ, Task, TaskStatus};
-use serde::Serialize;
+use cairnq_core::{BulkAction, BulkOutcome, CairnQ, Task, TaskStatus};
 
 use crate::commands::Context;
+use crate::commands::confirm::{self, CAP, Guard};
 use crate::commands::filter::FilterArgs;
 use crate::commands::read::find;
 use crate::exit::{Exit, Failure};
@@ -25,21 +26,19 @@ pub(crate) struct Selection {
     // Without --status, retry takes failed tasks, cancel queued and running ones.
     #[command(flatten)]
     filter: FilterArgs,
-    /// Count the tasks that would change; change nothing.
-    #[arg(long)]
-    dry_run: bool,
-    /// Go ahead when more than one task matches.
-    #[arg(long)]
-    yes: bool,
+    #[command(flatten)]
+    guard: Guard,
 }
 
 #[derive(Debug, clap::Args)]
+#[command(after_help = confirm::RULE)]
 pub(crate) struct CancelArgs {
     #[command(flatten)]
     selection: Selection,
 }
 
 #[derive(Debug, clap::Args)]
+#[command(after_help = confirm::RULE)]
 pub(crate) struct RetryArgs {
     #[command(flatten)]
     selection: Selection,
@@ -56,7 +55,7 @@ enum Action {
 }
 
 impl Action {
-    /// The statuses this action moves a task out of.
+    /// The statuses this action moves one named task out of.
     fn movable_statuses(self) -> &'static [TaskStatus] {
         match self {
             Self::Cancel => &[TaskStatus::Queued, TaskStatus::Running],
@@ -64,18 +63,26 @@ impl Action {
         }
     }
 
-    /// The statuses a filter without `--status` selects.
-    fn default_statuses(self) -> &'static [TaskStatus] {
-        match self {
-            Self::Cancel => &[TaskStatus::Queued, TaskStatus::Running],
-            Self::Retry { .. } => &[TaskStatus::Failed],
-        }
-    }
-
     fn verb(self) -> &'static str {
         match self {
             Self::Cancel => "cancel",
             Self::Retry { .. } => "retry",
+        }
+    }
+
+    fn past(self) -> &'static str {
+        match self {
+            Self::Cancel => "canceled",
+            Self::Retry { .. } => "retried",
+        }
+    }
+
+    /// The library's bulk action of this kind on `filter`.
+    fn matching<'a>(self, client: &'a CairnQ, filter: &cairnq_core::ListFilter, cap: usize) -> BulkAction<'a> {
+        match self {
+            Self::Cancel => client.cancel_matching(filter, cap),
+            Self::Retry { reset_attempt: true } => client.retry_matching(filter, cap).reset_attempt(),
+            Self::Retry { reset_attempt: false } => client.retry_matching(filter, cap),
         }
     }
 
@@ -88,18 +95,6 @@ impl Action {
     }
 }
 
-/// What `--dry-run` prints as JSON.
-#[derive(Serialize)]
-struct DryRun<'a> {
-    dry_run: bool,
-    action: &'a str,
-    count: usize,
-    ids: &'a [String],
-}
-
-/// Matching tasks are read in pages of this many.
-const PAGE: u32 = 500;
-
 pub(crate) async fn cancel(context: &Context, args: CancelArgs) -> Result<Exit, Failure> {
     run(context, args.selection, Action::Cancel).await
 }
@@ -109,101 +104,72 @@ pub(crate) async fn retry(context: &Context, args: RetryArgs) -> Result<Exit, Fa
 }
 
 async fn run(context: &Context, selection: Selection, action: Action) -> Result<Exit, Failure> {
-    let statuses = statuses(&selection, action)?;
-    let client = context.existing().await?;
-    let ids = match (&selection.id, &selection.key) {
-        (None, None) => matching(&client, &selection, &statuses).await?,
-        (id, key) => {
-            let task = find(&client, id.as_deref(), key.as_deref()).await?;
-            if !action.movable_statuses().contains(&task.status) {
-                return Err(Failure::new(
-                    Exit::Failed,
-                    format!("task {} is {}: nothing to {}", task.id, task.status, action.verb()),
-                ));
-            }
-            vec![task.id]
-        }
-    };
-    if selection.dry_run {
-        return dry_run(context, action, &ids);
-    }
-    if ids.len() > 1 && !selection.yes {
-        return Err(Failure::usage(format!(
-            "{} tasks match: pass --yes to {} them all (--dry-run lists them); nothing was changed",
-            ids.len(),
-            action.verb()
-        )));
-    }
-    let mut changed = Vec::with_capacity(ids.len());
-    for id in &ids {
-        if let Some(task) = action.apply(&client, id).await? {
-            changed.push(task);
-        }
-    }
-    context.out.tasks(&changed)?;
-    if context.out.format == Format::Table {
-        let skipped = ids.len() - changed.len();
-        let note = if skipped > 0 {
-            format!(" ({skipped} changed state meanwhile and were left alone)")
-        } else {
-            String::new()
-        };
-        hint(&format!("{}: {} task(s){note}", past(action), changed.len()));
-    }
-    Ok(Exit::Ok)
-}
-
-fn past(action: Action) -> &'static str {
-    match action {
-        Action::Cancel => "canceled",
-        Action::Retry { .. } => "retried",
-    }
-}
-
-/// The statuses a filter selects, refused when the action cannot move
-/// them or when no filter is given at all.
-fn statuses(selection: &Selection, action: Action) -> Result<Vec<TaskStatus>, Failure> {
     if selection.id.is_none() && selection.key.is_none() && !selection.filter.any() {
         return Err(Failure::usage(format!(
             "say which tasks to {}: a task id, --key, or a filter (--status, --queue, --name)",
             action.verb()
         )));
     }
-    match selection.filter.status() {
-        Some(status) if !action.movable_statuses().contains(&status) => Err(Failure::usage(format!(
-            "--status {status}: only {} tasks can be {}",
-            action.movable_statuses().iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" or "),
-            past(action)
-        ))),
-        Some(status) => Ok(vec![status]),
-        None => Ok(action.default_statuses().to_vec()),
+    let client = context.existing().await?;
+    if selection.id.is_some() || selection.key.is_some() {
+        return one(context, &client, &selection, action).await;
     }
+    let filter = selection.filter.list(selection.filter.status());
+    if selection.guard.dry_run {
+        let preview = action.matching(&client, &filter, CAP).dry_run().await?;
+        return confirm::preview(context, action.verb(), &preview.tasks, preview.capped);
+    }
+    let outcome = if selection.guard.yes {
+        action.matching(&client, &filter, CAP).await?
+    } else {
+        let preview = action.matching(&client, &filter, CAP).dry_run().await?;
+        if preview.tasks.is_empty() {
+            preview
+        } else {
+            confirm::confirm(&selection.guard, action.verb(), preview.tasks.len(), preview.capped).await?;
+            let seen = confirm::as_previewed(&filter, &preview.tasks);
+            let mut outcome = action.matching(&client, &seen, preview.tasks.len()).await?;
+            outcome.capped = preview.capped;
+            outcome
+        }
+    };
+    report(context, action, &outcome)
 }
 
-/// Every id matching the filter, in list order (keyset pages).
-async fn matching(client: &CairnQ, selection: &Selection, statuses: &[TaskStatus]) -> Result<Vec<String>, Failure> {
-    let mut ids = Vec::new();
-    for status in statuses {
-        let mut filter = selection.filter.list(Some(*status)).limit(PAGE);
-        loop {
-            let page = client.list(&filter).await?;
-            ids.extend(page.tasks.into_iter().map(|task| task.id));
-            match page.next {
-                Some(next) => filter = filter.after(next),
-                None => break,
-            }
-        }
+/// One task, named by id or key: it is changed at once (naming it is the
+/// confirmation), or with `--dry-run` shown.
+async fn one(context: &Context, client: &CairnQ, selection: &Selection, action: Action) -> Result<Exit, Failure> {
+    let task = find(client, selection.id.as_deref(), selection.key.as_deref()).await?;
+    if !action.movable_statuses().contains(&task.status) {
+        return Err(Failure::new(
+            Exit::Failed,
+            format!("task {} is {}: nothing to {}", task.id, task.status, action.verb()),
+        ));
     }
-    Ok(ids)
+    if selection.guard.dry_run {
+        return confirm::preview(context, action.verb(), std::slice::from_ref(&task), false);
+    }
+    let changed = action.apply(client, &task.id).await?;
+    let skipped = if changed.is_none() { vec![task.id] } else { Vec::new() };
+    let mut outcome = BulkOutcome::default();
+    outcome.tasks.extend(changed);
+    outcome.skipped = skipped;
+    report(context, action, &outcome)
 }
 
-fn dry_run(context: &Context, action: Action, ids: &[String]) -> Result<Exit, Failure> {
-    match context.out.format {
-        Format::Table => {
-            context.out.text(&format!("{} task(s) would be {}\n", ids.len(), past(action)))?;
-            hint("dry run: nothing was changed");
-        }
-        _ => context.out.json(&DryRun { dry_run: true, action: action.verb(), count: ids.len(), ids })?,
+fn report(context: &Context, action: Action, outcome: &BulkOutcome) -> Result<Exit, Failure> {
+    context.out.tasks(&outcome.tasks)?;
+    if context.out.format == Format::Table {
+        let skipped = outcome.skipped.len();
+        let note = if skipped > 0 {
+            format!(" ({skipped} changed state meanwhile and were left alone)")
+        } else {
+            String::new()
+        };
+        hint(&format!("{}: {} task(s){note}", action.past(), outcome.tasks.len()));
+    }
+    if outcome.capped {
+        hint(&format!("more than {CAP} tasks matched: only the first {CAP} were taken; run again for the rest"));
     }
     Ok(Exit::Ok)
 }

@@ -3,6 +3,7 @@
 //! the [`Context`].
 
 pub(crate) mod bulk;
+pub(crate) mod confirm;
 pub(crate) mod doctor;
 pub(crate) mod filter;
 pub(crate) mod migrate;
@@ -59,5 +60,6 @@ impl Context {
 /// A JSON argument (`--payload`, `--metadata`), checked before anything
 /// is opened.
 pub(crate) fn json_arg(flag: &str, text: String) -> Result<Json, Failure> {
-    Json::parse(text.trim().to_string()).map_err(|e| Failure::usage(format!("{flag} is not valid JSON: {e}")))
+    // `e` reads "not valid JSON: <why>": said once.
+    Json::parse(text.trim().to_string()).map_err(|e| Failure::usage(format!("{flag} is {e}")))
 }

@@ -1,20 +1,25 @@
 //! `cairnq purge --older-than 7d`: deletes finished tasks in batches (the
 //! library's purge, at most [`BATCH`] rows per transaction, so a large purge
 //! never holds the write lock for long), with a progress bar on a terminal.
+//! What it would delete is read first (the library's `purgeable`, by the
+//! purge's own rule) for the confirm/preview rule every destructive command
+//! shares ([`confirm`](crate::commands::confirm)).
 
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-use cairnq_core::{CairnQ, PurgeFilter, TaskStatus};
+use cairnq_core::{CairnQ, PurgeFilter, Task, TaskStatus};
 use serde::Serialize;
 
 use crate::commands::Context;
+use crate::commands::confirm::{self, CAP, Guard};
 use crate::commands::filter::FilterArgs;
 use crate::exit::{Exit, Failure};
 use crate::humanize;
 use crate::output::{Format, hint};
 
 #[derive(Debug, clap::Args)]
+#[command(after_help = confirm::RULE)]
 pub(crate) struct Args {
     /// Only tasks finished more than this long ago (e.g. 7d, 12h).
     #[arg(long, value_parser = humanize::duration)]
@@ -25,6 +30,8 @@ pub(crate) struct Args {
     /// Delete at most this many tasks.
     #[arg(long)]
     limit: Option<u32>,
+    #[command(flatten)]
+    guard: Guard,
 }
 
 /// Rows per purge transaction.
@@ -43,10 +50,28 @@ pub(crate) async fn run(context: &Context, args: Args) -> Result<Exit, Failure> 
     // A non-terminal status is refused here, before the database opens.
     filter.validate()?;
     let client = context.existing().await?;
-    let mut bar = Bar::new(&client, &filter, args.limit).await?;
+    let mut limit = args.limit;
+    if args.guard.dry_run || !args.guard.yes {
+        let (doomed, capped) = purgeable(&client, &filter, args.limit).await?;
+        if args.guard.dry_run {
+            return confirm::preview(context, "purge", &doomed, capped);
+        }
+        if !doomed.is_empty() {
+            confirm::confirm(&args.guard, "delete", doomed.len(), capped).await?;
+        }
+        if !capped {
+            // Only what was shown: nothing that aged past the cutoff while
+            // a person read the question.
+            limit = u32::try_from(doomed.len()).ok().map(|n| limit.map_or(n, |l| l.min(n)));
+        }
+    }
+    if limit == Some(0) {
+        return print_purged(context, 0);
+    }
+    let mut bar = Bar::new(&client, &filter, limit).await?;
     let mut purged: u64 = 0;
     loop {
-        let left = args.limit.map_or(BATCH, |limit| BATCH.min(limit - u32::try_from(purged).unwrap_or(limit)));
+        let left = limit.map_or(BATCH, |limit| BATCH.min(limit - u32::try_from(purged).unwrap_or(limit)));
         if left == 0 {
             break;
         }
@@ -58,11 +83,29 @@ pub(crate) async fn run(context: &Context, args: Args) -> Result<Exit, Failure> 
         }
     }
     bar.finish();
+    print_purged(context, purged)
+}
+
+fn print_purged(context: &Context, purged: u64) -> Result<Exit, Failure> {
     match context.out.format {
         Format::Table => context.out.text(&format!("purged {purged} task(s)\n"))?,
         _ => context.out.json(&Purged { purged })?,
     }
     Ok(Exit::Ok)
+}
+
+/// What the purge would delete (up to `limit` and at most [`CAP`]), and
+/// whether more than [`CAP`] would go.
+async fn purgeable(client: &CairnQ, filter: &PurgeFilter, limit: Option<u32>) -> Result<(Vec<Task>, bool), Failure> {
+    let cap = u32::try_from(CAP).unwrap_or(u32::MAX);
+    let shown = limit.map_or(cap, |limit| limit.min(cap));
+    let mut page = client.purgeable(&filter.clone().limit(shown.saturating_add(1))).await?;
+    for bad in &page.undecodable {
+        hint(&format!("undecodable row: {bad}"));
+    }
+    let more = page.tasks.len() > shown as usize;
+    page.tasks.truncate(shown as usize);
+    Ok((page.tasks, more && shown == cap))
 }
 
 /// A progress bar on stderr, shown only when stderr is a terminal. Its

@@ -1,11 +1,14 @@
 //! `cairnq get` and `cairnq list`: reading tasks. Both open the database
 //! as it is (never creating or migrating it).
 
+use std::time::SystemTime;
+
 use cairnq_core::{CairnQ, ListCursor, ListFilter, Task};
 
 use crate::commands::Context;
 use crate::commands::filter::FilterArgs;
 use crate::exit::{Exit, Failure};
+use crate::humanize;
 use crate::output::{Format, hint};
 
 /// A task by id or by `--key`.
@@ -32,6 +35,13 @@ pub(crate) struct ListArgs {
     /// Only the task this business key points at.
     #[arg(long)]
     key: Option<String>,
+    /// Only tasks created at or after this time: a duration ago (10m, 2h,
+    /// 7d) or an RFC 3339 timestamp (2026-03-01T10:00:00Z).
+    #[arg(long, value_name = "TIME", value_parser = humanize::time)]
+    since: Option<SystemTime>,
+    /// Only tasks created at or before this time (as --since).
+    #[arg(long, value_name = "TIME", value_parser = humanize::time)]
+    until: Option<SystemTime>,
     /// At most this many tasks.
     #[arg(long, default_value_t = 50)]
     limit: u32,
@@ -43,7 +53,12 @@ pub(crate) struct ListArgs {
 pub(crate) async fn get(context: &Context, args: GetArgs) -> Result<Exit, Failure> {
     let client = context.existing().await?;
     let task = find(&client, args.id.as_deref(), args.key.as_deref()).await?;
-    context.out.task(&task)?;
+    let key = match args.key {
+        Some(key) => Some(key),
+        None if context.out.format == Format::Table => client.task_key(&task.id).await?,
+        None => None,
+    };
+    context.out.task_keyed(&task, key.as_deref())?;
     Ok(Exit::Ok)
 }
 
@@ -61,13 +76,6 @@ pub(crate) async fn find(client: &CairnQ, id: Option<&str>, key: Option<&str>) -
 pub(crate) async fn list(context: &Context, args: ListArgs) -> Result<Exit, Failure> {
     let filter = filter(&args)?;
     let client = context.existing_checked().await?;
-    if let Some(key) = &args.key {
-        // A key names at most one task: the page is that task, if it
-        // matches the other filters.
-        let task = client.get_by_key(key).await?.filter(|task| matches(task, &filter));
-        let page = cairnq_core::TaskPage::from_rows(task.map(Ok));
-        return print_page(context, &page);
-    }
     let page = client.list(&filter).await?;
     print_page(context, &page)
 }
@@ -101,19 +109,23 @@ fn filter(args: &ListArgs) -> Result<ListFilter, Failure> {
     if let Some(correlation) = &args.correlation {
         filter = filter.correlation_id(correlation);
     }
+    if let Some(key) = &args.key {
+        filter = filter.key(key);
+    }
+    if let Some(since) = args.since {
+        filter = filter.created_since(since);
+    }
+    if let Some(until) = args.until {
+        filter = filter.created_until(until);
+    }
+    if let (Some(since), Some(until)) = (args.since, args.until)
+        && since > until
+    {
+        return Err(Failure::usage("--until is before --since: no task can match"));
+    }
     if let Some(after) = &args.after {
         let cursor: ListCursor = after.parse().map_err(|e| Failure::usage(format!("--after: {e}")))?;
         filter = filter.after(cursor);
     }
     Ok(filter)
-}
-
-/// Whether `task` passes the filter's field conditions (for `--key`).
-fn matches(task: &Task, filter: &ListFilter) -> bool {
-    let same = |want: &Option<String>, have: Option<&str>| want.as_deref().is_none_or(|w| Some(w) == have);
-    filter.status.is_none_or(|s| s == task.status)
-        && same(&filter.queue, Some(&task.queue))
-        && same(&filter.name, Some(&task.name))
-        && same(&filter.root_id, task.root_id.as_deref())
-        && same(&filter.correlation_id, task.correlation_id.as_deref())
 }

@@ -25,7 +25,8 @@ pub(crate) struct Args {
 
 #[derive(Debug, clap::Subcommand)]
 enum Action {
-    /// Every schedule: spec, zone, next fire, missed slots, paused.
+    /// Every schedule: spec, zone, next fire (- while paused), missed slots, state.
+    #[command(visible_alias = "list")]
     Ls,
     /// Create a schedule, or update the one with this name. Like submit, a write: it creates
     /// and migrates the database when there is none.
@@ -240,7 +241,9 @@ fn table(schedules: &[ScheduleInfo]) -> Table {
             s.spec.tz().to_string().into(),
             s.task.clone().into(),
             s.queue.clone().into(),
-            relative(info.next_fire_ms, now).into(),
+            // A paused schedule fires at no time: its stored next slot
+            // slides into the past while it waits for a resume.
+            if info.paused { Cell::new("-", Tone::Dim) } else { relative(info.next_fire_ms, now).into() },
             info.missed.to_string().into(),
             state,
             info.owner.as_str().into(),

@@ -1,9 +1,10 @@
 //! `cairnq stats [--queue Q] [--watch 2s]`: task counts per queue and
-//! status, once or every interval until Ctrl-C. A watch is a stream: as
-//! JSON, one compact document per line per interval, so a reader can take
-//! each line as it comes.
+//! status, once or every interval until Ctrl-C. A watch is a stream: as a
+//! table, each under a line with the time it was read; as JSON, one
+//! compact document per line per interval, so a reader can take each line
+//! as it comes.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use cairnq_core::{Stats, TaskStatus};
 
@@ -36,7 +37,17 @@ pub(crate) async fn run(context: &Context, args: Args) -> Result<Exit, Failure> 
     let stop = tokio::signal::ctrl_c();
     tokio::pin!(stop);
     loop {
-        print(context, &client.stats(args.queue.as_deref()).await?, true)?;
+        let stats = client.stats(args.queue.as_deref()).await?;
+        if context.out.format == Format::Table {
+            // Redraw in place on a terminal; a pipe gets one table after
+            // another, each under the time it was read.
+            let clear = if context.out.terminal { "\x1b[H\x1b[2J" } else { "" };
+            let at = humantime::format_rfc3339_seconds(SystemTime::now());
+            context
+                .out
+                .text(&format!("{clear}at {at} (every {}; Ctrl-C stops)\n", humantime::format_duration(every)))?;
+        }
+        print(context, &stats, true)?;
         tokio::select! {
             _ = &mut stop => return Ok(Exit::Ok),
             () = tokio::time::sleep(every) => {}
@@ -46,11 +57,7 @@ pub(crate) async fn run(context: &Context, args: Args) -> Result<Exit, Failure> 
 
 fn print(context: &Context, stats: &Stats, watching: bool) -> Result<(), Failure> {
     match context.out.format {
-        Format::Table => {
-            // Redraw in place on a terminal; a pipe gets one table after another.
-            let clear = if watching && context.out.terminal { "\x1b[H\x1b[2J" } else { "" };
-            context.out.text(&format!("{clear}{}", stats_table(stats).render(context.out.colour)))
-        }
+        Format::Table => context.out.text(&stats_table(stats).render(context.out.colour)),
         _ if watching => context.out.json_line(stats),
         _ => context.out.json(stats),
     }

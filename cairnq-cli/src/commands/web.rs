@@ -17,10 +17,13 @@ use crate::exit::{Exit, Failure};
 #[command(after_help = "-o does not apply: the dashboard serves its pages and JSON API over HTTP; the command \
                         prints only where it listens, on stderr.")]
 pub(crate) struct Args {
-    /// The address to listen on. Anything but loopback needs --token.
-    #[arg(long, default_value_t = cairnq_web::DEFAULT_BIND)]
+    /// The address to listen on: IP:PORT or localhost:PORT. Anything but
+    /// loopback needs --token (and is warned about: the dashboard speaks
+    /// plain HTTP).
+    #[arg(long, default_value_t = cairnq_web::DEFAULT_BIND, value_parser = cairnq_web::parse_bind)]
     bind: SocketAddr,
-    /// The access token (bearer header or login), required off loopback.
+    /// The access token (bearer header or login), required off loopback;
+    /// at least 16 characters (e.g. `openssl rand -hex 16`).
     #[arg(long, env = cairnq_web::TOKEN_ENV, hide_env_values = true)]
     token: Option<String>,
     /// Show everything, change nothing: every action is hidden and refused.
@@ -48,29 +51,43 @@ pub(crate) async fn run(context: &Context, args: Args) -> Result<Exit, Failure> 
     if args.read_only {
         options = options.read_only();
     }
+    // Listen for SIGTERM before saying where the dashboard is: a launcher
+    // that stops it right after reading the address gets a clean end.
+    let stop = stopped();
     let server = cairnq_web::bind(client, options).await.map_err(web_failure)?;
     eprintln!("cairnq: the dashboard is at http://{}/ (Ctrl-C stops it)", server.local_addr());
-    server.run_until(stopped()).await.map_err(web_failure)?;
+    if let Some(warning) = server.exposure_warning() {
+        eprintln!("cairnq: {warning}");
+    }
+    server.run_until(stop).await.map_err(web_failure)?;
     Ok(Exit::Ok)
 }
 
-/// Ctrl-C or SIGTERM, whichever comes first.
-async fn stopped() {
-    let interrupted = tokio::signal::ctrl_c();
-    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(mut terminate) => {
-            tokio::select! {
-                _ = interrupted => {}
-                _ = terminate.recv() => {}
+/// Ctrl-C or SIGTERM, whichever comes first; both are caught from the
+/// moment this is called (not first polled).
+fn stopped() -> impl std::future::Future<Output = ()> + Send + 'static {
+    use tokio::signal::unix::{SignalKind, signal};
+    let interrupt = signal(SignalKind::interrupt());
+    let terminate = signal(SignalKind::terminate());
+    async move {
+        match (interrupt, terminate) {
+            (Ok(mut interrupt), Ok(mut terminate)) => {
+                tokio::select! {
+                    _ = interrupt.recv() => {}
+                    _ = terminate.recv() => {}
+                }
             }
+            // No handler could be installed: the default action ends the process.
+            _ => std::future::pending().await,
         }
-        Err(_) => drop(interrupted.await),
     }
 }
 
 fn web_failure(error: WebError) -> Failure {
     match error {
-        WebError::TokenRequired(_) | WebError::BadToken => Failure::usage(error.to_string()),
+        WebError::TokenRequired(_) | WebError::BadToken | WebError::WeakToken { .. } => {
+            Failure::usage(error.to_string())
+        }
         other => Failure::new(Exit::Failed, other.to_string()),
     }
 }

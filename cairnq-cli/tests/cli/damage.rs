@@ -16,7 +16,7 @@ use crate::support::Fixture;
 /// A SQLite file with a few thousand tasks, then garbage over a run of
 /// pages in the middle of the file (never the first, which holds the
 /// schema), with no process holding it open.
-async fn damaged_file() -> (Fixture, Vec<String>) {
+pub(crate) async fn damaged_file() -> (Fixture, Vec<String>) {
     let fixture = Fixture::sqlite().await;
     let pad = "x".repeat(300);
     let specs: Vec<TaskSpec> = (0..3_000).map(|n| TaskSpec::new("resize", &json!({"n": n, "pad": pad}))).collect();
@@ -55,7 +55,7 @@ async fn a_damaged_file_is_reported_and_refused() {
     assert_eq!(report["schema_version"]["database"], "10", "what still reads is reported: {report}");
 
     for command in [&["stats"][..], &["list"], &["-o", "json", "list", "--limit", "1"]] {
-        cli.run(command).refused(1, "is damaged (in cairnq_tasks");
+        cli.run(command).refused(1, "is damaged in cairnq_tasks");
     }
     cli.run(&["stats"]).refused(1, "`cairnq doctor` says what to do");
 

@@ -100,9 +100,9 @@ async fn cancel_and_retry_by_key_and_dry_runs_change_nothing() {
     let dry = cli.json(&["-o", "json", "cancel", "--queue", "images", "--dry-run"]);
     assert_eq!((dry["count"].clone(), dry["action"].clone()), (json!(3), json!("cancel")), "{dry}");
     let dry_key = cli.json(&["-o", "json", "cancel", "--key", "clip-1", "--dry-run"]);
-    assert_eq!(dry_key["ids"], json!([id(&keyed)]));
+    assert_eq!(dry_key["tasks"][0]["id"], json!(id(&keyed)), "{dry_key}");
     let table = cli.run(&["cancel", "--queue", "images", "--dry-run"]);
-    assert_eq!(table.stdout, "3 task(s) would be canceled\n");
+    assert_eq!(table.stdout.lines().count(), 4, "a header and the three tasks: {}", table.stdout);
     assert_eq!(fixture.client.stats(None).await.expect("stats"), before, "dry runs changed nothing");
 
     let canceled = cli.json(&["-o", "json", "cancel", "--key", "clip-1"]);
@@ -148,9 +148,9 @@ async fn purge_stops_at_its_limit() {
     assert_eq!(fixture.client.stats(None).await.expect("stats")["default"].succeeded, 3);
     let cli = &fixture.cli;
     cli.run(&["purge", "--older-than", "0s", "--limit", "0"]).refused(2, "--limit must be at least 1");
-    assert_eq!(cli.json(&["-o", "json", "purge", "--older-than", "0s", "--limit", "2"]), json!({"purged": 2}));
+    assert_eq!(cli.json(&["-o", "json", "purge", "--older-than", "0s", "--limit", "2", "--yes"]), json!({"purged": 2}));
     assert_eq!(fixture.client.stats(None).await.expect("stats")["default"].succeeded, 1);
-    assert_eq!(cli.run(&["purge", "--older-than", "0s", "--limit", "5"]).stdout, "purged 1 task(s)\n");
+    assert_eq!(cli.run(&["purge", "--older-than", "0s", "--limit", "5", "--yes"]).stdout, "purged 1 task(s)\n");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -5,8 +5,12 @@
 
 mod bad_input;
 mod damage;
+mod destructive;
+mod details;
+mod errtext;
 mod exec_chaos;
 mod flags;
+mod list_view;
 mod lost_lease;
 mod marked;
 mod metrics;

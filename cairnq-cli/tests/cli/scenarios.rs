@@ -114,7 +114,7 @@ async fn wait_and_purge(fixture: Fixture) {
     let printed: Value = serde_json::from_str(&failed.stdout).expect("the task is printed");
     assert_eq!(printed["status"], "failed");
 
-    let purged = cli.json(&["-o", "json", "purge", "--older-than", "0s", "--status", "failed"]);
+    let purged = cli.json(&["-o", "json", "purge", "--older-than", "0s", "--status", "failed", "--yes"]);
     assert_eq!(purged, json!({"purged": 1}));
     assert!(fixture.client.get(&tasks[3].id).await.expect("get").is_none());
     cli.run(&["get", &tasks[3].id]).refused(3, "no task with id");

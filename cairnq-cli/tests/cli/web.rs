@@ -22,6 +22,60 @@ async fn web_refuses_a_network_bind_without_a_token() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn web_refuses_a_short_token() {
+    let fixture = Fixture::sqlite().await;
+    let ran = fixture.cli.command(&["web", "--bind", "127.0.0.1:0", "--token", "abc"]).output().expect("run");
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert_eq!(ran.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("3 characters long; use at least 16"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn web_binds_localhost_and_warns_about_plain_http_off_loopback() {
+    use std::io::BufRead;
+    let fixture = Fixture::sqlite().await;
+    let mut local =
+        fixture.cli.command(&["web", "--bind", "localhost:0"]).stderr(Stdio::piped()).spawn().expect("start");
+    let mut stderr = BufReader::new(local.stderr.take().expect("stderr"));
+    let addr = announced_addr(&mut stderr);
+    assert!(addr.starts_with("127.0.0.1:"), "localhost is loopback: {addr}");
+    assert!(get_json(&addr, "/api/stats").is_object());
+    stop(&mut local);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).expect("the rest of stderr");
+    assert!(!rest.contains("plain HTTP"), "no warning on loopback: {rest}");
+
+    let token = "correct-horse-battery-staple";
+    let mut open = fixture
+        .cli
+        .command(&["web", "--bind", "0.0.0.0:0", "--token", token])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start");
+    let mut stderr = BufReader::new(open.stderr.take().expect("stderr"));
+    announced_addr(&mut stderr);
+    let mut warning = String::new();
+    stderr.read_line(&mut warning).expect("reads stderr");
+    stop(&mut open);
+    assert!(warning.contains("plain HTTP") && warning.contains("0.0.0.0:"), "warned: {warning}");
+
+    let ran = fixture.cli.command(&["web", "--bind", "example.com:80"]).output().expect("run");
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert_eq!(ran.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("IP:PORT, [IPv6]:PORT or localhost:PORT"), "{stderr}");
+}
+
+/// SIGTERM, and the clean end it gets.
+fn stop(child: &mut std::process::Child) {
+    let pid = child.id().to_string();
+    let killed = std::process::Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
+    assert!(killed.success());
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "cairnq web ends cleanly on SIGTERM: {status}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn web_serves_the_api_of_its_database_until_sigterm() {
     let fixture = Fixture::sqlite().await;
     fixture.client.submit("resize", &json!({"w": 1})).queue("images").await.expect("submit");
@@ -50,11 +104,7 @@ async fn web_serves_the_api_of_its_database_until_sigterm() {
     }
     assert!(page.contains(depth), "{page}");
 
-    let pid = child.id().to_string();
-    let killed = std::process::Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
-    assert!(killed.success());
-    let status = child.wait().expect("wait");
-    assert!(status.success(), "cairnq web ends cleanly on SIGTERM: {status}");
+    stop(&mut child);
 }
 
 /// A plain HTTP/1.1 GET, as a script would send it, and its JSON body.

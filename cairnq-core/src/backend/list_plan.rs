@@ -43,7 +43,9 @@ pub enum Matching {
 /// The read that decides how a filtered list reads: how many rows the
 /// filter matches (its cursor left out), exactly from the counter table
 /// when it filters only by status and queue, else a bounded count through
-/// the filters' indexes.
+/// the filters' indexes. A created range is left out of the counter
+/// table's answer (an upper bound then): the walk it may pick stops at
+/// the range's end either way.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListProbe {
     /// The count to run; its one row holds one integer.
@@ -68,7 +70,11 @@ impl ListProbe {
             Self { query, exact: true }
         } else {
             let at_most = i64::try_from(LIST_SORT_AT_MOST).unwrap_or(i64::MAX);
-            Self { query: Query::new(Sql::CountTasks).filters(filter).arg("at_most", at_most), exact: false }
+            let query = Query::new(Sql::CountTasks)
+                .filters(filter)
+                .created(filter.created_since_ms, filter.created_until_ms)
+                .arg("at_most", at_most);
+            Self { query, exact: false }
         })
     }
 
@@ -101,7 +107,12 @@ impl Query {
             Some(Matching::Exactly(n)) => n >= walk_from,
         };
         let sql = if walk { Sql::ListTasksInOrder } else { Sql::ListTasks };
-        Self::new(sql).arg("limit", filter.limit).arg("offset", filter.offset).filters(filter).cursor(filter)
+        Self::new(sql)
+            .arg("limit", filter.limit)
+            .arg("offset", filter.offset)
+            .filters(filter)
+            .created(filter.created_since_ms, filter.created_until_ms)
+            .cursor(filter)
     }
 
     /// The extension index [`Query::list_planned`] walks (ext_0003); a
@@ -109,7 +120,9 @@ impl Query {
     pub const ORDER_INDEX: &'static str = "cairnq_ext_tasks_created_idx";
 }
 
-/// Whether `filter` filters by any column (not only a cursor).
+/// Whether `filter` filters by any column (not only a cursor or a created
+/// range: a range bounds the walk of the list-order index, which is then
+/// the right plan).
 fn has_filters(filter: &ListFilter) -> bool {
     filter.status.is_some()
         || filter.queue.is_some()
@@ -121,6 +134,7 @@ fn has_filters(filter: &ListFilter) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::Arg;
     use crate::model::{ListCursor, TaskStatus};
 
     #[test]
@@ -137,6 +151,19 @@ mod tests {
         let more = Matching::Exactly(LIST_CURSOR_SORT_AT_MOST);
         assert_eq!(Query::list_planned(&deep, Some(more)).sql, Sql::ListTasksInOrder);
         assert_eq!(Query::list_planned(&deep, Some(Matching::AtLeast(10))).sql, Sql::ListTasksInOrder);
+    }
+
+    #[test]
+    fn a_created_range_alone_walks_and_bounds_the_walk() {
+        let recent = ListFilter::new().created_since(std::time::UNIX_EPOCH + std::time::Duration::from_secs(60));
+        let query = Query::list(&recent);
+        assert_eq!(query.sql, Sql::ListTasksInOrder, "a range is a range of the list-order index");
+        assert_eq!(query.flags, ["created"]);
+        assert_eq!(
+            (query.get("since_ms"), query.get("until_ms")),
+            (Some(&Arg::Int(60_000)), Some(&Arg::Int(i64::MAX)))
+        );
+        assert_eq!(ListProbe::new(&recent, true, true), None, "nothing to decide");
     }
 
     #[test]

@@ -16,12 +16,14 @@ mod feeds;
 pub mod flows;
 mod helpers;
 mod list_plan;
+mod purpose;
 mod query;
 pub mod schedules;
 
 pub use cairnq_protocol::Sql;
 pub use flows::{Executor, Installed, check_protocol_version};
 pub use list_plan::{LIST_CURSOR_SORT_AT_MOST, LIST_SORT_AT_MOST, ListProbe, Matching};
+pub use purpose::purpose;
 pub use query::{Arg, Query};
 
 pub use app_code::{app_code, in_app_code, panic_message};

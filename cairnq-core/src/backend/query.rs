@@ -230,11 +230,15 @@ impl Query {
     /// `count_tasks` for `params`.
     pub fn count_tasks(params: &CountTasksParams) -> Self {
         let at_most = i64::try_from(params.at_most).unwrap_or(i64::MAX);
-        let query = Self::new(Sql::CountTasks).filters(&params.filter).cursor(&params.filter).arg("at_most", at_most);
-        match params.since_ms {
-            Some(since) => query.flag("since").arg("since_ms", since),
-            None => query,
-        }
+        let since = match (params.since_ms, params.filter.created_since_ms) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        Self::new(Sql::CountTasks)
+            .filters(&params.filter)
+            .created(since, params.filter.created_until_ms)
+            .cursor(&params.filter)
+            .arg("at_most", at_most)
     }
 
     /// `list_children` for `params`.
@@ -254,6 +258,15 @@ impl Query {
             .filter("name", filter.name.as_deref())
             .filter("root_id", filter.root_id.as_deref())
             .filter("correlation_id", filter.correlation_id.as_deref())
+    }
+
+    /// The created range (`created`), when either end is set; an open end
+    /// is the end of what the column holds, so one flag serves both.
+    pub(super) fn created(self, since_ms: Option<i64>, until_ms: Option<i64>) -> Self {
+        if since_ms.is_none() && until_ms.is_none() {
+            return self;
+        }
+        self.flag("created").arg("since_ms", since_ms.unwrap_or(i64::MIN)).arg("until_ms", until_ms.unwrap_or(i64::MAX))
     }
 
     /// The keyset cursor of `filter`, when it has one.
@@ -283,7 +296,18 @@ impl Query {
     /// `purge_tasks` for `filter` (`any_status` spells the terminal set as
     /// the partial purge index does).
     pub fn purge(filter: &PurgeFilter) -> Self {
-        let query = Self::new(Sql::PurgeTasks).arg("older_than_ms", filter.older_than_ms).arg("limit", filter.limit);
+        Self::purge_scope(Sql::PurgeTasks, filter)
+    }
+
+    /// `list_purgeable` for `filter`: the rows [`Query::purge`] would
+    /// delete, read (SQLite binds `now_ms` as for the purge).
+    pub fn purgeable(filter: &PurgeFilter) -> Self {
+        Self::purge_scope(Sql::ListPurgeable, filter)
+    }
+
+    /// The rows of `filter` in a statement that picks them as `purge_tasks` does.
+    fn purge_scope(sql: Sql, filter: &PurgeFilter) -> Self {
+        let query = Self::new(sql).arg("older_than_ms", filter.older_than_ms).arg("limit", filter.limit);
         let query = match filter.status {
             Some(status) => query.flag("status").arg("status", status.as_str()),
             None => query.flag("any_status"),

@@ -2,8 +2,9 @@
 //! "not finished", but what the last snapshot of the task suggests, in
 //! terms a newcomer can act on.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::human::human_duration;
 use crate::model::{Task, TaskStatus};
 
 /// The diagnosis of a wait that ran out of time, from the last snapshot
@@ -19,7 +20,8 @@ pub(crate) fn diagnose(last_seen: Option<&Task>, by_key: bool) -> String {
     let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(0));
     match task.status {
         TaskStatus::Queued if task.run_at_ms > now_ms => {
-            format!("it is delayed: not claimable for another {} ms", task.run_at_ms - now_ms)
+            let due_in = Duration::from_millis((task.run_at_ms - now_ms).unsigned_abs());
+            format!("it is delayed: not claimable for another {}", human_duration(due_in))
         }
         TaskStatus::Queued if task.attempt == 0 => format!(
             "never claimed: is a worker with a handler for {:?} on queue {:?} running against this database?",

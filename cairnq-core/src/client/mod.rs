@@ -8,6 +8,7 @@
 //! holds a NUL character, which SQLite would store and Postgres `text`
 //! columns refuse with driver text.
 
+mod bulk;
 mod diagnosis;
 mod reads;
 mod retry;
@@ -32,6 +33,7 @@ use crate::store::{
     Store, SubmitManyParams, TaskSelector,
 };
 
+pub use bulk::{BulkAction, BulkOutcome};
 pub use retry::Retry;
 pub use schedules::{Declared, FireReport};
 pub use session::WorkerSession;
@@ -204,6 +206,10 @@ impl CairnQ {
     /// [`TaskPage::undecodable`] instead of failing the page.
     pub async fn list(&self, filter: &ListFilter) -> Result<TaskPage> {
         check_filter(filter)?;
+        if let Some(task) = self.keyed(filter).await? {
+            // A key names one task: the page is that task, when it passes.
+            return Ok(TaskPage::from_rows(task.filter(|t| filter.matches(t)).map(Ok)));
+        }
         let rows = self.store.list(filter).await?;
         let full = filter.limit > 0 && i64::try_from(rows.len()).is_ok_and(|n| n >= filter.limit);
         let mut page = TaskPage::from_rows(rows);
@@ -211,6 +217,15 @@ impl CairnQ {
             page.next = page.tasks.last().map(ListCursor::of);
         }
         Ok(page)
+    }
+
+    /// The task a key filter names, read by key (`Some(None)`: no task
+    /// has the key); `None` for a filter without a key.
+    async fn keyed(&self, filter: &ListFilter) -> Result<Option<Option<Task>>> {
+        match &filter.key {
+            Some(key) => Ok(Some(self.get_by_key(key).await?)),
+            None => Ok(None),
+        }
     }
 
     /// Counts per queue and status, every status zero-filled; with a queue,
@@ -277,6 +292,7 @@ pub(crate) fn check_filter(filter: &ListFilter) -> Result<()> {
     require_non_negative("limit", filter.limit)?;
     require_non_negative("offset", filter.offset)?;
     for (field, value) in [
+        ("key", &filter.key),
         ("queue", &filter.queue),
         ("name", &filter.name),
         ("root_id", &filter.root_id),
@@ -285,6 +301,11 @@ pub(crate) fn check_filter(filter: &ListFilter) -> Result<()> {
         if let Some(value) = value {
             require_text(field, value)?;
         }
+    }
+    if let (Some(since), Some(until)) = (filter.created_since_ms, filter.created_until_ms)
+        && since > until
+    {
+        return Err(Error::validation("created_until", "is before created_since: no task can match"));
     }
     Ok(())
 }

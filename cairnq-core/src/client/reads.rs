@@ -25,6 +25,11 @@ impl CairnQ {
     /// ```
     pub async fn count_tasks(&self, params: &CountTasksParams) -> Result<u64> {
         check_filter(&params.filter)?;
+        if let Some(task) = self.keyed(&params.filter).await? {
+            let since = |t: &crate::Task| params.since_ms.is_none_or(|since| t.created_at_ms >= since);
+            let counted = task.is_some_and(|t| params.filter.matches(&t) && since(&t));
+            return Ok(u64::from(counted).min(params.at_most));
+        }
         self.store.count_tasks(params).await
     }
 

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::CairnQ;
 use crate::SubmitOptions;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, could_not};
 use crate::json::Json;
 use crate::keys::Conflict;
 use crate::model::Task;
@@ -139,7 +139,8 @@ impl CairnQ {
                 return Ok(fired.pop());
             }
         }
-        Err(Error::storage("trigger_schedule", format!("schedule {name} kept moving under the trigger")))
+        let message = could_not(&format!("trigger schedule {name}"), "regular fires kept moving it; try again");
+        Err(Error::Storage { message, source: None, transient: false })
     }
 
     /// Fires every due schedule once (what a worker does on its timer):

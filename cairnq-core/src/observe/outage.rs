@@ -166,7 +166,7 @@ impl Outage {
     }
 
     /// The news as one line: `the database at HOST:PORT is unreachable:
-    /// CAUSE`, `... still unreachable after 60.0 s: CAUSE`, `... reconnected
+    /// CAUSE`, `... still unreachable after 1m 0s: CAUSE`, `... reconnected
     /// after 8.2 s`.
     pub fn describe(&self, news: OutageNews, cause: Option<&Error>) -> String {
         let database = match &self.endpoint {
@@ -180,7 +180,7 @@ impl Outage {
                 OUTAGE_REMINDER.as_secs()
             ),
             OutageNews::Continues { down_for } => {
-                format!("{database} is still unreachable after {:.1} s{cause}", down_for.as_secs_f64())
+                format!("{database} is still unreachable after {}{cause}", crate::human_duration(down_for))
             }
             OutageNews::Ended { after } => {
                 format!("{database} answers again: reconnected after {:.1} s", after.as_secs_f64())

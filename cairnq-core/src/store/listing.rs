@@ -1,11 +1,15 @@
-//! The default bodies of the seam's bounded reads ([`Store::count_tasks`],
-//! [`Store::children`]) for a store without statements of its own: correct
-//! on any store, built on [`Store::list`] keyset pages. A store with SQL
-//! answers both in one statement instead.
+//! The default bodies of the seam's reads beyond the protocol
+//! ([`Store::count_tasks`], [`Store::children`], [`Store::purgeable`]) for
+//! a store without statements of its own: correct on any store, built on
+//! [`Store::list`] keyset pages. A store with SQL answers each in one
+//! statement instead.
 
+use crate::clock::{Clock, SystemClock};
 use crate::error::Result;
-use crate::model::ListCursor;
-use crate::store::{ChildrenParams, CountTasksParams, GetParams, ListFilter, Store, TaskRow, TaskSelector};
+use crate::model::{ListCursor, Task, TaskStatus};
+use crate::store::{
+    ChildrenParams, CountTasksParams, GetParams, ListFilter, PurgeFilter, Store, TaskRow, TaskSelector,
+};
 
 /// Rows read per page.
 const PAGE: u32 = 500;
@@ -76,4 +80,40 @@ pub(super) async fn children<S: Store + ?Sized>(store: &S, params: &ChildrenPara
     })
     .await?;
     Ok(found)
+}
+
+/// [`Store::purgeable`] by listing each terminal status the filter takes.
+pub(super) async fn purgeable<S: Store + ?Sized>(store: &S, filter: &PurgeFilter) -> Result<Vec<TaskRow>> {
+    let cutoff = SystemClock.now_ms().saturating_sub(filter.older_than_ms);
+    let statuses: Vec<TaskStatus> = match filter.status {
+        Some(status) => vec![status],
+        None => TaskStatus::ALL.into_iter().filter(|s| s.is_terminal()).collect(),
+    };
+    let limit = usize::try_from(filter.limit).unwrap_or(0);
+    let mut doomed: Vec<Task> = Vec::new();
+    // Kept to the `limit` oldest as it goes, so memory is bounded by the
+    // limit, not by the table.
+    let keep_oldest = |doomed: &mut Vec<Task>| {
+        doomed.sort_by_key(|task| task.completed_at_ms);
+        doomed.truncate(limit);
+    };
+    for status in statuses {
+        let mut listed = ListFilter::new().status(status);
+        listed.queue.clone_from(&filter.queue);
+        listed.name.clone_from(&filter.name);
+        each_listed(store, &listed, |row| {
+            if let Ok(task) = row
+                && task.completed_at_ms.is_some_and(|at| at < cutoff)
+            {
+                doomed.push(task.clone());
+                if doomed.len() >= limit.saturating_mul(2).max(PAGE as usize) {
+                    keep_oldest(&mut doomed);
+                }
+            }
+            true
+        })
+        .await?;
+    }
+    keep_oldest(&mut doomed);
+    Ok(doomed.into_iter().map(Ok).collect())
 }

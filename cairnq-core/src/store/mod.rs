@@ -193,6 +193,16 @@ pub trait Store: Send + Sync + 'static {
     /// Deletes terminal rows; returns their ids.
     async fn purge(&self, filter: &PurgeFilter) -> Result<Vec<String>>;
 
+    /// The rows [`purge`](Self::purge) would delete now, oldest completed
+    /// first, at most `filter.limit`, deleting nothing: a purge's preview.
+    /// The default reads every terminal row of the filter's queue and name
+    /// ([`list`](Self::list) pages) and keeps those completed before the
+    /// cutoff by the system clock (correct, and as costly as the rows); a
+    /// store with SQL reads the purge's own index instead.
+    async fn purgeable(&self, filter: &PurgeFilter) -> Result<Vec<TaskRow>> {
+        listing::purgeable(self, filter).await
+    }
+
     /// Read-only: is anything due for these queues and names, or has any
     /// lease expired?
     async fn claimable(&self, params: &ProbeParams) -> Result<bool>;

@@ -10,10 +10,12 @@ use crate::store::ListFilter;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CountTasksParams {
-    /// What to count: its status, queue, name, root, correlation and
-    /// cursor (`after`) filter; its limit and offset are not used.
+    /// What to count: its status, queue, name, root, correlation, created
+    /// range and cursor (`after`) filter; its limit and offset are not used.
     pub filter: ListFilter,
-    /// Only tasks created at or after this time (epoch ms).
+    /// Only tasks created at or after this time (epoch ms), on top of the
+    /// filter's own [`created_since_ms`](ListFilter::created_since_ms) (the
+    /// later of the two applies).
     pub since_ms: Option<i64>,
     /// Count at most this many (a bounded read).
     pub at_most: u64,

@@ -3,7 +3,7 @@
 //! with a constructor for what it requires and setters for the rest, so it
 //! can grow fields without breaking a backend or a caller.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, Result, require_non_negative, require_positive, require_text};
 use crate::json::Json;
@@ -238,6 +238,17 @@ pub struct ListFilter {
     pub root_id: Option<String>,
     /// Only this correlation id.
     pub correlation_id: Option<String>,
+    /// Only the task this business key points at (a key names at most one
+    /// task). [`CairnQ::list`](crate::CairnQ::list) reads it by key and
+    /// checks the other filters on the row itself, so a [`Store::list`](crate::Store::list) is never
+    /// given a key filter.
+    pub key: Option<String>,
+    /// Only rows created at or after this time (epoch ms; the seam's unit,
+    /// set through [`created_since`](Self::created_since)).
+    pub created_since_ms: Option<i64>,
+    /// Only rows created at or before this time (epoch ms, set through
+    /// [`created_until`](Self::created_until)).
+    pub created_until_ms: Option<i64>,
     /// At most this many rows (>= 0).
     pub limit: i64,
     /// Skip this many rows (>= 0).
@@ -254,6 +265,9 @@ impl Default for ListFilter {
             name: None,
             root_id: None,
             correlation_id: None,
+            key: None,
+            created_since_ms: None,
+            created_until_ms: None,
             limit: 100,
             offset: 0,
             after: None,
@@ -289,6 +303,51 @@ impl ListFilter {
     /// Only this correlation id.
     pub fn correlation_id(mut self, id: impl Into<String>) -> Self {
         self.correlation_id = Some(id.into());
+        self
+    }
+    /// Only the task `key` points at.
+    pub fn key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+    /// Whether `task` passes every condition of the filter a row can show:
+    /// status, queue, name, root, correlation, created range and cursor
+    /// (not the key, which lives beside the row; not limit or offset).
+    ///
+    /// ```
+    /// # fn demo(task: &cairnq_core::Task) {
+    /// use cairnq_core::{ListFilter, TaskStatus};
+    /// let failed = ListFilter::new().status(TaskStatus::Failed);
+    /// assert_eq!(failed.matches(task), task.status == TaskStatus::Failed);
+    /// # }
+    /// ```
+    pub fn matches(&self, task: &Task) -> bool {
+        let same = |want: &Option<String>, have: Option<&str>| want.as_deref().is_none_or(|w| Some(w) == have);
+        self.status.is_none_or(|s| s == task.status)
+            && same(&self.queue, Some(&task.queue))
+            && same(&self.name, Some(&task.name))
+            && same(&self.root_id, task.root_id.as_deref())
+            && same(&self.correlation_id, task.correlation_id.as_deref())
+            && self.created_since_ms.is_none_or(|since| task.created_at_ms >= since)
+            && self.created_until_ms.is_none_or(|until| task.created_at_ms <= until)
+            && self.after.as_ref().is_none_or(|a| (task.created_at_ms, task.id.as_str()) < (a.created_at_ms, &a.id))
+    }
+    /// Only tasks created at or after `at` (a time range bounds the
+    /// list-order walk, so a recent window reads only its own rows).
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use cairnq_core::ListFilter;
+    /// let last_hour = ListFilter::new().created_since(SystemTime::now() - Duration::from_secs(3600));
+    /// assert!(last_hour.created_since_ms.is_some());
+    /// ```
+    pub fn created_since(mut self, at: SystemTime) -> Self {
+        self.created_since_ms = Some(epoch_ms(at));
+        self
+    }
+    /// Only tasks created at or before `at`.
+    pub fn created_until(mut self, at: SystemTime) -> Self {
+        self.created_until_ms = Some(epoch_ms(at));
         self
     }
     /// At most `limit` rows.
@@ -425,5 +484,14 @@ impl Repaired {
     /// Whether nothing needed repair.
     pub fn is_empty(&self) -> bool {
         self.expired.is_empty() && self.scheduled.is_empty()
+    }
+}
+
+/// `at` in epoch milliseconds, negative before 1970, saturating at the
+/// ends of what an `i64` holds.
+fn epoch_ms(at: SystemTime) -> i64 {
+    match at.duration_since(UNIX_EPOCH) {
+        Ok(after) => i64::try_from(after.as_millis()).unwrap_or(i64::MAX),
+        Err(before) => i64::try_from(before.duration().as_millis()).map_or(i64::MIN, |ms| -ms),
     }
 }

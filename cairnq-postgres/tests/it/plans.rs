@@ -125,10 +125,14 @@ async fn reads_reach_the_index_of_each_filter() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn purges_reach_the_completion_indexes() {
     let (session, _schema) = populated().await;
-    check(&session, Sql::PurgeTasks, &["status"], COMPLETED_INDEXES).await;
-    let by_queue = &["cairnq_tasks_queue_completed_idx", "cairnq_tasks_completed_idx"];
-    check(&session, Sql::PurgeTasks, &["any_status", "queue"], by_queue).await;
-    check(&session, Sql::PurgeTasks, &["any_status"], COMPLETED_INDEXES).await;
+    // A purge's preview (list_purgeable) reads the rows the purge deletes,
+    // the same way.
+    for sql in [Sql::PurgeTasks, Sql::ListPurgeable] {
+        check(&session, sql, &["status"], COMPLETED_INDEXES).await;
+        let by_queue = &["cairnq_tasks_queue_completed_idx", "cairnq_tasks_completed_idx"];
+        check(&session, sql, &["any_status", "queue"], by_queue).await;
+        check(&session, sql, &["any_status"], COMPLETED_INDEXES).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -180,7 +184,9 @@ async fn settles_and_heartbeats_find_rows_by_primary_key() {
 async fn dashboard_reads_walk_in_order_or_seek_through_their_filters() {
     let (session, _schema) = populated().await;
     let ordered = "cairnq_ext_tasks_created_idx";
-    for flags in [&[][..], &["status"], &["queue", "status"], &["name", "after"], &["root_id"], &["correlation_id"]] {
+    let walks = [&[][..], &["status"], &["queue", "status"], &["name", "after"], &["root_id"], &["correlation_id"]];
+    // A created range bounds the walk (a range of the same index).
+    for flags in walks.into_iter().chain([&["created"][..], &["status", "created", "after"]]) {
         let lines = check(&session, Sql::ListTasksInOrder, flags, &[ordered]).await;
         assert!(!lines.iter().any(|l| l.trim_start().starts_with("->  Sort")), "{flags:?} sorts: {lines:?}");
     }
@@ -193,7 +199,7 @@ async fn dashboard_reads_walk_in_order_or_seek_through_their_filters() {
     for (flag, index) in cases {
         let lines = check(&session, Sql::ListTasks, &[flag, "after"], &[index]).await;
         assert!(!lines.iter().any(|l| l.contains(ordered)), "{flag} with a cursor: {lines:?}");
-        check(&session, Sql::CountTasks, &[flag, "after", "since"], &[index]).await;
+        check(&session, Sql::CountTasks, &[flag, "after", "created"], &[index]).await;
     }
     for flags in [&["all_queues"][..], &["queue"]] {
         let lines = check(&session, Sql::OldestDueByQueue, flags, CLAIM_INDEXES).await;

@@ -85,6 +85,7 @@ where true
   and root_id = :root_id -- when: root_id
   and correlation_id = :correlation_id -- when: correlation_id
   and (created_at_ms + 0, id) < (:after_ms::bigint, :after_id::text) -- when: after
+  and created_at_ms + 0 between :since_ms::bigint and :until_ms::bigint -- when: created
 order by created_at_ms + 0 desc, id desc
 limit :limit::bigint offset :offset::bigint
 
@@ -97,6 +98,8 @@ limit :limit::bigint offset :offset::bigint
 -- ms against 17). Name, root and correlation are written `column || ''`,
 -- which no filter index serves, so a generic plan never seeks through
 -- them and sorts. Unfiltered lists read this way too.
+-- A created range (`created`) bounds the walk itself: it is a range of the
+-- index, so a list of the last hour reads only that hour's entries.
 -- name: list_tasks_in_order
 select * from cairnq_tasks
 where true
@@ -106,11 +109,12 @@ where true
   and root_id || '' = :root_id::text -- when: root_id
   and correlation_id || '' = :correlation_id::text -- when: correlation_id
   and (created_at_ms, id) < (:after_ms::bigint, :after_id::text) -- when: after
+  and created_at_ms between :since_ms::bigint and :until_ms::bigint -- when: created
 order by created_at_ms desc, id desc
 limit :limit::bigint offset :offset::bigint
 
 -- Bounded: counts at most :at_most matching rows, through the filters' own
--- indexes (the cursor and `since` are checked per row, never walked).
+-- indexes (the cursor and the created range are checked per row, never walked).
 -- name: count_tasks
 select count(*) as count from (
     select 1 from cairnq_tasks
@@ -121,7 +125,7 @@ select count(*) as count from (
       and root_id = :root_id -- when: root_id
       and correlation_id = :correlation_id -- when: correlation_id
       and (created_at_ms + 0, id) < (:after_ms::bigint, :after_id::text) -- when: after
-      and created_at_ms + 0 >= :since_ms::bigint -- when: since
+      and created_at_ms + 0 between :since_ms::bigint and :until_ms::bigint -- when: created
     limit :at_most::bigint
 ) as matching
 
@@ -280,3 +284,16 @@ with doomed as materialized (
 )
 delete from cairnq_tasks t using doomed where t.id = doomed.id
 returning t.id
+
+-- What purge_tasks would delete now, read without deleting (a purge's
+-- preview, `cairnq purge --dry-run`): the same rows by the same rule, the
+-- same order and bound, through the same index.
+-- name: list_purgeable
+select * from cairnq_tasks
+where status in ('succeeded', 'failed', 'canceled') -- when: any_status
+where status = :status -- when: status
+  and completed_at_ms < (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint) - :older_than_ms::bigint
+  and queue = :queue -- when: queue
+  and name = :name -- when: name
+order by completed_at_ms
+limit :limit::bigint

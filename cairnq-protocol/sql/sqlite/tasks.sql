@@ -81,6 +81,7 @@ where 1 = 1
   and root_id = :root_id -- when: root_id
   and correlation_id = :correlation_id -- when: correlation_id
   and (+created_at_ms, +id) < (:after_ms, :after_id) -- when: after
+  and +created_at_ms between :since_ms and :until_ms -- when: created
 order by +created_at_ms desc, +id desc
 limit :limit offset :offset
 
@@ -89,6 +90,8 @@ limit :limit offset :offset
 -- page fills after a few entries; sorting them all would read every one).
 -- The filters are written `+column` so no filter index competes. Unfiltered
 -- lists read this way too.
+-- A created range (`created`) bounds the walk itself: it is a range of the
+-- index, so a list of the last hour reads only that hour's entries.
 -- name: list_tasks_in_order
 select * from cairnq_tasks
 where 1 = 1
@@ -98,11 +101,12 @@ where 1 = 1
   and +root_id = :root_id -- when: root_id
   and +correlation_id = :correlation_id -- when: correlation_id
   and (created_at_ms, id) < (:after_ms, :after_id) -- when: after
+  and created_at_ms between :since_ms and :until_ms -- when: created
 order by created_at_ms desc, id desc
 limit :limit offset :offset
 
 -- Bounded: counts at most :at_most matching rows, through the filters' own
--- indexes (the cursor and `since` are checked per row, never walked).
+-- indexes (the cursor and the created range are checked per row, never walked).
 -- name: count_tasks
 select count(*) from (
     select 1 from cairnq_tasks
@@ -113,7 +117,7 @@ select count(*) from (
       and root_id = :root_id -- when: root_id
       and correlation_id = :correlation_id -- when: correlation_id
       and (+created_at_ms, +id) < (:after_ms, :after_id) -- when: after
-      and +created_at_ms >= :since_ms -- when: since
+      and +created_at_ms between :since_ms and :until_ms -- when: created
     limit :at_most
 )
 
@@ -264,3 +268,16 @@ delete from cairnq_tasks where id in (
     limit :limit
 )
 returning id
+
+-- What purge_tasks would delete now, read without deleting (a purge's
+-- preview, `cairnq purge --dry-run`): the same rows by the same rule, the
+-- same order and bound, through the same index.
+-- name: list_purgeable
+select * from cairnq_tasks
+where status in ('succeeded', 'failed', 'canceled') -- when: any_status
+where status = :status -- when: status
+  and completed_at_ms < :now_ms - :older_than_ms
+  and queue = :queue -- when: queue
+  and name = :name -- when: name
+order by completed_at_ms
+limit :limit

@@ -102,11 +102,15 @@ async fn list_tasks_reaches_the_index_of_each_single_filter() {
 #[tokio::test]
 async fn purge_tasks_reaches_the_completion_indexes() {
     let (fresh, _client) = populated().await;
-    check(&fresh.path, &sqlite::PURGE_TASKS, &["status"], &["cairnq_tasks_status_completed_idx"]);
-    check(&fresh.path, &sqlite::PURGE_TASKS, &["any_status", "queue"], &["cairnq_tasks_queue_completed_idx"]);
-    // Without filters either completion index bounds the read by the cutoff.
-    let any = &["cairnq_tasks_completed_idx", "cairnq_tasks_status_completed_idx"];
-    check(&fresh.path, &sqlite::PURGE_TASKS, &["any_status"], any);
+    // A purge's preview (list_purgeable) reads the rows the purge deletes,
+    // the same way.
+    for statement in [&sqlite::PURGE_TASKS, &sqlite::LIST_PURGEABLE] {
+        check(&fresh.path, statement, &["status"], &["cairnq_tasks_status_completed_idx"]);
+        check(&fresh.path, statement, &["any_status", "queue"], &["cairnq_tasks_queue_completed_idx"]);
+        // Without filters either completion index bounds the read by the cutoff.
+        let any = &["cairnq_tasks_completed_idx", "cairnq_tasks_status_completed_idx"];
+        check(&fresh.path, statement, &["any_status"], any);
+    }
 }
 
 /// Deleting a task cascades to its business keys (`on delete cascade`):
@@ -194,7 +198,9 @@ async fn hot_worker_statements_use_their_indexes_without_statistics() {
 async fn dashboard_reads_walk_in_order_or_seek_through_their_filters() {
     let (fresh, _client) = populated().await;
     let ordered = "cairnq_ext_tasks_created_idx";
-    for flags in [&[][..], &["status"], &["queue", "status"], &["name", "after"], &["root_id"], &["correlation_id"]] {
+    let walks = [&[][..], &["status"], &["queue", "status"], &["name", "after"], &["root_id"], &["correlation_id"]];
+    // A created range bounds the walk (a range of the same index).
+    for flags in walks.into_iter().chain([&["created"][..], &["status", "created", "after"]]) {
         let lines = check(&fresh.path, &sqlite::LIST_TASKS_IN_ORDER, flags, &[ordered]);
         assert_no_sort(&lines, "a list in order");
     }
@@ -207,7 +213,7 @@ async fn dashboard_reads_walk_in_order_or_seek_through_their_filters() {
     for (flag, index) in cases {
         let lines = check(&fresh.path, &sqlite::LIST_TASKS, &[flag, "after"], &[index]);
         assert!(!lines.iter().any(|l| uses(l, ordered)), "{flag} with a cursor: {lines:?}");
-        let counted = check(&fresh.path, &sqlite::COUNT_TASKS, &[flag, "after", "since"], &[index]);
+        let counted = check(&fresh.path, &sqlite::COUNT_TASKS, &[flag, "after", "created"], &[index]);
         assert!(!counted.iter().any(|l| uses(l, ordered)), "count by {flag}: {counted:?}");
     }
     for flags in [&["all_queues"][..], &["queue"]] {

@@ -87,6 +87,39 @@ pub async fn counts_agree_with_the_rows_and_stop_at_their_bound(factory: &dyn Ba
     assert!(client.count_tasks(&CountTasksParams::new(bad, 1)).await.is_err(), "a NUL is refused");
 }
 
+/// A created range lists and counts exactly the rows created within it
+/// (both ends included), alone or beside another filter, page by page.
+pub async fn a_created_range_lists_and_counts_only_its_rows(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    let mut batches = Vec::new();
+    for batch in 0..3 {
+        let specs: Vec<TaskSpec> = (0..4)
+            .map(|n| TaskSpec::new(if n % 2 == 0 { "even" } else { "odd" }, &json!({ "batch": batch })))
+            .collect();
+        batches.push(client.submit_many(&specs).await.expect("submit"));
+        // A later millisecond for the next batch, by the store's clock too.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let at = |ms: i64| std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).expect("after 1970"));
+    let ids = |tasks: &[&Vec<Task>]| tasks.iter().flat_map(|b| b.iter().map(|t| t.id.clone())).collect::<BTreeSet<_>>();
+    let first = batches[1].iter().map(|t| t.created_at_ms).min().expect("rows");
+    let last = batches[1].iter().map(|t| t.created_at_ms).max().expect("rows");
+    let middle = ListFilter::new().created_since(at(first)).created_until(at(last));
+    let listed = |filter: ListFilter| {
+        let client = client.clone();
+        async move { list_all(&client, filter).await.into_iter().map(|t| t.id).collect::<BTreeSet<_>>() }
+    };
+    assert_eq!(listed(middle.clone().limit(3)).await, ids(&[&batches[1]]), "the range, both ends included");
+    assert_eq!(listed(ListFilter::new().created_since(at(first))).await, ids(&[&batches[1], &batches[2]]));
+    assert_eq!(listed(ListFilter::new().created_until(at(last))).await, ids(&[&batches[0], &batches[1]]));
+    let evens: BTreeSet<String> = batches[1].iter().filter(|t| t.name == "even").map(|t| t.id.clone()).collect();
+    assert_eq!(listed(middle.clone().name("even")).await, evens, "beside another filter");
+    let count = client.count_tasks(&CountTasksParams::new(middle.clone(), 100)).await.expect("count");
+    assert_eq!(count, 4, "a count reads the same range");
+    let backwards = ListFilter::new().created_since(at(last + 1)).created_until(at(first));
+    assert!(client.list(&backwards).await.is_err(), "a range that ends before it starts is refused");
+}
+
 /// Claims one queued task of `queue` and fails it for good.
 async fn fail_one(client: &CairnQ, queue: &str) {
     let reader = session(client, "reads", Duration::from_secs(60));

@@ -135,9 +135,11 @@ pub(crate) async fn apply(
     };
     match done {
         Ok(changed) => {
+            // Back to the list the action was taken on (rebuilt from the
+            // parsed fields: always a path on this dashboard).
             let notice = format!("{}: {} task(s) changed", action.as_str(), count(changed));
-            Redirect::to(&format!("{}/tasks?{}", ctx.base, query_string(&query, &[("notice", &notice)])))
-                .into_response()
+            let back = [("limit", query.value("limit")), ("after", query.value("after")), ("notice", &notice)];
+            Redirect::to(&format!("{}/tasks?{}", ctx.base, query_string(&query, &back))).into_response()
         }
         Err(error) => error_page(&ctx, &error),
     }

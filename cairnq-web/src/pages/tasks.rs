@@ -57,17 +57,19 @@ pub(crate) async fn page(
         }
         form #selection method="post" action=[writable.then(|| format!("{base}/tasks/bulk"))] {
             input type="hidden" name="scope" value="selected";
+            // The list on screen, so the action lands back on it.
+            @for (field, value) in query.view_fields() { input type="hidden" name=(field) value=(value); }
             @if writable {
                 p.bulk {
                     "Selected: "
-                    button type="submit" name="action" value="retry" { "Retry" } " "
-                    button type="submit" name="action" value="cancel" { "Cancel" }
+                    button #bulk-retry type="submit" name="action" value="retry" { "Retry" } " "
+                    button #bulk-cancel type="submit" name="action" value="cancel" { "Cancel" }
                 }
             }
             table #tasks {
                 thead { tr {
                     @if writable { th { input type="checkbox" #select-all title="Select all on this page"; } }
-                    th { "Task" } th { "Status" } th { "Name" } th { "Queue" } th { "Attempt" } th { "Created" }
+                    th { "Task" } th { "Status" } th { "Name" } th { "Queue" } th { "Attempt" } th { "Created" } th { "Error" }
                 } }
                 tbody {
                     @for task in &page.tasks {
@@ -79,13 +81,14 @@ pub(crate) async fn page(
                             td { (task.queue) }
                             td.num { (task.attempt) "/" (task.max_attempts) }
                             td { (when(Some(task.created_at_ms), now)) }
+                            td.error { @if let Some(message) = task.error_message() { (error_cell(&message)) } }
                         }
                     }
                     @for bad in &page.undecodable {
-                        tr.bad { td colspan="7" { (bad.to_string()) } }
+                        tr.bad { td colspan="8" { (bad.to_string()) } }
                     }
                     @if page.tasks.is_empty() && page.undecodable.is_empty() {
-                        tr { td colspan="7" .muted { "No task matches." } }
+                        tr { td colspan="8" .muted { "No task matches." } }
                     }
                 }
             }
@@ -95,6 +98,19 @@ pub(crate) async fn page(
         }
     };
     layout(&ctx, "Tasks", query.after.is_none(), body)
+}
+
+/// The most characters of an error message a row shows; the whole
+/// message is its tooltip and on the task's page.
+const ERROR_SHOWN: usize = 120;
+
+/// Why a task failed, as its row shows it: the envelope's message (not
+/// the JSON around it), its first line, cut to [`ERROR_SHOWN`] characters.
+fn error_cell(message: &str) -> Markup {
+    let first = message.lines().next().unwrap_or("");
+    let cut = first.chars().count() > ERROR_SHOWN || first.len() < message.trim_end().len();
+    let shown: String = first.chars().take(ERROR_SHOWN).collect();
+    html! { span title=(message) { (shown) @if cut { "…" } } }
 }
 
 /// The filter form (GET, so a filtered view is a link).

@@ -92,3 +92,34 @@ pub async fn failed_task(client: &CairnQ, name: &str) -> Task {
     let envelope = ErrorEnvelope::new("boom", "the handler <b>failed</b>").to_json();
     client.fail(&FailParams::new(&task.id, "test-worker").error(envelope).retryable(false)).await.expect("fails")
 }
+
+/// The hidden fields of the form with this id in a page, as a browser
+/// would submit them (values unescaped).
+pub fn hidden_fields(page: &str, form_id: &str) -> Vec<(String, String)> {
+    let start = page.find(&format!("id=\"{form_id}\"")).unwrap_or_else(|| panic!("no form #{form_id}: {page}"));
+    let form = &page[start..page[start..].find("</form>").map_or(page.len(), |end| start + end)];
+    let attribute = |tag: &str, name: &str| {
+        let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+        let value = &tag[at..at + tag[at..].find('"')?];
+        Some(value.replace("&quot;", "\"").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&"))
+    };
+    form.split("<input")
+        .skip(1)
+        .filter_map(|tag| tag.split('>').next())
+        .filter(|tag| tag.contains("type=\"hidden\""))
+        .filter_map(|tag| Some((attribute(tag, "name")?, attribute(tag, "value")?)))
+        .collect()
+}
+
+/// A form body of `pairs`, percent-encoded.
+pub fn form_body(pairs: &[(String, String)]) -> String {
+    let encode = |text: &str| -> String {
+        text.bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+                _ => format!("%{b:02X}"),
+            })
+            .collect()
+    };
+    pairs.iter().map(|(k, v)| format!("{}={}", encode(k), encode(v))).collect::<Vec<_>>().join("&")
+}

@@ -7,7 +7,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use cairnq_core::{ErrorEnvelope, Json, codes};
+use cairnq_core::{ErrorEnvelope, Json, codes, human_duration};
 use serde_json::{Map, Value, json};
 
 use super::streams::Stdout;
@@ -94,7 +94,7 @@ pub(super) fn stopped(reason: StopReason, stderr: &str, max_stdout_bytes: u64) -
             failure("result_too_large", &message, false, Map::new(), stderr)
         }
         StopReason::MaxRun(limit) => {
-            let message = format!("the command was stopped as the attempt neared max_run ({} ms)", limit.as_millis());
+            let message = format!("the command was stopped as the attempt neared max_run, {}", human_duration(limit));
             failure(codes::HANDLER_TIMEOUT, &message, true, Map::new(), stderr)
         }
     }
@@ -168,7 +168,8 @@ fn parse_result(stdout: io::Result<Stdout>, stderr: &str) -> Result<Json, TaskEr
         return Ok(Json::null());
     }
     Json::parse(trimmed.to_string()).map_err(|e| {
-        let message = format!("the command succeeded but its stdout is not one JSON document: {e}");
+        // `e` reads "not valid JSON: <why>": said once.
+        let message = format!("the command succeeded but its stdout is {e}");
         let extra = Map::from_iter([("stdout".to_string(), json!(head(trimmed, 200)))]);
         failure("invalid_result", &message, false, extra, stderr)
     })
@@ -243,7 +244,7 @@ mod tests {
         let envelope = error.as_ref().map(|e| e.envelope().clone());
         assert_eq!(error.map(|e| e.is_retryable()), Some(false));
         assert_eq!(envelope.as_ref().map(|e| e.code.as_str()), Some("invalid_result"));
-        assert!(envelope.is_some_and(|e| e.message.contains("not one JSON document")));
+        assert!(envelope.is_some_and(|e| e.message.contains("is not valid JSON: ")));
         assert!(settle(ran(exited(0), "1 2", "")).is_err());
     }
 }

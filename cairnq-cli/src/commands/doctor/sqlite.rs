@@ -67,7 +67,7 @@ fn damaged(path: &Path, damage: &str) -> String {
     let salvaged = salvage_path(path);
     let salvaged = salvaged.display();
     format!(
-        "the SQLite file is damaged ({damage}): reads from it may be incomplete (its tasks were not checked). \
+        "the SQLite file is damaged {damage}. Reads from it may be incomplete, and its tasks were not checked. \
          Stop the workers and clients using it, then restore it from a backup, or salvage its readable rows \
          into a new file: `sqlite3 {file} .recover | sqlite3 {salvaged}` (sqlite3 3.41 or later), check that \
          with `cairnq --db {salvaged} doctor`, and put it in place of {file}"

@@ -1,0 +1,145 @@
+//! What the pages do for a person at the keyboard: an action on selected
+//! rows lands back on the list it was taken on, a login returns to the page
+//! asked for (and only to a page of this dashboard), the task list says why
+//! a task failed, and the login cookie never holds the token itself.
+
+mod common;
+
+use cairnq_core::{CairnQ, TaskStatus};
+use cairnq_web::WebOptions;
+use common::{FORM, failed_task, form_body, hidden_fields, http, start};
+
+async fn sqlite_client(dir: &tempfile::TempDir) -> CairnQ {
+    let store = cairnq_sqlite::SqliteStore::open(dir.path().join("queue.db")).await.expect("opens the file");
+    CairnQ::new(store)
+}
+
+#[tokio::test]
+async fn an_action_on_selected_rows_returns_to_the_filtered_list() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let client = sqlite_client(&dir).await;
+    let addr = start(client.clone(), WebOptions::new()).await;
+    let failed = failed_task(&client, "explode").await;
+    let list = "/tasks?queue=failing&status=failed&name=explode&limit=20";
+    let page = http(addr, "GET", list, &[], "").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+
+    // What a browser sends when the row is ticked and Retry pressed.
+    let mut fields = hidden_fields(&page.body, "selection");
+    fields.push(("id".into(), failed.id.clone()));
+    fields.push(("action".into(), "retry".into()));
+    let own = format!("http://{addr}");
+    let done = http(addr, "POST", "/tasks/bulk", &[("Origin", &own), FORM], &form_body(&fields)).await;
+    assert_eq!(done.status, 303, "{}", done.body);
+    let back = done.header("location").expect("a redirect");
+    assert!(
+        back.starts_with("/tasks?name=explode&queue=failing&status=failed&limit=20&notice="),
+        "back on the same list: {back}"
+    );
+    assert_eq!(client.get(&failed.id).await.expect("reads").expect("exists").status, TaskStatus::Queued);
+
+    // The fields are rebuilt from what parses, never echoed: no way out.
+    let body = "scope=selected&action=retry&queue=a%2F%2Fevil.example&next=http%3A%2F%2Fevil.example";
+    let odd = http(addr, "POST", "/tasks/bulk", &[("Origin", &own), FORM], body).await;
+    assert_eq!(odd.header("location").map(|l| l.starts_with("/tasks?queue=a%2F%2Fevil.example&notice=")), Some(true));
+}
+
+/// A token good enough for a network bind.
+const TOKEN: &str = "correct-horse-battery-staple";
+
+/// A dashboard that requires [`TOKEN`], on loopback.
+async fn guarded(client: CairnQ) -> std::net::SocketAddr {
+    start(client, WebOptions::new().token(TOKEN)).await
+}
+
+#[tokio::test]
+async fn a_login_returns_to_the_page_asked_for_and_only_to_a_page_of_the_dashboard() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let addr = guarded(sqlite_client(&dir).await).await;
+    let asked = http(addr, "GET", "/tasks?queue=a%20b&status=failed", &[], "").await;
+    assert_eq!(asked.status, 303);
+    let login = asked.header("location").expect("sent to log in").to_string();
+    assert_eq!(login, "/login?next=%2Ftasks%3Fqueue%3Da%2520b%26status%3Dfailed");
+    let page = http(addr, "GET", &login, &[], "").await;
+    let mut fields = hidden_fields(&page.body, "login");
+    assert_eq!(fields, [("next".to_string(), "/tasks?queue=a%20b&status=failed".to_string())], "{}", page.body);
+
+    // A wrong token keeps where the user was going.
+    fields.push(("token".into(), "not-the-token-at-all".into()));
+    let wrong = http(addr, "POST", "/login", &[FORM], &form_body(&fields)).await;
+    assert_eq!(wrong.status, 401);
+    fields = hidden_fields(&wrong.body, "login");
+    fields.push(("token".into(), TOKEN.into()));
+    let done = http(addr, "POST", "/login", &[FORM], &form_body(&fields)).await;
+    assert_eq!(done.status, 303, "{}", done.body);
+    assert_eq!(done.header("location"), Some("/tasks?queue=a%20b&status=failed"), "back where the user was going");
+
+    for next in [
+        "//evil.example/",
+        "http://evil.example/",
+        "https:/evil.example",
+        "/\\evil.example",
+        "\\\\evil.example",
+        "javascript:alert(1)",
+        "evil.example",
+        "/tasks\r\nSet-Cookie: x=1",
+        "/tasks\tx",
+        "",
+    ] {
+        let body = form_body(&[("token".into(), TOKEN.into()), ("next".into(), next.into())]);
+        let elsewhere = http(addr, "POST", "/login", &[FORM], &body).await;
+        assert_eq!(elsewhere.status, 303, "{next:?}: {}", elsewhere.body);
+        assert_eq!(elsewhere.header("location"), Some("/"), "{next:?} is not a local path");
+        let page = http(addr, "GET", &format!("/login?{}", form_body(&[("next".into(), next.into())])), &[], "").await;
+        assert!(hidden_fields(&page.body, "login").is_empty(), "{next:?} is not carried: {}", page.body);
+    }
+}
+
+#[tokio::test]
+async fn the_task_list_says_why_a_task_failed_as_text() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let client = sqlite_client(&dir).await;
+    let addr = start(client.clone(), WebOptions::new()).await;
+    let failed = failed_task(&client, "explode").await;
+    let queued = client.submit("email", &serde_json::json!({})).await.expect("submits");
+    let page = http(addr, "GET", "/tasks", &[], "").await;
+    assert!(page.body.contains("<th>Error</th>"), "an error column: {}", page.body);
+    let row = |id: &str| {
+        let at = page.body.find(&format!("data-id=\"{id}\"")).expect("the task's row");
+        page.body[at..].split("</tr>").next().unwrap_or("").to_string()
+    };
+    let failed_row = row(&failed.id);
+    assert!(
+        failed_row.contains(">the handler &lt;b&gt;failed&lt;/b&gt;</span></td>"),
+        "the envelope's message, escaped: {failed_row}"
+    );
+    assert!(!failed_row.contains("\"type\"") && !failed_row.contains("<b>"), "not the JSON, no markup: {failed_row}");
+    assert!(row(&queued.id).contains("<td class=\"error\"></td>"), "nothing for a task that did not fail");
+}
+
+#[tokio::test]
+async fn a_short_token_is_refused_and_the_cookie_holds_a_session_not_the_token() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let client = sqlite_client(&dir).await;
+    for weak in ["abc", "fifteen-chars15"] {
+        let refused = cairnq_web::bind(client.clone(), WebOptions::new().token(weak)).await;
+        let Err(error) = refused else { panic!("{weak:?} was accepted") };
+        assert!(matches!(error, cairnq_web::WebError::WeakToken { length } if length == weak.len()), "{error:?}");
+        assert!(error.to_string().contains("use at least 16"), "{error}");
+        assert!(cairnq_web::router(client.clone(), &WebOptions::new().token(weak)).is_err(), "mounted too");
+    }
+
+    let addr = guarded(client.clone()).await;
+    let login = http(addr, "POST", "/login", &[FORM], &format!("token={TOKEN}")).await;
+    assert_eq!(login.status, 303, "{}", login.body);
+    let set = login.header("set-cookie").expect("a login cookie");
+    assert!(!set.contains(TOKEN), "the cookie never holds the token: {set}");
+    let cookie = set.split(';').next().unwrap_or("").to_string();
+    assert_eq!(http(addr, "GET", "/tasks", &[("Cookie", &cookie)], "").await.status, 200, "the session lets in");
+    let (name, _) = cookie.split_once('=').expect("name=value");
+    let raw = format!("{name}={TOKEN}");
+    assert_eq!(http(addr, "GET", "/tasks", &[("Cookie", &raw)], "").await.status, 303, "the token is no cookie");
+    // Another dashboard with the same token has a key of its own.
+    let other = guarded(client).await;
+    assert_eq!(http(other, "GET", "/tasks", &[("Cookie", &cookie)], "").await.status, 303, "not valid elsewhere");
+}
