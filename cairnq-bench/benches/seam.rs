@@ -3,8 +3,9 @@
 //! same code (on SQLite, the embedded default).
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use cairnq_core::store::{ClaimDraw, ClaimParams, SettleParams};
+use cairnq_core::store::ClaimDraw;
 use cairnq_core::{CairnQ, Store};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
@@ -30,13 +31,13 @@ fn hot_statements(c: &mut Criterion) {
     group.bench_function("get_status", |b| {
         b.to_async(&rt).iter(|| async { client.get_status(&seed.id).await.expect("get_status") })
     });
-    let claim = ClaimParams::new("bench", 30_000)
-        .draw(ClaimDraw::new(vec!["default".into()]).names(vec!["noop".into()]).limit(1));
+    let worker = client.worker_session("bench", Duration::from_secs(30)).expect("a session");
+    let draw = ClaimDraw::new(vec!["default".into()]).names(vec!["noop".into()]).limit(1);
     group.bench_function("submit_claim_complete", |b| {
         b.to_async(&rt).iter(|| async {
             client.submit("noop", &json!({})).await.expect("submit");
-            for task in client.claim(&claim).await.expect("claim") {
-                client.complete(&SettleParams::new(&task.id, "bench").result(json!(null))).await.expect("complete");
+            for task in worker.claim(vec![draw.clone()], Vec::new()).await.expect("claim") {
+                worker.complete(&task.id, json!(null)).await.expect("complete");
             }
         })
     });

@@ -51,8 +51,8 @@ pub use cairnq_protocol::PROTOCOL_VERSION;
 pub use backoff::Backoff;
 pub use backpressure::{Backpressure, BackpressureGate};
 pub use client::{
-    BulkAction, BulkOutcome, CairnQ, Call, Declared, FireReport, Retry, Signal, Submit, SubmitOptions, TaskSpec,
-    WaitOptions, Watch, WorkerSession, task_outcome,
+    BulkAction, BulkOutcome, CairnQ, Call, DEFAULT_GAUGE_INTERVAL, Declared, FireReport, GaugeHandle, QueueGauges,
+    Retry, Signal, Submit, SubmitOptions, TaskSpec, WaitOptions, Watch, WorkerSession, task_outcome,
 };
 pub use clock::{Clock, MAX_DELAY, SystemClock};
 pub use envelope::{ErrorEnvelope, codes};
@@ -67,6 +67,6 @@ pub use model::{
 };
 pub use retention::{Retention, Sweeper, SweeperHandle};
 pub use schedule::{CatchUp, MIN_INTERVAL, Overlap, Schedule, ScheduleInfo, ScheduleOwner, ScheduleSpec, slot_key};
-pub use settle_hook::{SettleHook, SettleWrite, Settled};
+pub use settle_hook::{SettleHook, SettleWrite, Settled, not_the_workers_store};
 pub use store::{Capabilities, Change, ChangeWatch, ListFilter, PurgeFilter, Repaired, Store, TaskSelector, Wake};
 pub use typed::TaskDef;

@@ -20,11 +20,9 @@
 //! metadata is written only when some subscriber records the send span, so
 //! a process without tracing pays nothing and its rows are unchanged.
 
-mod gauges;
 mod outage;
 mod trace;
 
-pub use gauges::{DEFAULT_GAUGE_INTERVAL, GaugeHandle, QueueGauges};
 pub use outage::{OUTAGE_REMINDER, Outage, OutageNews};
 pub(crate) use trace::send_span;
 pub use trace::{TRACEPARENT, TraceContext};
@@ -43,10 +41,10 @@ pub const TASK_DURATION: &str = "cairnq_task_duration_seconds";
 /// ([`Task::due_at_ms`](crate::Task::due_at_ms)) to its claim (both read
 /// from the database clock).
 pub const TASK_QUEUE_WAIT: &str = "cairnq_task_queue_wait_seconds";
-/// Gauge `{queue, status}`: tasks per status, from [`QueueGauges`].
+/// Gauge `{queue, status}`: tasks per status, from [`QueueGauges`](crate::QueueGauges).
 pub const QUEUE_DEPTH: &str = "cairnq_queue_depth";
 /// Gauge `{queue}`: seconds the oldest due queued task has waited since it
-/// became due (0 when none waits), from [`QueueGauges`].
+/// became due (0 when none waits), from [`QueueGauges`](crate::QueueGauges).
 pub const QUEUE_OLDEST_AGE: &str = "cairnq_queue_oldest_age_seconds";
 /// Counter `{schedule}`: slots a schedule fired, one task each (a
 /// trigger-now included), counted by the process whose fire won. The label

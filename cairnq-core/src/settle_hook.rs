@@ -8,12 +8,19 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::Task;
+use crate::store::Store;
 
 /// A settle write a backend built: it settles one attempt (ownership
 /// checked by the store) and answers the row it left.
 pub type SettleWrite<'a> = Pin<Box<dyn Future<Output = Result<Task>> + Send + 'a>>;
+
+/// The error a backend's settle answers, writing nothing, when it is given
+/// a store other than the one the attempt's lease lives in.
+pub fn not_the_workers_store() -> Error {
+    Error::validation("store", "is not the store the worker claims from: pass the worker's own store")
+}
 
 /// The answer of [`SettleHook::settle_by`].
 pub type Settled<'a> = Pin<Box<dyn Future<Output = Result<Option<Task>>> + Send + 'a>>;
@@ -37,6 +44,16 @@ pub trait SettleHook: Send + Sync {
 
     /// The worker holding the attempt's lease.
     fn worker_id(&self) -> &str;
+
+    /// The backend the attempt's lease lives in (`Store::backend`), so a
+    /// backend's settle refuses an attempt of another backend's worker.
+    fn backend(&self) -> &'static str;
+
+    /// Whether `store` is the store object the attempt's lease lives in:
+    /// a backend's settle refuses another (a second store on the same
+    /// database would settle behind the worker's back, and on another
+    /// database would find no lease).
+    fn holds_leases_in(&self, store: &dyn Store) -> bool;
 
     /// Runs `write` as the attempt's one settle: `Ok(None)` (and `write`
     /// never runs) when the attempt was settled already,

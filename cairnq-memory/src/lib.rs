@@ -48,7 +48,8 @@ use wake::Sleepers;
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> cairnq_core::Result<()> {
-/// use cairnq_core::store::{ClaimDraw, ClaimParams, SettleParams};
+/// use std::time::Duration;
+/// use cairnq_core::store::ClaimDraw;
 /// use cairnq_core::{CairnQ, TaskStatus};
 /// use cairnq_memory::MemoryStore;
 ///
@@ -57,10 +58,10 @@ use wake::Sleepers;
 /// let again = client.submit("resize", &serde_json::json!({"width": 640})).key("photo-1").await?;
 /// assert_eq!(again.id, task.id, "a live task is reused by key");
 ///
-/// let claim = ClaimParams::new("worker_1", 30_000).draw(ClaimDraw::new(vec!["default".into()]));
-/// let claimed = client.claim(&claim).await?;
+/// let worker = client.worker_session("worker_1", Duration::from_secs(30))?;
+/// let claimed = worker.claim(vec![ClaimDraw::new(vec!["default".into()])], vec![]).await?;
 /// assert_eq!(claimed[0].id, task.id);
-/// client.complete(&SettleParams::new(&task.id, "worker_1").result(serde_json::json!({"bytes": 1234}))).await?;
+/// worker.complete(&task.id, serde_json::json!({"bytes": 1234})).await?;
 /// assert_eq!(client.get(&task.id).await?.map(|t| t.status), Some(TaskStatus::Succeeded));
 /// # Ok(()) }
 /// ```

@@ -7,18 +7,21 @@
 use std::future::Future;
 
 use cairnq_core::store::SettleParams;
-use cairnq_core::{Json, Result, SettleHook, Task};
+use cairnq_core::{Error, Json, Result, SettleHook, Task};
 use serde::Serialize;
 
-use crate::{PostgresStore, Session};
+use crate::Session;
+use crate::exec::AppSession;
+use crate::flows::PgExec;
+use crate::write::check_jsonb;
 
 /// Settling an attempt inside the application's transaction on Postgres;
 /// every [`SettleHook`] has it (`use cairnq_postgres::SucceedIn`).
 pub trait SucceedIn: SettleHook {
     /// Settles the attempt as succeeded inside `session`, the
     /// application's own transaction (a [`Session`]: deadpool's or
-    /// tokio-postgres'), on `store`, the worker's store (same database;
-    /// the session reaches the cairnq tables through its search_path), so
+    /// tokio-postgres') on the worker's database (the session reaches the
+    /// cairnq tables through its search_path), so
     /// the handler's writes in it and the task's success commit together
     /// when the application commits. Call it last, just before the commit:
     /// from here on the transaction holds the task's row, and the worker
@@ -39,26 +42,26 @@ pub trait SucceedIn: SettleHook {
     ///   likely aborted); roll back, and the handler's return settles the
     ///   task as usual.
     ///
-    /// A pending cancel wins: the row ends canceled.
+    /// A pending cancel wins: the row ends canceled. A worker on another
+    /// backend gets [`Error::UnsupportedBackend`] and nothing is written.
     ///
     /// ```no_run
     /// use cairnq_postgres::deadpool_postgres::Pool;
-    /// use cairnq_postgres::{PostgresStore, SucceedIn};
+    /// use cairnq_postgres::SucceedIn;
     /// use cairnq_worker::{TaskContext, TaskError};
     ///
     /// /// The handler's work, on the application's own pool.
-    /// async fn bill(ctx: &TaskContext, store: &PostgresStore, app: &Pool, cents: i64) -> Result<(), TaskError> {
+    /// async fn bill(ctx: &TaskContext, app: &Pool, cents: i64) -> Result<(), TaskError> {
     ///     let mut conn = app.get().await?;
     ///     let tx = conn.transaction().await?;
     ///     tx.execute("insert into invoices (task_id, cents) values ($1, $2)", &[&ctx.task_id(), &cents]).await?;
-    ///     ctx.succeed_in(store, &tx, &serde_json::json!({"billed": cents})).await?; // last, then commit
+    ///     ctx.succeed_in(&tx, &serde_json::json!({"billed": cents})).await?; // last, then commit
     ///     tx.commit().await?;
     ///     Ok(())
     /// }
     /// ```
     fn succeed_in<'a, S, R>(
         &'a self,
-        store: &'a PostgresStore,
         session: &'a S,
         result: &'a R,
     ) -> impl Future<Output = Result<Option<Task>>> + Send + 'a
@@ -67,10 +70,21 @@ pub trait SucceedIn: SettleHook {
         R: Serialize + Sync + ?Sized,
     {
         async move {
+            if self.backend() != "postgres" {
+                return Err(Error::UnsupportedBackend { operation: "succeed_in", backend: self.backend() });
+            }
             let params = SettleParams::new(self.task_id(), self.worker_id()).result(Json::encode(result)?);
-            self.settle_by(Box::pin(store.complete_in(session, &params))).await
+            self.settle_by(Box::pin(complete_in_session(session, &params))).await
         }
     }
 }
 
 impl<T: SettleHook + ?Sized> SucceedIn for T {}
+
+/// `complete` in the application's own session: what
+/// [`PostgresStore::complete_in`](crate::PostgresStore::complete_in) and
+/// [`SucceedIn`] run.
+pub(crate) async fn complete_in_session<S: Session + ?Sized>(session: &S, params: &SettleParams) -> Result<Task> {
+    check_jsonb("result", &params.result)?;
+    cairnq_core::backend::flows::complete(&PgExec(&AppSession(session)), params).await
+}

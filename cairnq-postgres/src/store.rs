@@ -274,8 +274,7 @@ impl PostgresStore {
     where
         S: Session + ?Sized,
     {
-        check_jsonb("result", &params.result)?;
-        flows::complete(&PgExec(&AppSession(session)), params).await
+        crate::settle_in::complete_in_session(session, params).await
     }
 
     /// [`Store::succeed`] inside the application's own client or

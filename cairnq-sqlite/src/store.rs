@@ -209,7 +209,7 @@ impl SqliteStore {
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> cairnq_core::Result<()> {
-    /// use cairnq_core::store::{ClaimDraw, ClaimParams};
+    /// use cairnq_core::store::ClaimDraw;
     /// use cairnq_core::{CairnQ, TaskStatus};
     /// use cairnq_sqlite::SqliteStore;
     ///
@@ -218,7 +218,8 @@ impl SqliteStore {
     /// let store = SqliteStore::open(&path).await?;
     /// let client = CairnQ::new(SqliteStore::open(&path).await?); // shares the writer
     /// let task = client.submit("bill", &serde_json::json!({"cents": 250})).await?;
-    /// client.claim(&ClaimParams::new("w1", 30_000).draw(ClaimDraw::new(vec!["default".into()]).limit(1))).await?;
+    /// let w1 = client.worker_session("w1", std::time::Duration::from_secs(30))?;
+    /// w1.claim(vec![ClaimDraw::new(vec!["default".into()]).limit(1)], vec![]).await?;
     ///
     /// let id = task.id.clone();
     /// let done = store

@@ -6,7 +6,7 @@
 
 use std::future::Future;
 
-use cairnq_core::{Result, SettleHook, Task};
+use cairnq_core::{Result, SettleHook, Task, not_the_workers_store};
 use serde::Serialize;
 
 use crate::{AppWrites, ClosurePanicked, SqliteStore};
@@ -38,6 +38,11 @@ pub trait SucceedWith: SettleHook {
     ///   [`ClosurePanicked`] source, and the handler's return is not
     ///   written.
     ///
+    /// `store` must be the store object the worker claims from (build the
+    /// worker with `CairnQ::from_shared(store.clone())` on an
+    /// `Arc<SqliteStore>` the handler also holds), else a validation error
+    /// and nothing written.
+    ///
     /// ```no_run
     /// use cairnq_sqlite::{SqliteStore, SucceedWith};
     /// use cairnq_worker::{TaskContext, TaskError};
@@ -63,6 +68,9 @@ pub trait SucceedWith: SettleHook {
         F: AppWrites<R>,
     {
         async move {
+            if !self.holds_leases_in(store) {
+                return Err(not_the_workers_store());
+            }
             let write = store.complete_with(self.task_id(), self.worker_id(), work);
             let settled = self.settle_by(Box::pin(write)).await;
             if let Err(error) = &settled

@@ -7,7 +7,10 @@
 use std::future::Future;
 use std::time::Duration;
 
-use cairnq_core::{CairnQ, Task, TaskStatus, WaitOptions, WorkerSession};
+use cairnq_core::store::{
+    ClaimParams, CompleteBatchParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ProgressParams, SettleParams,
+};
+use cairnq_core::{CairnQ, Error, HeldLease, Result, Task, TaskRef, TaskStatus, WaitOptions, WorkerSession};
 
 use crate::{BackendFactory, FreshStore};
 
@@ -84,5 +87,82 @@ impl ManualClock {
 impl cairnq_core::Clock for ManualClock {
     fn now_ms(&self) -> i64 {
         self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// The lease holder's calls as the seam spells them (one params struct
+/// each, worker id and lease inside), made through a [`WorkerSession`] of
+/// the params' worker: what tests that claim and settle by hand, a row at a
+/// time, write. `use cairnq_testkit::support::ByParams` to call them on a
+/// client.
+#[async_trait::async_trait]
+pub trait ByParams {
+    /// [`WorkerSession::claim`] as `params.worker_id`, for `params.lease_ms`.
+    async fn claim(&self, params: &ClaimParams) -> Result<Vec<Task>>;
+    /// [`WorkerSession::heartbeat`].
+    async fn heartbeat(&self, params: &HeartbeatParams) -> Result<Task>;
+    /// [`WorkerSession::heartbeat_batch`].
+    async fn heartbeat_batch(&self, params: &HeartbeatBatchParams) -> Result<Vec<HeldLease>>;
+    /// [`WorkerSession::progress`].
+    async fn progress(&self, params: &ProgressParams) -> Result<Task>;
+    /// [`WorkerSession::succeed`].
+    async fn succeed(&self, params: &SettleParams) -> Result<Task>;
+    /// [`WorkerSession::complete`].
+    async fn complete(&self, params: &SettleParams) -> Result<Task>;
+    /// [`WorkerSession::complete_batch`].
+    async fn complete_batch(&self, params: &CompleteBatchParams) -> Result<Vec<TaskRef>>;
+    /// [`WorkerSession::fail`]: retried after `delay_ms` when retryable.
+    async fn fail(&self, params: &FailParams) -> Result<Task>;
+}
+
+/// A session of `worker_id` holding leases for `lease_ms` (a negative
+/// lease has no Duration: refused as the session refuses a zero one).
+fn session_ms(client: &CairnQ, worker_id: &str, lease_ms: i64) -> Result<WorkerSession> {
+    let lease =
+        u64::try_from(lease_ms).map_err(|_| Error::validation("lease", format!("{lease_ms} ms is negative")))?;
+    client.worker_session(worker_id, Duration::from_millis(lease))
+}
+
+/// The lease of the session a settle goes through (a settle renews
+/// nothing: any valid lease will do).
+const SETTLE_LEASE_MS: i64 = 30_000;
+
+#[async_trait::async_trait]
+impl ByParams for CairnQ {
+    async fn claim(&self, params: &ClaimParams) -> Result<Vec<Task>> {
+        session_ms(self, &params.worker_id, params.lease_ms)?.claim(params.draws.clone(), params.budgets.clone()).await
+    }
+
+    async fn heartbeat(&self, params: &HeartbeatParams) -> Result<Task> {
+        session_ms(self, &params.worker_id, params.lease_ms)?.heartbeat(&params.task_id).await
+    }
+
+    async fn heartbeat_batch(&self, params: &HeartbeatBatchParams) -> Result<Vec<HeldLease>> {
+        session_ms(self, &params.worker_id, params.lease_ms)?.heartbeat_batch(params.task_ids.clone()).await
+    }
+
+    async fn progress(&self, params: &ProgressParams) -> Result<Task> {
+        let session = session_ms(self, &params.worker_id, SETTLE_LEASE_MS)?;
+        session.progress(&params.task_id, params.progress, params.message.as_deref()).await
+    }
+
+    async fn succeed(&self, params: &SettleParams) -> Result<Task> {
+        session_ms(self, &params.worker_id, SETTLE_LEASE_MS)?.succeed(&params.task_id, params.result.clone()).await
+    }
+
+    async fn complete(&self, params: &SettleParams) -> Result<Task> {
+        session_ms(self, &params.worker_id, SETTLE_LEASE_MS)?.complete(&params.task_id, params.result.clone()).await
+    }
+
+    async fn complete_batch(&self, params: &CompleteBatchParams) -> Result<Vec<TaskRef>> {
+        session_ms(self, &params.worker_id, SETTLE_LEASE_MS)?.complete_batch(params.completions.clone()).await
+    }
+
+    async fn fail(&self, params: &FailParams) -> Result<Task> {
+        let session = session_ms(self, &params.worker_id, SETTLE_LEASE_MS)?;
+        let delay = u64::try_from(params.delay_ms)
+            .map_err(|_| Error::validation("delay_ms", format!("{} ms is negative", params.delay_ms)))?;
+        let retry_after = params.retryable.then_some(Duration::from_millis(delay));
+        session.fail(&params.task_id, params.error.clone(), retry_after).await
     }
 }

@@ -8,12 +8,7 @@ use cairnq_core::{CairnQ, TaskStatus};
 use cairnq_testkit::postgres::PostgresFactory;
 use cairnq_testkit::support::fresh;
 use cairnq_web::{WebError, WebOptions};
-use common::{FORM, failed_task, http, start};
-
-async fn sqlite_client(dir: &tempfile::TempDir) -> CairnQ {
-    let store = cairnq_sqlite::SqliteStore::open(dir.path().join("queue.db")).await.expect("opens the file");
-    CairnQ::new(store)
-}
+use common::{FORM, failed_task, http, sqlite_client, start};
 
 /// Every endpoint, as a script uses it, against `client`'s store.
 async fn every_endpoint(client: CairnQ) {
@@ -370,7 +365,6 @@ async fn events_announce_a_change_and_end_when_the_server_shuts_down() {
 
 #[tokio::test]
 async fn every_page_renders_on_postgres() {
-    use cairnq_core::store::{ClaimDraw, ClaimParams, ProgressParams};
     let factory = PostgresFactory::from_test_server().expect("the Postgres test server");
     let (client, _fresh) = fresh(&factory).await;
     let addr = start(client.clone(), WebOptions::new()).await;
@@ -380,11 +374,10 @@ async fn every_page_renders_on_postgres() {
         .queue("pdf")
         .await
         .expect("submits");
-    client.claim(&ClaimParams::new("worker-7", 60_000).draw(ClaimDraw::new(vec!["pdf".into()]))).await.expect("claims");
-    client
-        .progress(&ProgressParams::new(&running.id, "worker-7").progress(0.5).message("page 3 of 6"))
-        .await
-        .expect("progress");
+    let worker = cairnq_testkit::support::session(&client, "worker-7", std::time::Duration::from_secs(60));
+    let pdf = cairnq_core::store::ClaimDraw::new(vec!["pdf".into()]);
+    worker.claim(vec![pdf], vec![]).await.expect("claims");
+    worker.progress(&running.id, Some(0.5), Some("page 3 of 6")).await.expect("progress");
     let overview = http(addr, "GET", "/", &[], "").await;
     assert_eq!(overview.status, 200, "{}", overview.body);
     assert!(overview.body.contains("page 3 of 6") && overview.body.contains("worker-7"), "running tasks with progress");

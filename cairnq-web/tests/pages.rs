@@ -7,12 +7,7 @@ mod common;
 
 use cairnq_core::{CairnQ, TaskStatus};
 use cairnq_web::WebOptions;
-use common::{FORM, failed_task, form_body, hidden_fields, http, start};
-
-async fn sqlite_client(dir: &tempfile::TempDir) -> CairnQ {
-    let store = cairnq_sqlite::SqliteStore::open(dir.path().join("queue.db")).await.expect("opens the file");
-    CairnQ::new(store)
-}
+use common::{FORM, failed_task, form_body, hidden_fields, http, sqlite_client, start};
 
 #[tokio::test]
 async fn an_action_on_selected_rows_returns_to_the_filtered_list() {

@@ -13,14 +13,10 @@ use cairnq_testkit::forwarding::{Forward, Forwarding};
 use cairnq_testkit::postgres::PostgresFactory;
 use cairnq_testkit::support::fresh;
 use cairnq_web::WebOptions;
-use common::{FORM, http, start};
+use common::{FORM, http, sqlite_client, sqlite_store, start};
 
 /// A name that needs escaping in a page and encoding in a path.
 const MARKED: &str = "night & <b>day</b>/1";
-
-async fn sqlite_client(dir: &tempfile::TempDir) -> CairnQ {
-    CairnQ::new(cairnq_sqlite::SqliteStore::open(dir.path().join("queue.db")).await.expect("opens the file"))
-}
 
 /// One schedule saved through the API (`MARKED`) and one declared on a
 /// worker (`tick`).
@@ -147,7 +143,7 @@ impl Forward for NoSchedules {
 #[tokio::test]
 async fn a_store_without_schedules_says_so() {
     let dir = tempfile::tempdir().expect("a temp dir");
-    let inner = sqlite_client(&dir).await.store().clone();
+    let inner: Arc<dyn Store> = Arc::new(sqlite_store(&dir).await);
     let addr = start(CairnQ::new(Forwarding(NoSchedules(inner))), WebOptions::new()).await;
     assert_eq!(http(addr, "GET", "/api/schedules", &[], "").await.status, 501);
     let page = http(addr, "GET", "/schedules", &[], "").await;

@@ -94,7 +94,7 @@ pub struct WorkerOptions {
     pub schedules: Vec<Schedule>,
     /// Reads the queue gauges (`cairnq_queue_depth`) this often while the
     /// worker runs, at most once per interval per process
-    /// ([`QueueGauges`](cairnq_core::observe::QueueGauges)); `None` (the
+    /// ([`QueueGauges`](cairnq_core::QueueGauges)); `None` (the
     /// default): never, so a worker whose application exports no metrics
     /// does not count rows for nobody.
     pub queue_gauges: Option<Duration>,
@@ -282,10 +282,10 @@ impl WorkerOptions {
     }
 
     /// Reads the queue gauges every `interval` while running (`None`:
-    /// never; see [`DEFAULT_GAUGE_INTERVAL`](cairnq_core::observe::DEFAULT_GAUGE_INTERVAL)).
+    /// never; see [`DEFAULT_GAUGE_INTERVAL`](cairnq_core::DEFAULT_GAUGE_INTERVAL)).
     ///
     /// ```
-    /// use cairnq_core::observe::DEFAULT_GAUGE_INTERVAL;
+    /// use cairnq_core::DEFAULT_GAUGE_INTERVAL;
     /// let options = cairnq_worker::WorkerOptions::new().queue_gauges(Some(DEFAULT_GAUGE_INTERVAL));
     /// assert_eq!(options.queue_gauges, Some(DEFAULT_GAUGE_INTERVAL));
     /// ```

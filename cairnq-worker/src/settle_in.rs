@@ -9,7 +9,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use cairnq_core::{SettleHook, SettleWrite, Settled};
+use cairnq_core::{SettleHook, SettleWrite, Settled, Store};
 
 use crate::context::TaskContext;
 use crate::settle::Settlement;
@@ -21,6 +21,14 @@ impl SettleHook for TaskContext {
 
     fn worker_id(&self) -> &str {
         TaskContext::worker_id(self)
+    }
+
+    fn backend(&self) -> &'static str {
+        self.core().session.backend()
+    }
+
+    fn holds_leases_in(&self, store: &dyn Store) -> bool {
+        self.core().session.is_on(store)
     }
 
     fn settle_by<'a>(&'a self, write: SettleWrite<'a>) -> Settled<'a> {

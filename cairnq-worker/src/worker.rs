@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use cairnq_core::observe::QueueGauges;
+use cairnq_core::QueueGauges;
 use cairnq_core::{CairnQ, Error, Result, Store, WorkerSession};
 
 use crate::claim_loop::{ClaimLoop, Handlers};

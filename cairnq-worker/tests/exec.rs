@@ -11,8 +11,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use cairnq_core::store::FailParams;
-use cairnq_core::{CairnQ, Task, TaskSpec, TaskStatus};
+use cairnq_core::{CairnQ, ErrorEnvelope, Task, TaskSpec, TaskStatus, codes};
 use cairnq_testkit::postgres::PostgresFactory;
 use cairnq_testkit::sqlite::SqliteFactory;
 use cairnq_testkit::support::{eventually, finished, fresh};
@@ -385,8 +384,9 @@ async fn a_lost_lease_terminates_the_command() {
     let options = quick().worker_id("exec-worker");
     let worker = exec_worker(client, options, &script, ExecOptions::new().kill_grace(Duration::from_secs(60)));
     let sleep_pid = read_when_written(&pid_file).await;
-    let requeue = FailParams::new(&task.id, "exec-worker").retryable(true).delay_ms(3_600_000);
-    client.fail(&requeue).await.expect("requeue the running attempt");
+    let thief = client.worker_session("exec-worker", Duration::from_secs(30)).expect("a session");
+    let envelope = ErrorEnvelope::new(codes::TASK_ERROR, "the attempt failed").to_json();
+    thief.fail(&task.id, envelope, Some(Duration::from_secs(3_600))).await.expect("requeue the running attempt");
     eventually("the sleep is gone", || async { process_gone(&sleep_pid) }).await;
     worker.stop_and_join().await.expect("stop");
     let row = client.get(&task.id).await.expect("get").expect("the task");

@@ -7,6 +7,7 @@
 use std::sync::{Arc, Mutex};
 
 use cairnq_core::{CairnQ, TaskStatus, codes};
+use cairnq_sqlite::SucceedWith;
 use cairnq_testkit::support::{eventually, finished};
 use cairnq_worker::{TaskContext, TaskError, Worker, WorkerOptions};
 use serde_json::{Value, json};
@@ -19,7 +20,8 @@ async fn handler_panics_reach_the_envelope_not_the_panic_hook() {
         seen.lock().expect("lock").push(info.to_string());
     }));
     let dir = tempfile::tempdir().expect("temp dir");
-    let client = CairnQ::new(cairnq_sqlite::SqliteStore::open(dir.path().join("q.db")).await.expect("open"));
+    let store = Arc::new(cairnq_sqlite::SqliteStore::open(dir.path().join("q.db")).await.expect("open"));
+    let client = CairnQ::from_shared(store.clone());
     let mut worker = Worker::new(client.clone(), WorkerOptions::new()).expect("worker");
     worker
         .task("async_boom", |_ctx: TaskContext, _: Value| async move {
@@ -38,12 +40,12 @@ async fn handler_panics_reach_the_envelope_not_the_panic_hook() {
     let answers = answered.clone();
     worker
         .task("closure_boom", move |ctx: TaskContext, _: Value| {
-            let answers = answers.clone();
+            let (answers, store) = (answers.clone(), store.clone());
             async move {
                 let panicking = |_: &cairnq_sqlite::rusqlite::Connection| -> cairnq_sqlite::rusqlite::Result<i64> {
                     panic!("closure kaboom")
                 };
-                let answer = ctx.succeed_with(panicking).await.expect_err("the closure panicked");
+                let answer = ctx.succeed_with(&store, panicking).await.expect_err("the closure panicked");
                 answers.lock().expect("lock").push(answer.to_string());
                 Ok::<_, TaskError>(json!("not written: the panic settled the attempt"))
             }

@@ -14,12 +14,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cairnq_core::store::{ClaimDraw, ClaimParams};
+use cairnq_core::store::ClaimDraw;
 use cairnq_core::{CairnQ, ErrorKind, Task, TaskStatus};
 use cairnq_postgres::deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
-use cairnq_postgres::{PostgresOptions, PostgresStore};
-use cairnq_sqlite::SqliteStore;
+use cairnq_postgres::{PostgresOptions, PostgresStore, SucceedIn};
 use cairnq_sqlite::rusqlite::Connection;
+use cairnq_sqlite::{SqliteStore, SucceedWith};
 use cairnq_testkit::StoreLocator;
 use cairnq_testkit::child::{APP_TABLE, ChildArgs, ChildMode, ChildProcess};
 use cairnq_testkit::postgres::{fresh_schema_name, test_dsn};
@@ -35,8 +35,9 @@ const PATIENCE: Duration = Duration::from_secs(60);
 /// Where the application's rows live, beside the queue.
 #[derive(Clone)]
 enum Db {
-    /// The queue's file.
-    Sqlite(PathBuf),
+    /// The queue's file, and the worker's store on it (which a handler's
+    /// `succeed_with` takes).
+    Sqlite { path: PathBuf, store: Arc<SqliteStore> },
     /// The application's pool; its search_path reaches the queue's schema.
     Postgres { dsn: String, schema: String, pool: Pool },
 }
@@ -52,9 +53,9 @@ struct App {
 async fn sqlite_app() -> App {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("app.db");
-    let store = SqliteStore::open(&path).await.expect("open");
+    let store = Arc::new(SqliteStore::open(&path).await.expect("open"));
     Connection::open(&path).and_then(|c| c.execute(APP_TABLE, [])).expect("app table");
-    App { db: Db::Sqlite(path), client: CairnQ::new(store), _dir: Some(dir) }
+    App { client: CairnQ::from_shared(store.clone()), db: Db::Sqlite { path, store }, _dir: Some(dir) }
 }
 
 /// The store runs on the application's own pool (`from_pool`).
@@ -78,7 +79,7 @@ async fn postgres_app() -> App {
 impl App {
     fn locator(&self) -> StoreLocator {
         match &self.db {
-            Db::Sqlite(path) => StoreLocator::Sqlite { path: path.clone() },
+            Db::Sqlite { path, .. } => StoreLocator::Sqlite { path: path.clone() },
             Db::Postgres { dsn, schema, .. } => StoreLocator::Postgres { dsn: dsn.clone(), schema: schema.clone() },
         }
     }
@@ -87,7 +88,7 @@ impl App {
     async fn app_rows(&self) -> Vec<(String, i64, String)> {
         let sql = "select task_id, attempt, worker from app_rows order by attempt";
         match &self.db {
-            Db::Sqlite(path) => {
+            Db::Sqlite { path, .. } => {
                 let conn = Connection::open(path).expect("read connection");
                 let mut stmt = conn.prepare(sql).expect("prepare");
                 let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).expect("query");
@@ -105,7 +106,7 @@ impl App {
     async fn expire_lease(&self, task_id: &str) {
         let sql = "update cairnq_tasks set lease_until_ms = 1 where id = ";
         match &self.db {
-            Db::Sqlite(path) => {
+            Db::Sqlite { path, .. } => {
                 Connection::open(path).and_then(|c| c.execute(&format!("{sql}?1"), [task_id])).expect("expire");
             }
             Db::Postgres { pool, .. } => {
@@ -120,10 +121,10 @@ impl App {
 /// `result`, in one transaction.
 async fn write_and_settle(ctx: &TaskContext, db: &Db, result: &Value) -> cairnq_core::Result<Option<Task>> {
     match db {
-        Db::Sqlite(_) => {
+        Db::Sqlite { store, .. } => {
             let (task_id, attempt, worker) = (ctx.task_id().to_string(), ctx.attempt(), ctx.worker_id().to_string());
             let result = result.clone();
-            ctx.succeed_with(move |conn| {
+            ctx.succeed_with(store, move |conn| {
                 let insert = "insert into app_rows (task_id, attempt, worker) values (?1, ?2, ?3)";
                 conn.execute(insert, (&task_id, attempt, &worker))?;
                 Ok(result)
@@ -221,7 +222,8 @@ async fn a_lost_lease_rolls_both_back(app: App) {
     // Another worker takes the task over once its lease has expired.
     app.expire_lease(&task.id).await;
     let draw = ClaimDraw::new(vec!["default".into()]).limit(1);
-    let taken = app.client.claim(&ClaimParams::new("w2", 30_000).draw(draw)).await.expect("claim");
+    let w2 = app.client.worker_session("w2", Duration::from_secs(30)).expect("a session");
+    let taken = w2.claim(vec![draw], vec![]).await.expect("claim");
     assert_eq!(taken.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), [task.id.as_str()], "w2 recovered it");
     go.send(()).expect("the handler waits");
     let (kind, lost) =
@@ -335,17 +337,21 @@ async fn postgres_a_rolled_back_transaction_leaves_the_task_to_be_run_again() {
 async fn sqlite_a_failing_closure_leaves_the_settle_to_the_handlers_return() {
     let app = sqlite_app().await;
     let (mut worker, issues) = worker(&app, Duration::from_secs(30));
+    let Db::Sqlite { store, .. } = app.db.clone() else { unreachable!("a SQLite app") };
     worker
-        .task("bill", move |ctx: TaskContext, _: Value| async move {
-            let err = ctx
-                .succeed_with(|conn| {
-                    conn.execute("insert into app_rows values ('x', 1, 'w')", [])?;
-                    conn.execute("insert into no_such_table values (1)", [])
-                })
-                .await
-                .expect_err("the closure fails");
-            assert!(!ctx.settled(), "nothing settled: {err}");
-            Err::<Value, _>(TaskError::new("no invoice table").code("setup"))
+        .task("bill", move |ctx: TaskContext, _: Value| {
+            let store = store.clone();
+            async move {
+                let err = ctx
+                    .succeed_with(&store, |conn| {
+                        conn.execute("insert into app_rows values ('x', 1, 'w')", [])?;
+                        conn.execute("insert into no_such_table values (1)", [])
+                    })
+                    .await
+                    .expect_err("the closure fails");
+                assert!(!ctx.settled(), "nothing settled: {err}");
+                Err::<Value, _>(TaskError::new("no invoice table").code("setup"))
+            }
         })
         .expect("register");
     let handle = worker.spawn();
@@ -360,18 +366,32 @@ async fn sqlite_a_failing_closure_leaves_the_settle_to_the_handlers_return() {
     assert!(issues.lock().is_empty(), "{:?}", issues.lock());
 }
 
-/// A worker on a store of another kind gets `UnsupportedBackend`, and its
-/// handler's return still settles the task.
+/// A backend's settle refuses an attempt whose lease lives elsewhere,
+/// writing nothing: `succeed_with` given a store other than the worker's
+/// (a validation error), `succeed_in` on a worker of another backend
+/// (`UnsupportedBackend`). The handler's return still settles the task.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn succeed_with_on_another_backend_is_unsupported() {
+async fn a_settle_outside_the_workers_own_store_is_refused() {
     let client = CairnQ::new(cairnq_testkit::memory::MemoryStore::new());
+    let other = Arc::new(sqlite_app().await);
     let mut worker =
         Worker::new(client.clone(), WorkerOptions::new().poll_interval(Duration::from_millis(20))).expect("worker");
+    let pg = postgres_app().await;
+    let Db::Postgres { pool, .. } = pg.db.clone() else { unreachable!("a Postgres app") };
     worker
-        .task("bill", |ctx: TaskContext, _: Value| async move {
-            let err = ctx.succeed_with(|_| Ok(1)).await.expect_err("a memory store has no writer thread");
-            assert_eq!(err.kind(), ErrorKind::UnsupportedBackend, "{err}");
-            Ok::<_, TaskError>(json!("returned"))
+        .task("bill", move |ctx: TaskContext, _: Value| {
+            let (other, pool) = (other.clone(), pool.clone());
+            async move {
+                let Db::Sqlite { store, .. } = &other.db else { unreachable!("a SQLite app") };
+                let err = ctx.succeed_with(store, |_| Ok(1)).await.expect_err("not the worker's store");
+                assert_eq!(err.kind(), ErrorKind::ValidationError, "{err}");
+                let mut conn = app_step(pool.get().await);
+                let tx = app_step(conn.transaction().await);
+                let err = ctx.succeed_in(&tx, &1).await.expect_err("not a Postgres worker");
+                assert_eq!(err.kind(), ErrorKind::UnsupportedBackend, "{err}");
+                assert!(!ctx.settled());
+                Ok::<_, TaskError>(json!("returned"))
+            }
         })
         .expect("register");
     let handle = worker.spawn();

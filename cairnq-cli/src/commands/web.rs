@@ -7,7 +7,7 @@
 
 use std::net::SocketAddr;
 
-use cairnq_core::observe::QueueGauges;
+use cairnq_core::QueueGauges;
 use cairnq_web::{WebError, WebOptions};
 
 use crate::commands::Context;

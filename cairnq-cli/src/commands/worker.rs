@@ -6,8 +6,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use cairnq_core::DEFAULT_GAUGE_INTERVAL;
 use cairnq_core::backend::new_worker_id;
-use cairnq_core::observe::DEFAULT_GAUGE_INTERVAL;
 use cairnq_worker::exec::{ExecHandler, ExecOptions};
 use cairnq_worker::{Worker, WorkerOptions};
 

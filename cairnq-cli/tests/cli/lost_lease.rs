@@ -6,7 +6,7 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use cairnq_core::store::{ClaimDraw, ClaimParams};
+use cairnq_core::store::ClaimDraw;
 use cairnq_core::{Task, TaskStatus};
 use cairnq_testkit::support::eventually_within;
 use serde_json::{Value, json};
@@ -42,8 +42,8 @@ async fn get_and_doctor_show_an_attempt_lost_with_its_killed_worker() {
         read(&fixture, &task.id).await.lease_until_ms.is_some_and(|lease| lease < crate::waiting::now_ms())
     })
     .await;
-    let bystander = ClaimParams::new("bystander", 1_000).draw(ClaimDraw::new(vec!["elsewhere".into()]));
-    fixture.client.claim(&bystander).await.expect("claim");
+    let bystander = fixture.client.worker_session("bystander", Duration::from_secs(1)).expect("a session");
+    bystander.claim(vec![ClaimDraw::new(vec!["elsewhere".into()])], vec![]).await.expect("claim");
     let requeued = read(&fixture, &task.id).await;
     assert_eq!((requeued.status, requeued.attempt, requeued.error.clone()), (TaskStatus::Queued, 1, None));
 

@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::time::Duration;
 
-use cairnq_core::store::{ClaimDraw, ClaimParams};
+use cairnq_core::store::ClaimDraw;
 use serde_json::{Value, json};
 
 use crate::support::Fixture;
@@ -31,8 +31,9 @@ async fn doctor_reports_expired_leases(fixture: &Fixture) {
     assert!(table.contains(&compact), "the ledger in compact form ({compact}): {table}");
 
     let task = fixture.client.submit("stuck", &json!({})).await.expect("submit");
-    let claim = ClaimParams::new("worker_gone", 1).draw(ClaimDraw::new(vec!["default".into()]).limit(1));
-    assert_eq!(fixture.client.claim(&claim).await.expect("claim").len(), 1);
+    let gone = fixture.client.worker_session("worker_gone", std::time::Duration::from_millis(1)).expect("a session");
+    let claimed = gone.claim(vec![ClaimDraw::new(vec!["default".into()]).limit(1)], vec![]).await;
+    assert_eq!(claimed.expect("claim").len(), 1);
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
 
     let ran = cli.run(&["-o", "json", "doctor"]);

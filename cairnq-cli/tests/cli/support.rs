@@ -3,8 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use cairnq_core::store::{ClaimDraw, ClaimParams, FailParams, SettleParams};
-use cairnq_core::{CairnQ, ErrorEnvelope, Task};
+use cairnq_core::store::ClaimDraw;
+use cairnq_core::{CairnQ, ErrorEnvelope, Task, WorkerSession};
 use cairnq_postgres::PostgresOptions;
 use cairnq_sqlite::SqliteStore;
 use serde_json::Value;
@@ -165,11 +165,16 @@ impl Fixture {
         }
     }
 
+    /// The lease holder the fixture claims and settles as.
+    fn worker(&self) -> WorkerSession {
+        self.client.worker_session("worker_test", std::time::Duration::from_secs(30)).expect("a session")
+    }
+
     /// Claims `task` (and whatever else of its name and queue is due) as a
     /// worker would.
     async fn claim_like(&self, task: &Task) -> Vec<Task> {
         let draw = ClaimDraw::new(vec![task.queue.clone()]).names(vec![task.name.clone()]).limit(100);
-        let claimed = self.client.claim(&ClaimParams::new("worker_test", 30_000).draw(draw)).await.expect("claim");
+        let claimed = self.worker().claim(vec![draw], vec![]).await.expect("claim");
         assert!(claimed.iter().any(|t| t.id == task.id), "claimed {}", task.id);
         claimed
     }
@@ -178,16 +183,14 @@ impl Fixture {
     pub(crate) async fn fail(&self, task: &Task) {
         for claimed in self.claim_like(task).await {
             let envelope = ErrorEnvelope::new("boom", format!("failed {}", claimed.id));
-            let params = FailParams::new(&claimed.id, "worker_test").error(envelope.to_json()).retryable(false);
-            self.client.fail(&params).await.expect("fail");
+            self.worker().fail(&claimed.id, envelope.to_json(), None).await.expect("fail");
         }
     }
 
     /// Claims `task` and completes it with `{"ok": true}`.
     pub(crate) async fn succeed(&self, task: &Task) {
         for claimed in self.claim_like(task).await {
-            let params = SettleParams::new(&claimed.id, "worker_test").result(serde_json::json!({"ok": true}));
-            self.client.complete(&params).await.expect("complete");
+            self.worker().complete(&claimed.id, serde_json::json!({"ok": true})).await.expect("complete");
         }
     }
 }

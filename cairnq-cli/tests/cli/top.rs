@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use cairnq_core::ErrorEnvelope;
-use cairnq_core::store::{ClaimDraw, ClaimParams, FailParams};
+use cairnq_core::store::ClaimDraw;
 
 use crate::support::{Fixture, binary};
 use crate::waiting::Scene;
@@ -133,15 +133,16 @@ async fn top_keeps_worker_ids_distinct_and_shows_error_messages() {
     for worker in workers {
         fixture.client.submit("render", &serde_json::json!({})).await.expect("submit");
         let draw = ClaimDraw::new(vec!["default".into()]).names(vec!["render".into()]).limit(1);
-        let claimed = fixture.client.claim(&ClaimParams::new(worker, 600_000).draw(draw)).await.expect("claim");
+        let session = fixture.client.worker_session(worker, std::time::Duration::from_secs(600)).expect("a session");
+        let claimed = session.claim(vec![draw], vec![]).await.expect("claim");
         assert_eq!(claimed.len(), 1);
     }
     let doomed = fixture.client.submit("upload", &serde_json::json!({})).await.expect("submit");
     let draw = ClaimDraw::new(vec!["default".into()]).names(vec!["upload".into()]).limit(1);
-    fixture.client.claim(&ClaimParams::new("worker_up", 600_000).draw(draw)).await.expect("claim");
+    let up = fixture.client.worker_session("worker_up", std::time::Duration::from_secs(600)).expect("a session");
+    up.claim(vec![draw], vec![]).await.expect("claim");
     let envelope = ErrorEnvelope::new("disk_full", "no space left on the spool");
-    let fail = FailParams::new(&doomed.id, "worker_up").error(envelope.to_json()).retryable(false);
-    fixture.client.fail(&fail).await.expect("fail");
+    up.fail(&doomed.id, envelope.to_json(), None).await.expect("fail");
 
     for width in [80, 160] {
         let top = Top::start(&fixture.cli.db, "workers", width);

@@ -10,6 +10,7 @@
 
 mod bulk;
 mod diagnosis;
+mod gauges;
 mod reads;
 mod retry;
 mod schedules;
@@ -24,7 +25,7 @@ use serde::Serialize;
 use tracing::Instrument;
 
 use crate::backpressure::{Backpressure, BackpressureGate};
-use crate::error::{Result, require_non_negative, require_text};
+use crate::error::{Error, Result, require_non_negative, require_text};
 use crate::model::{ListCursor, Stats, Task, TaskPage, TaskRef, fold_stats};
 use crate::observe;
 use crate::retention::{Retention, SweeperHandle};
@@ -34,6 +35,7 @@ use crate::store::{
 };
 
 pub use bulk::{BulkAction, BulkOutcome};
+pub use gauges::{DEFAULT_GAUGE_INTERVAL, GaugeHandle, QueueGauges};
 pub use retry::Retry;
 pub use schedules::{Declared, FireReport};
 pub use session::WorkerSession;

@@ -16,7 +16,7 @@ use crate::model::{HeldLease, Task, TaskRef};
 use crate::observe::Outage;
 use crate::store::{
     ChangeWatch, ClaimDraw, ClaimParams, CompleteBatchParams, FailParams, HeartbeatBatchParams, HeartbeatParams,
-    ProbeParams, ProgressParams, RepairParams, Repaired, SettleParams, Wake, WakeupsLost,
+    ProbeParams, ProgressParams, RepairParams, Repaired, SettleParams, Store, Wake, WakeupsLost,
 };
 
 /// A lease holder on one client: claims due tasks under one worker id and
@@ -85,6 +85,18 @@ impl WorkerSession {
     /// The worker id every lease of this session is held under.
     pub fn worker_id(&self) -> &str {
         &self.worker_id
+    }
+
+    /// Whether `store` is the very store object this session holds leases
+    /// in (the one its client was built on), which a backend's own settle
+    /// checks before it writes.
+    pub fn is_on(&self, store: &dyn Store) -> bool {
+        std::ptr::addr_eq(Arc::as_ptr(&self.client.store), store as *const dyn Store)
+    }
+
+    /// The backend this session's leases live in (`Store::backend`).
+    pub fn backend(&self) -> &'static str {
+        self.client.store.backend()
     }
 
     /// How long a claim or a renewal holds a task.

@@ -13,7 +13,8 @@
 
 use cairnq_core::backend::Sql;
 use cairnq_core::store::{ClaimDraw, ClaimParams, SettleParams};
-use cairnq_core::{CairnQ, SubmitOptions, TaskSpec};
+use cairnq_core::{CairnQ, Store, SubmitOptions, TaskSpec};
+use cairnq_postgres::PostgresStore;
 use cairnq_protocol::postgres;
 
 use crate::support::{dsn, fresh_client, raw};
@@ -36,14 +37,14 @@ const COMPLETED_INDEXES: &[&str] = &["cairnq_tasks_completed_idx", "cairnq_tasks
 /// list-order index instead), some succeeded and some running, analyzed;
 /// and a raw session on it.
 async fn populated() -> (tokio_postgres::Client, String) {
-    let (client, _store, schema) = fresh_client().await;
-    fill(&client).await;
+    let (client, store, schema) = fresh_client().await;
+    fill(&client, &store).await;
     let session = raw(&dsn()).await;
     session.batch_execute(&format!("set search_path = {schema}; analyze cairnq_tasks")).await.expect("analyze");
     (session, schema)
 }
 
-async fn fill(client: &CairnQ) {
+async fn fill(client: &CairnQ, store: &PostgresStore) {
     let specs: Vec<TaskSpec> = (0..6_000)
         .map(|n| {
             let options = SubmitOptions::new()
@@ -55,11 +56,11 @@ async fn fill(client: &CairnQ) {
         .collect();
     client.submit_many(&specs).await.expect("submit");
     let claim = ClaimParams::new("w", 60_000).draw(ClaimDraw::new(vec!["q0".into()]).limit(1_000));
-    for task in client.claim(&claim).await.expect("claim") {
-        client.complete(&SettleParams::new(&task.id, "w").result(serde_json::json!(1))).await.expect("complete");
+    for task in store.claim(&claim).await.expect("claim") {
+        store.complete(&SettleParams::new(&task.id, "w").result(serde_json::json!(1))).await.expect("complete");
     }
     let running = ClaimParams::new("w", 60_000).draw(ClaimDraw::new(vec!["q1".into(), "q2".into()]).limit(200));
-    client.claim(&running).await.expect("claim");
+    store.claim(&running).await.expect("claim");
 }
 
 /// The plan lines of `sql` rendered with `flags`, as a generic plan.

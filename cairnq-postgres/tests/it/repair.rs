@@ -3,14 +3,14 @@
 //! claim's lease recovery takes it), a queued row without `run_at_ms` (only
 //! possible where a writer dropped the column's NOT NULL) becomes due now.
 
-use cairnq_core::TaskStatus;
 use cairnq_core::store::{ClaimDraw, ClaimParams, RepairParams};
+use cairnq_core::{Store, TaskStatus};
 
 use crate::support::{dsn, fresh_client, raw};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unleased_and_unscheduled_rows_are_repaired_on_the_queues_asked() {
-    let (client, _store, schema) = fresh_client().await;
+    let (client, store, schema) = fresh_client().await;
     let admin = raw(&dsn()).await;
     let insert = |status: &str, lease: &str, run_at: &str, queue: &str| {
         let id = cairnq_core::backend::new_task_id();
@@ -28,10 +28,10 @@ async fn unleased_and_unscheduled_rows_are_repaired_on_the_queues_asked() {
     admin.batch_execute(&format!("{drop_not_null}; {a}; {b}; {c}")).await.expect("odd rows");
 
     let claim = ClaimParams::new("w", 60_000).draw(ClaimDraw::new(vec!["default".into()]).limit(5));
-    assert!(client.claim(&claim).await.expect("claim").is_empty(), "neither row can move by itself");
-    let repaired = client.store().repair(&RepairParams::new(vec!["default".into()])).await.expect("repair");
+    assert!(store.claim(&claim).await.expect("claim").is_empty(), "neither row can move by itself");
+    let repaired = store.repair(&RepairParams::new(vec!["default".into()])).await.expect("repair");
     assert_eq!((repaired.expired, repaired.scheduled), (vec![unleased.clone()], vec![unscheduled.clone()]));
-    let mut claimed: Vec<String> = client.claim(&claim).await.expect("claim").into_iter().map(|t| t.id).collect();
+    let mut claimed: Vec<String> = store.claim(&claim).await.expect("claim").into_iter().map(|t| t.id).collect();
     claimed.sort();
     let mut expected = vec![unleased, unscheduled];
     expected.sort();

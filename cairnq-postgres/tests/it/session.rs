@@ -1,7 +1,7 @@
 //! Settling inside the application's own transaction.
 
 use cairnq_core::store::{ClaimDraw, ClaimParams, SettleParams};
-use cairnq_core::{ErrorKind, TaskStatus};
+use cairnq_core::{ErrorKind, Store, TaskStatus};
 use serde_json::json;
 
 use crate::support::{count, dsn, fresh_client, raw};
@@ -19,7 +19,7 @@ async fn app_session(schema: &str) -> tokio_postgres::Client {
 async fn complete_in_settles_with_the_applications_transaction() {
     let (client, store, schema) = fresh_client().await;
     let task = client.submit("bill", &json!({})).await.expect("submit");
-    client
+    store
         .claim(&ClaimParams::new("w", 30_000).draw(ClaimDraw::new(vec!["default".into()]).limit(1)))
         .await
         .expect("claim");
@@ -52,7 +52,7 @@ async fn succeed_in_without_the_lease_is_lost_lease() {
     let err =
         store.succeed_in(&app, &SettleParams::new(&task.id, "w").result(json!(1))).await.expect_err("not claimed");
     assert_eq!(err.kind(), ErrorKind::LostLease, "{err}");
-    client
+    store
         .claim(&ClaimParams::new("w", 30_000).draw(ClaimDraw::new(vec!["default".into()]).limit(1)))
         .await
         .expect("claim");

@@ -47,20 +47,20 @@ async fn a_submit_and_a_settle_wake_their_waiters() {
     });
     assert!(submitted.await < LONG / 2, "the queued notification woke the waiter");
 
-    let task = client
+    let task = store
         .claim(&ClaimParams::new("w", 30_000).draw(ClaimDraw::new(vec!["mail".into()]).limit(1)))
         .await
         .expect("claim");
     let id = task[0].id.clone();
     let settled = woken_after(&store, Wake::TaskDone(id.clone()), async {
-        client.complete(&SettleParams::new(&id, "w").result(json!(1))).await.expect("complete");
+        store.complete(&SettleParams::new(&id, "w").result(json!(1))).await.expect("complete");
     });
     assert!(settled.await < LONG / 2, "the done notification woke the waiter");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_listener_waits_poll_and_results_still_arrive() {
-    let (worker_side, _store, schema) = fresh_client().await;
+    let (_client, worker_side, schema) = fresh_client().await;
     let polling = PostgresStore::connect_with(&dsn(), PostgresOptions::new().schema(&schema).listen(false))
         .await
         .expect("connect");

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use cairnq_core::store::{ClaimDraw, ClaimParams, SettleParams};
 use cairnq_core::{CairnQ, ErrorKind, PurgeFilter, SubmitOptions, TaskStatus};
+use cairnq_testkit::support::ByParams;
 
 use crate::common::{count, fresh_path, open_client};
 

@@ -6,8 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use cairnq_core::store::{ClaimDraw, ClaimParams};
-use cairnq_core::{CairnQ, ErrorKind, Store, Task, TaskStatus};
-use cairnq_testkit::forwarding::{Forward, Forwarding};
+use cairnq_core::{CairnQ, ErrorKind, Task, TaskStatus};
+use cairnq_testkit::support::ByParams;
 use rusqlite::Connection;
 use serde_json::json;
 
@@ -154,21 +154,4 @@ async fn in_a_group_commit_only_the_lost_closures_roll_back() {
     assert_eq!(rows, committed, "exactly the owned settles' rows are in the file");
     assert_eq!(after.jobs - before.jobs, 41, "one job per settle");
     assert!(after.commits - before.commits <= 4, "the settles shared transactions: {before:?} -> {after:?}");
-}
-
-/// A test's wrapper around the store (`cairnq_testkit::forwarding`) still
-/// lets a worker reach `complete_with` through `Store::as_any`.
-#[tokio::test]
-async fn a_forwarding_wrapper_still_reaches_the_sqlite_store() {
-    struct Plain(Arc<dyn Store>);
-    #[async_trait::async_trait]
-    impl Forward for Plain {
-        fn inner(&self) -> &dyn Store {
-            self.0.as_ref()
-        }
-    }
-    let fresh = fresh_path();
-    let wrapped = Forwarding(Plain(Arc::new(open_store(&fresh.path).await)));
-    let reached = wrapped.as_any().and_then(|any| any.downcast_ref::<SqliteStore>());
-    assert_eq!(reached.map(|store| store.path()), Some(fresh.path.as_path()));
 }

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use cairnq_core::store::{ClaimDraw, ClaimParams, GetParams, SettleParams, TaskSelector};
 use cairnq_core::{CairnQ, ErrorKind, Store, TaskStatus, WaitOptions, Wake};
 use cairnq_sqlite::SqliteStore;
+use cairnq_testkit::support::ByParams;
 
 use crate::common::fresh_path;
 

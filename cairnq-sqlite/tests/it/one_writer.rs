@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use cairnq_core::store::{ClaimDraw, ClaimParams, SettleParams};
 use cairnq_core::{CairnQ, Clock, ErrorKind, Store, Wake};
 use cairnq_sqlite::{SqliteOptions, SqliteStore};
+use cairnq_testkit::support::ByParams;
 
 use crate::common::{count, fresh_path};
 

@@ -7,6 +7,7 @@ use std::path::Path;
 use cairnq_core::store::{ClaimDraw, ClaimParams, SettleParams};
 use cairnq_core::{CairnQ, SubmitOptions, TaskSpec};
 use cairnq_protocol::{Statement, sqlite};
+use cairnq_testkit::support::ByParams;
 
 use crate::common::{fresh_path, open_client, raw};
 

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use cairnq_core::store::{ClaimDraw, ClaimParams, FailParams, HeartbeatBatchParams, ProgressParams, SettleParams};
 use cairnq_core::{CairnQ, Clock, ErrorEnvelope, ErrorKind, PurgeFilter, Store, TaskStatus, Wake};
 use cairnq_sqlite::{SqliteOptions, SqliteStore};
+use cairnq_testkit::support::ByParams;
 
 use crate::common::{Fresh, fresh_path};
 

@@ -115,7 +115,7 @@ pub async fn run_child(args: &ChildArgs) -> Result<()> {
         _ => None,
     };
     let store = match &settle_store {
-        Some(settle_store) => settle_store.shared(),
+        Some(settle_store) => settle_store.shared.clone(),
         None if args.listen => open_store(&args.locator).await?,
         None => open_store_polling(&args.locator).await?,
     };
@@ -204,9 +204,10 @@ async fn run_worker(
         }
         (ChildMode::SettleIn, _) => {
             let settle_store = settle_store.ok_or_else(|| Error::validation("mode", "settle-in needs its store"))?;
+            let locator = args.locator.clone();
             worker.task("settle_in", move |ctx: TaskContext, payload: Value| {
                 count();
-                super::settle_in::settle_in(ctx, payload, settle_store.clone())
+                super::settle_in::settle_in(ctx, payload, settle_store.clone(), locator.clone())
             })?
         }
         (mode, _) => return Err(Error::validation("mode", format!("{mode:?} runs no worker (or needs --log)"))),

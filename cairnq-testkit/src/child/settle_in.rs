@@ -36,9 +36,16 @@ fn hold(ctx: &TaskContext, payload: &Value) -> Option<Duration> {
 /// The worker's store as its own backend type, which the backend's
 /// settle-in-your-transaction takes (the worker itself knows no backend).
 #[derive(Clone)]
-pub(crate) enum SettleStore {
+pub(crate) struct SettleStore {
+    /// The same store, for the worker's client.
+    pub(crate) shared: Arc<dyn Store>,
+    kind: SettleKind,
+}
+
+#[derive(Clone)]
+enum SettleKind {
     #[cfg(feature = "postgres")]
-    Postgres { store: Arc<cairnq_postgres::PostgresStore>, dsn: String, schema: String },
+    Postgres,
     #[cfg(feature = "sqlite")]
     Sqlite(Arc<cairnq_sqlite::SqliteStore>),
 }
@@ -49,23 +56,15 @@ impl SettleStore {
         match locator {
             #[cfg(feature = "postgres")]
             StoreLocator::Postgres { dsn, schema } => {
-                let store = Arc::new(crate::postgres::open(dsn, schema).await?);
-                Ok(Self::Postgres { store, dsn: dsn.clone(), schema: schema.clone() })
+                Ok(Self { shared: Arc::new(crate::postgres::open(dsn, schema).await?), kind: SettleKind::Postgres })
             }
             #[cfg(feature = "sqlite")]
-            StoreLocator::Sqlite { path } => Ok(Self::Sqlite(Arc::new(cairnq_sqlite::SqliteStore::open(path).await?))),
+            StoreLocator::Sqlite { path } => {
+                let store = Arc::new(cairnq_sqlite::SqliteStore::open(path).await?);
+                Ok(Self { shared: store.clone(), kind: SettleKind::Sqlite(store) })
+            }
             #[allow(unreachable_patterns)]
             _ => Err(cairnq_core::Error::UnsupportedBackend { operation: "settle_in", backend: "cairnq-test-worker" }),
-        }
-    }
-
-    /// The same store, for the worker's client.
-    pub(crate) fn shared(&self) -> Arc<dyn Store> {
-        match self {
-            #[cfg(feature = "postgres")]
-            Self::Postgres { store, .. } => store.clone(),
-            #[cfg(feature = "sqlite")]
-            Self::Sqlite(store) => store.clone(),
         }
     }
 }
@@ -78,23 +77,22 @@ pub(crate) async fn settle_in(
     ctx: TaskContext,
     payload: Value,
     store: SettleStore,
+    locator: StoreLocator,
 ) -> std::result::Result<Value, TaskError> {
-    match store {
+    match (store.kind, locator) {
         #[cfg(feature = "postgres")]
-        SettleStore::Postgres { store, dsn, schema } => Ok(on_postgres(&ctx, &payload, &store, &dsn, &schema).await?),
+        (SettleKind::Postgres, StoreLocator::Postgres { dsn, schema }) => {
+            Ok(on_postgres(&ctx, &payload, &dsn, &schema).await?)
+        }
         #[cfg(feature = "sqlite")]
-        SettleStore::Sqlite(store) => Ok(on_sqlite(&ctx, &payload, &store).await?),
+        (SettleKind::Sqlite(store), _) => Ok(on_sqlite(&ctx, &payload, &store).await?),
+        #[allow(unreachable_patterns)]
+        _ => Err(TaskError::new("this build has no such backend")),
     }
 }
 
 #[cfg(feature = "postgres")]
-async fn on_postgres(
-    ctx: &TaskContext,
-    payload: &Value,
-    store: &cairnq_postgres::PostgresStore,
-    dsn: &str,
-    schema: &str,
-) -> Result<Value> {
+async fn on_postgres(ctx: &TaskContext, payload: &Value, dsn: &str, schema: &str) -> Result<Value> {
     use cairnq_postgres::SucceedIn;
     let pg = |context: &'static str| move |e: tokio_postgres::Error| cairnq_core::Error::storage(context, e);
     let (mut app, connection) =
@@ -107,7 +105,7 @@ async fn on_postgres(
     let attempt = i32::try_from(ctx.attempt()).unwrap_or(i32::MAX);
     tx.execute(row, &[&ctx.task_id(), &attempt, &ctx.worker_id()]).await.map_err(pg("insert app row"))?;
     let result = result(ctx);
-    ctx.succeed_in(store, &tx, &result).await?;
+    ctx.succeed_in(&tx, &result).await?;
     if let Some(hold) = hold(ctx, payload) {
         println!("holding {}", ctx.task_id());
         tokio::time::sleep(hold).await;

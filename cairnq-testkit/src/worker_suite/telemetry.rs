@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use cairnq_core::observe::{
-    LEASES_RECOVERED, QUEUE_DEPTH, QUEUE_OLDEST_AGE, QueueGauges, TASK_DURATION, TASK_QUEUE_WAIT, TASKS_CLAIMED,
-    TASKS_SETTLED, TASKS_SUBMITTED,
+    LEASES_RECOVERED, QUEUE_DEPTH, QUEUE_OLDEST_AGE, TASK_DURATION, TASK_QUEUE_WAIT, TASKS_CLAIMED, TASKS_SETTLED,
+    TASKS_SUBMITTED,
 };
 use cairnq_core::store::HeartbeatBatchParams;
-use cairnq_core::{CairnQ, HeldLease, Result, Store, TaskStatus};
+use cairnq_core::{CairnQ, HeldLease, QueueGauges, Result, Store, TaskStatus};
 use cairnq_worker::{TaskContext, TaskError, WorkerHandle, WorkerOptions};
 use serde_json::{Value, json};
 

@@ -7,9 +7,13 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::time::Duration;
 
-use cairnq_core::store::{ClaimDraw, ClaimParams, FailParams, SettleParams};
-use cairnq_core::{CairnQ, ListFilter, PurgeFilter, SubmitOptions, TaskSpec, TaskStatus};
+use cairnq_core::store::ClaimDraw;
+use cairnq_core::{
+    CairnQ, ErrorEnvelope, Json, ListFilter, PurgeFilter, SubmitOptions, TaskSpec, TaskStatus, WorkerSession, codes,
+};
+use cairnq_testkit::support::session;
 use serde_json::json;
 
 use crate::support::peer;
@@ -52,9 +56,19 @@ async fn same(client: &CairnQ, db: &str, step: &str) {
     assert_eq!(headroom, 1_000 - queued, "queue_depth after {step}");
 }
 
+/// The envelope of a failed attempt.
+fn failure() -> Json {
+    ErrorEnvelope::new(codes::TASK_ERROR, "the attempt failed").to_json()
+}
+
+/// The lease holder the Rust side claims and settles as.
+fn rust_worker(client: &CairnQ) -> WorkerSession {
+    session(client, "worker_rust", Duration::from_secs(30))
+}
+
 async fn claim_one(client: &CairnQ, name: &str) -> String {
     let draw = ClaimDraw::new(vec!["default".into()]).names(vec![name.into()]).limit(1);
-    let claimed = client.claim(&ClaimParams::new("worker_rust", 30_000).draw(draw)).await.expect("claim");
+    let claimed = rust_worker(client).claim(vec![draw], vec![]).await.expect("claim");
     claimed.into_iter().next().expect("a task to claim").id
 }
 
@@ -82,7 +96,7 @@ where
     same(&client, db, "the peer's claims and settles").await;
 
     let done = claim_one(&client, "rs_job").await;
-    client.complete(&SettleParams::new(&done, "worker_rust").result(json!({"by": "rust"}))).await.expect("complete");
+    rust_worker(&client).complete(&done, json!({"by": "rust"})).await.expect("complete");
     let running = claim_one(&client, "rs_job").await;
     let canceled = claim_one(&client, "rs_job").await;
     client.cancel(&canceled).await.expect("cancel");
@@ -152,12 +166,12 @@ where
                 client.submit_many(&specs).await.expect("submit_many");
                 client.submit("job", &json!({ "lane": lane })).await.expect("submit");
                 let draw = ClaimDraw::new(vec!["default".into()]).names(vec!["job".into()]).limit(3);
-                let worker = format!("worker_{lane}");
-                let claimed = client.claim(&ClaimParams::new(&worker, 30_000).draw(draw)).await.expect("claim");
+                let worker = session(&client, &format!("worker_{lane}"), Duration::from_secs(30));
+                let claimed = worker.claim(vec![draw], vec![]).await.expect("claim");
                 for (n, task) in claimed.iter().enumerate() {
                     match (n + round) % 3 {
-                        0 => drop(client.complete(&SettleParams::new(&task.id, &worker)).await.expect("complete")),
-                        1 => drop(client.fail(&FailParams::new(&task.id, &worker)).await.expect("fail")),
+                        0 => drop(worker.complete(&task.id, Json::null()).await.expect("complete")),
+                        1 => drop(worker.fail(&task.id, failure(), None).await.expect("fail")),
                         _ => drop(client.cancel(&task.id).await.expect("cancel")),
                     }
                 }

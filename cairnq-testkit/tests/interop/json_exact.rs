@@ -11,10 +11,12 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::Duration;
 
-use cairnq_core::store::{ClaimDraw, ClaimParams, FailParams, SettleParams};
+use cairnq_core::store::ClaimDraw;
 use cairnq_core::{CairnQ, Json, SubmitOptions, Task, TaskSpec};
 use cairnq_sqlite::SqliteStore;
+use cairnq_testkit::support::session;
 use serde_json::value::RawValue;
 
 use crate::random_json::{Canon, Docs, Zero};
@@ -91,15 +93,16 @@ async fn submit_all(client: &CairnQ, docs: &[String]) -> Vec<String> {
 /// `details.d`.
 async fn settle_all(client: &CairnQ, ids: &[String], docs: &[String]) {
     let limit = u32::try_from(ids.len()).unwrap_or(u32::MAX);
-    let claim = ClaimParams::new("w", 60_000).draw(ClaimDraw::new(vec!["default".into()]).limit(limit));
-    assert_eq!(client.claim(&claim).await.expect("claim").len(), ids.len());
+    let worker = session(client, "w", Duration::from_secs(60));
+    let claimed = worker.claim(vec![ClaimDraw::new(vec!["default".into()]).limit(limit)], vec![]).await;
+    assert_eq!(claimed.expect("claim").len(), ids.len());
     for (i, (id, doc)) in ids.iter().zip(docs).enumerate() {
         if i % 2 == 0 {
-            client.complete(&SettleParams::new(id, "w").result(json(doc))).await.expect("complete");
+            worker.complete(id, json(doc)).await.expect("complete");
         } else {
             let envelope =
                 format!(r#"{{"type":"Doc","code":"doc","message":"m","retryable":false,"details":{{"d":{doc}}}}}"#);
-            client.fail(&FailParams::new(id, "w").error(json(&envelope))).await.expect("fail");
+            worker.fail(id, json(&envelope), None).await.expect("fail");
         }
     }
 }

@@ -3,10 +3,13 @@
 //! and this workspace join each other's installation without migrating,
 //! refuse to split one, and run each other's tasks.
 
-use cairnq_core::store::{ClaimDraw, ClaimParams, SettleParams};
+use std::time::Duration;
+
+use cairnq_core::store::ClaimDraw;
 use cairnq_core::{CairnQ, ErrorKind, TaskStatus};
 use cairnq_postgres::{PostgresOptions, PostgresStore};
 use cairnq_testkit::postgres::{dsn_with_database, fresh_schema_name, raw, test_dsn};
+use cairnq_testkit::support::session;
 use serde_json::json;
 
 use cairnq_protocol::Dialect;
@@ -118,9 +121,8 @@ async fn tasks_cross_both_ways_column_for_column() {
     let theirs = peer(&["submit", &shared, "py_job", r#"{"text": "héllo", "n": 7}"#]);
     let id = theirs["id"].as_str().expect("id").to_string();
     let draw = ClaimDraw::new(vec!["default".into()]).names(vec!["py_job".to_string()]);
-    let claim = ClaimParams::new("worker_rust", 30_000).draw(draw);
-    assert_eq!(client.claim(&claim).await.expect("claim")[0].id, id);
-    let done =
-        client.complete(&SettleParams::new(&id, "worker_rust").result(json!({"by": "rust"}))).await.expect("done");
+    let rust = session(&client, "worker_rust", Duration::from_secs(30));
+    assert_eq!(rust.claim(vec![draw], vec![]).await.expect("claim")[0].id, id);
+    let done = rust.complete(&id, json!({"by": "rust"})).await.expect("done");
     python_task_matches(&done, &peer(&["get", &shared, &id]));
 }

@@ -13,9 +13,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cairnq_core::store::{ClaimDraw, ClaimParams, GetParams, SettleParams, Store};
+use cairnq_core::store::{ClaimDraw, GetParams, Store};
 use cairnq_core::{CairnQ, Conflict, Result, SubmitOptions, TaskRef, TaskSelector, TaskStatus, WaitOptions};
 use cairnq_testkit::forwarding::{Forward, Forwarding};
+use cairnq_testkit::support::session;
 use serde_json::json;
 use tokio::sync::mpsc;
 
@@ -24,6 +25,8 @@ use crate::support::{peer, spawn_peer};
 /// One database as both sides name it: our client, and the peer's argument.
 struct Shared {
     client: CairnQ,
+    /// The store under `client`, for wrapping.
+    store: Arc<dyn Store>,
     peer_db: String,
     /// Keeps a SQLite file's directory for the test's length.
     _dir: Option<tempfile::TempDir>,
@@ -32,16 +35,26 @@ struct Shared {
 async fn on_sqlite() -> Shared {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("waits.db");
-    let client = CairnQ::new(cairnq_sqlite::SqliteStore::open(&path).await.expect("open"));
-    Shared { client, peer_db: path.to_str().expect("utf-8 path").to_string(), _dir: Some(dir) }
+    let store: Arc<dyn Store> = Arc::new(cairnq_sqlite::SqliteStore::open(&path).await.expect("open"));
+    Shared {
+        client: CairnQ::from_shared(store.clone()),
+        store,
+        peer_db: path.to_str().expect("utf-8 path").to_string(),
+        _dir: Some(dir),
+    }
 }
 
 #[cfg(feature = "postgres")]
 async fn on_postgres() -> Shared {
     let dsn = cairnq_testkit::postgres::test_dsn().expect("a test Postgres server");
     let schema = cairnq_testkit::postgres::fresh_schema_name();
-    let client = CairnQ::new(cairnq_testkit::postgres::open(&dsn, &schema).await.expect("connect"));
-    Shared { client, peer_db: crate::postgres::with_schema(&dsn, &schema), _dir: None }
+    let store: Arc<dyn Store> = Arc::new(cairnq_testkit::postgres::open(&dsn, &schema).await.expect("connect"));
+    Shared {
+        client: CairnQ::from_shared(store.clone()),
+        store,
+        peer_db: crate::postgres::with_schema(&dsn, &schema),
+        _dir: None,
+    }
 }
 
 /// Forwards everything, and sends each change in what a by-key status read
@@ -88,9 +101,10 @@ async fn python_follows_a_rust_replace(shared: Shared) {
     assert_eq!(waiter.next_json().await, json!({"resolved": first.id}), "the wait picks the first task up");
     let replace = SubmitOptions::new().key("report-9").conflict(Conflict::Replace);
     let second = client.submit("report", &json!({"v": 2})).options(replace).await.expect("replace");
-    let claim = ClaimParams::new("rust", 60_000).draw(ClaimDraw::new(vec!["default".into()]).limit(5));
-    assert_eq!(client.claim(&claim).await.expect("claim")[0].id, second.id, "the replaced task was canceled");
-    client.complete(&SettleParams::new(&second.id, "rust").result(json!("v2 done"))).await.expect("complete");
+    let rust = session(client, "rust", Duration::from_secs(60));
+    let claimed = rust.claim(vec![ClaimDraw::new(vec!["default".into()]).limit(5)], vec![]).await.expect("claim");
+    assert_eq!(claimed[0].id, second.id, "the replaced task was canceled");
+    rust.complete(&second.id, json!("v2 done")).await.expect("complete");
     let rest = waiter.finish().await;
     let (done, resolved) = rest.split_last().expect("the peer printed the task it waited for");
     assert_eq!(resolved, [json!({"resolved": second.id})], "the wait moved onto the replacement");
@@ -104,7 +118,7 @@ async fn python_follows_a_rust_replace(shared: Shared) {
 /// wait is seen where it should be.
 async fn rust_follows_a_python_replace(shared: Shared) {
     let (send, mut seen) = mpsc::unbounded_channel();
-    let inner = Arc::clone(shared.client.store());
+    let inner = Arc::clone(&shared.store);
     let watched = CairnQ::new(Forwarding(Resolutions { inner, seen: send, last: parking_lot::Mutex::new(None) }));
     let waiter = tokio::spawn(async move {
         let wait = WaitOptions::new()

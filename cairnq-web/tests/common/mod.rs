@@ -5,8 +5,9 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
-use cairnq_core::store::{ClaimDraw, ClaimParams, FailParams};
+use cairnq_core::store::ClaimDraw;
 use cairnq_core::{CairnQ, ErrorEnvelope, Task};
 use cairnq_web::WebOptions;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -83,14 +84,24 @@ fn unchunk(mut body: &str) -> String {
 /// A form POST as a browser on the dashboard's own page sends it.
 pub const FORM: (&str, &str) = ("Content-Type", "application/x-www-form-urlencoded");
 
+/// A client over a SQLite file in `dir`.
+pub async fn sqlite_client(dir: &tempfile::TempDir) -> CairnQ {
+    CairnQ::new(sqlite_store(dir).await)
+}
+
+/// A SQLite store on a file in `dir`.
+pub async fn sqlite_store(dir: &tempfile::TempDir) -> cairnq_sqlite::SqliteStore {
+    cairnq_sqlite::SqliteStore::open(dir.path().join("queue.db")).await.expect("opens the file")
+}
+
 /// A task that failed for good (claimed and failed, not retryable).
 pub async fn failed_task(client: &CairnQ, name: &str) -> Task {
     let task = client.submit(name, &serde_json::json!({"n": 1})).queue("failing").await.expect("submits");
-    let claim = ClaimParams::new("test-worker", 60_000).draw(ClaimDraw::new(vec!["failing".into()]));
-    let claimed = client.claim(&claim).await.expect("claims");
+    let worker = client.worker_session("test-worker", Duration::from_secs(60)).expect("a session");
+    let claimed = worker.claim(vec![ClaimDraw::new(vec!["failing".into()])], vec![]).await.expect("claims");
     assert!(claimed.iter().any(|t| t.id == task.id), "the test claims its task");
     let envelope = ErrorEnvelope::new("boom", "the handler <b>failed</b>").to_json();
-    client.fail(&FailParams::new(&task.id, "test-worker").error(envelope).retryable(false)).await.expect("fails")
+    worker.fail(&task.id, envelope, None).await.expect("fails")
 }
 
 /// The hidden fields of the form with this id in a page, as a browser

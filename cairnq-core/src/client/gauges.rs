@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
+use super::CairnQ;
 use crate::TaskStatus;
-use crate::client::CairnQ;
 use crate::error::Result;
+use crate::observe::{Outage, QUEUE_DEPTH, QUEUE_OLDEST_AGE};
 use crate::store::Store;
 
 /// How often the queue gauges are read by default.
@@ -28,7 +29,7 @@ static LAST_READ: Mutex<Vec<(Weak<dyn Store>, Instant)>> = Mutex::new(Vec::new()
 ///
 /// ```no_run
 /// # async fn demo(client: cairnq_core::CairnQ) {
-/// use cairnq_core::observe::QueueGauges;
+/// use cairnq_core::QueueGauges;
 /// let collector = QueueGauges::new(client).spawn(); // reads now, then every 10 s
 /// # drop(collector); }
 /// ```
@@ -62,11 +63,11 @@ impl QueueGauges {
         for (queue, counts) in &stats {
             for status in TaskStatus::ALL {
                 let depth = counts.get(status) as f64;
-                metrics::gauge!(super::QUEUE_DEPTH, "queue" => queue.clone(), "status" => status.as_str()).set(depth);
+                metrics::gauge!(QUEUE_DEPTH, "queue" => queue.clone(), "status" => status.as_str()).set(depth);
             }
             // A queue with nothing due reads 0, not its last age.
             let age = ages.iter().find(|a| &a.queue == queue).map_or(Duration::ZERO, |a| a.age);
-            metrics::gauge!(super::QUEUE_OLDEST_AGE, "queue" => queue.clone()).set(age.as_secs_f64());
+            metrics::gauge!(QUEUE_OLDEST_AGE, "queue" => queue.clone()).set(age.as_secs_f64());
         }
         Ok(true)
     }
@@ -100,7 +101,7 @@ impl QueueGauges {
                 ticks.tick().await;
                 // An outage is told once per store and process, whoever
                 // meets it first, not by every failed read.
-                let outage = super::Outage::of(self.client.store());
+                let outage = Outage::of(self.client.store());
                 match self.collect().await {
                     // Another collector's turn: no call was made.
                     Ok(false) => {}
