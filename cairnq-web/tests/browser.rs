@@ -15,6 +15,7 @@ use cairnq_core::{CairnQ, Schedule, TaskStatus};
 use cairnq_web::WebOptions;
 use common::start;
 use fantoccini::actions::{InputSource, MouseActions, PointerAction};
+use fantoccini::error::{CmdError, ErrorStatus};
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
 
@@ -145,10 +146,19 @@ async fn until(browser: &Client, predicate: &str, what: &str) {
 }
 
 /// Moves the mouse pointer to the centre of the first element `css` selects.
+/// A live update may replace the element between the find and the move (it
+/// is then stale): the element is found again, a few times at most.
 async fn point_at(browser: &Client, css: &str) {
-    let element = browser.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("no {css}: {e}"));
-    let to = PointerAction::MoveToElement { element, duration: None, x: 0.0, y: 0.0 };
-    browser.perform_actions(MouseActions::new("mouse".into()).then(to)).await.expect("moves the pointer");
+    for _ in 0..10 {
+        let element = browser.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("no {css}: {e}"));
+        let to = PointerAction::MoveToElement { element, duration: None, x: 0.0, y: 0.0 };
+        match browser.perform_actions(MouseActions::new("mouse".into()).then(to)).await {
+            Ok(()) => return,
+            Err(CmdError::Standard(e)) if e.error == ErrorStatus::StaleElementReference => continue,
+            Err(e) => panic!("moves the pointer: {e}"),
+        }
+    }
+    panic!("{css} was replaced under the pointer ten times running");
 }
 
 /// The ids of the task rows shown, top to bottom.
