@@ -105,6 +105,7 @@ mod script;
 mod sql;
 mod store;
 mod tls;
+mod tools;
 mod write;
 
 /// The pool crate [`PostgresStore::from_pool`] takes, at the version this

@@ -1,7 +1,7 @@
 //! The read operations, run on reader threads with the queries built once
 //! in `cairnq_core::backend`.
 
-use cairnq_core::backend::{ListProbe, Query, Sql, TaskRow};
+use cairnq_core::backend::{LimitMode, ListProbe, Query, Sql, TaskRow};
 use cairnq_core::store::{
     ChildrenParams, CountQueuedParams, CountTasksParams, GetParams, ListFilter, ProbeParams, StatsParams, TaskKeyParams,
 };
@@ -59,6 +59,13 @@ pub(crate) fn count_queued(conn: &Connection, _now_ms: i64, p: &CountQueuedParam
 /// migrates the file.
 fn counted(conn: &Connection) -> Result<bool> {
     Ok(query_int(conn, &Query::new(Sql::TableExists).arg("table", Query::COUNTS_TABLE))? != 0)
+}
+
+/// Whether claims on the file enforce limits: where the limits table of
+/// ext_0006 is (asked as [`counted`] is).
+pub(crate) fn limit_mode(conn: &Connection) -> Result<LimitMode> {
+    let present = query_int(conn, &Query::new(Sql::TableExists).arg("table", Query::LIMITS_TABLE))? != 0;
+    Ok(if present { LimitMode::On } else { LimitMode::Off })
 }
 
 /// Whether the file has the list-order index of ext_0003 (asked as

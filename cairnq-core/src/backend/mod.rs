@@ -10,17 +10,20 @@
 //! [`Query::list_planned`]. A backend without SQL (see
 //! `cairnq_testkit::memory::MemoryStore`) uses only the helpers.
 
+mod admission;
 mod app_code;
 mod claim_plan;
 mod feeds;
 pub mod flows;
 mod helpers;
+pub mod limits;
 mod list_plan;
 mod query;
 pub mod schedules;
 
+pub use admission::{Admission, Gcra, LimitBook};
 pub use cairnq_protocol::Sql;
-pub use flows::{Executor, Installed, check_protocol_version};
+pub use flows::{Executor, Installed, LimitLocks, LimitMode, check_protocol_version};
 pub use list_plan::{LIST_CURSOR_SORT_AT_MOST, LIST_SORT_AT_MOST, ListProbe, Matching};
 pub use query::{Arg, Query};
 

@@ -222,6 +222,10 @@ impl Query {
     /// may lack it).
     pub const COUNTS_TABLE: &'static str = "cairnq_ext_task_counts";
 
+    /// The limits table of `ext_0006_limits`: a claim enforces limits only
+    /// where it exists (see [`LimitMode`](crate::backend::LimitMode)).
+    pub const LIMITS_TABLE: &'static str = "cairnq_ext_limits";
+
     /// `probe_claimable` for the queues and names asked.
     pub fn probe(params: &ProbeParams) -> Self {
         Self::new(Sql::ProbeClaimable).scope(&params.queues, params.names.as_deref())

@@ -9,6 +9,7 @@
 //! columns refuse with driver text.
 
 mod diagnosis;
+mod limits;
 mod reads;
 mod retry;
 mod schedules;

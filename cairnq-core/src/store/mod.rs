@@ -24,6 +24,7 @@
 //! (SQLite: a [`Clock`](crate::Clock); Postgres: the database clock).
 
 mod feed;
+mod limit_params;
 mod listing;
 mod read_params;
 mod schedule_params;
@@ -38,6 +39,7 @@ use crate::error::{Error, Result};
 use crate::model::{HeldLease, QueueAge, Task, TaskCount, TaskRef, Undecodable};
 
 pub use feed::{Change, ChangeFeed, FeedParams, WakeupsLost};
+pub use limit_params::{LimitRow, LimitsQuery, RemoveLimitParams, SetLimitParams};
 pub use read_params::{ChildrenParams, CountTasksParams, TaskKeyParams};
 pub use schedule_params::{
     DeleteScheduleParams, FireScheduleParams, PauseScheduleParams, SaveScheduleParams, ScheduleQuery, ScheduleRead,
@@ -340,6 +342,27 @@ pub trait Store: Send + Sync + 'static {
     async fn fire_schedule(&self, params: &FireScheduleParams) -> Result<Option<Vec<Task>>> {
         let _ = params;
         Err(unsupported(self.backend(), "fire_schedule"))
+    }
+
+    /// Limits (extension `ext_0006_limits`) as [`LimitsQuery`] asks, by
+    /// key. The default: [`Error::UnsupportedBackend`] (a store without
+    /// flow control; its claims limit nothing).
+    async fn limits(&self, query: &LimitsQuery) -> Result<Vec<LimitRow>> {
+        let _ = query;
+        Err(unsupported(self.backend(), "limits"))
+    }
+
+    /// Creates or replaces a limit; the row as stored. Claims from the next
+    /// one on enforce it (see [`Limit`](crate::Limit)).
+    async fn set_limit(&self, params: &SetLimitParams) -> Result<LimitRow> {
+        let _ = params;
+        Err(unsupported(self.backend(), "set_limit"))
+    }
+
+    /// Deletes a limit; whether there was one.
+    async fn remove_limit(&self, params: &RemoveLimitParams) -> Result<bool> {
+        let _ = params;
+        Err(unsupported(self.backend(), "remove_limit"))
     }
 
     /// Releases the backend's connections and threads. Calls after close

@@ -95,6 +95,8 @@ returning t.id, t.queue
 
 -- One draw: the best due rows, priority desc, run_at_ms asc, id asc; rows
 -- another claimer holds are skipped.
+-- With `unlimited_only` it takes nothing while any limit is set (extension
+-- ext_0006): the claim then draws limit-aware (limits.sql) instead.
 -- name: claim_due_tasks
 with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms),
 picked as materialized (
@@ -105,6 +107,7 @@ picked as materialized (
       and name = :name -- when: one_name
       and name = any(:names::text[]) -- when: many_names
       and run_at_ms <= (select now_ms from clock)
+      and not exists (select 1 from cairnq_ext_limits) -- when: unlimited_only
     order by priority desc, run_at_ms, id
     limit :limit::bigint
     for update skip locked

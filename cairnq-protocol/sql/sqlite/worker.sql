@@ -63,7 +63,9 @@ where status = 'running' and lease_until_ms is not null and lease_until_ms <= :n
   and cancel_requested_at_ms is null and attempt >= max_attempts
 returning id, queue
 
--- One draw: the best due rows, priority desc, run_at_ms asc, id asc.
+-- One draw: the best due rows, priority desc, run_at_ms asc, id asc. With
+-- `unlimited_only` it takes nothing while any limit is set (extension
+-- ext_0006): the claim then draws limit-aware (limits.sql) instead.
 -- name: claim_due_tasks
 update or fail cairnq_tasks set
     status = 'running',
@@ -79,6 +81,7 @@ where id in (
       and name = :name -- when: one_name
       and name in (select value from json_each(:names)) -- when: many_names
       and run_at_ms <= :now_ms
+      and not exists (select 1 from cairnq_ext_limits) -- when: unlimited_only
     order by priority desc, run_at_ms, id
     limit :limit
 )

@@ -14,6 +14,7 @@
 //! operation before it, and a failed one (a rejected key in a
 //! `submit_many`, say) leaves nothing behind.
 
+mod limits;
 mod schedules;
 mod tables;
 mod task_ops;
@@ -28,9 +29,9 @@ use async_trait::async_trait;
 use cairnq_core::store::{
     CancelParams, ChangeFeed, ChildrenParams, ClaimParams, CompleteBatchParams, CountQueuedParams, CountTasksParams,
     DeleteScheduleParams, FailParams, FeedParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams,
-    ListFilter, NewTask, PauseScheduleParams, ProbeParams, ProgressParams, PurgeFilter, RepairParams, RetryParams,
-    SaveScheduleParams, ScheduleQuery, ScheduleRead, ScheduleRow, SettleParams, StatsParams, SubmitManyParams,
-    TaskKeyParams, TaskRow,
+    LimitRow, LimitsQuery, ListFilter, NewTask, PauseScheduleParams, ProbeParams, ProgressParams, PurgeFilter,
+    RemoveLimitParams, RepairParams, RetryParams, SaveScheduleParams, ScheduleQuery, ScheduleRead, ScheduleRow,
+    SetLimitParams, SettleParams, StatsParams, SubmitManyParams, TaskKeyParams, TaskRow,
 };
 use cairnq_core::{
     Capabilities, ChangeWatch, Clock, Error, HeldLease, QueueAge, Repaired, Result, Store, SystemClock, Task,
@@ -71,6 +72,9 @@ pub struct MemoryStore {
     sleepers: Arc<Sleepers>,
     /// The schedules (extension `ext_0001_schedules`), by name.
     schedules: Mutex<schedules::Schedules>,
+    /// The limits and rate state (extension `ext_0006_limits`); taken
+    /// before `tables` when both are.
+    limits: Mutex<limits::Limits>,
 }
 
 impl std::fmt::Debug for MemoryStore {
@@ -99,6 +103,7 @@ impl MemoryStore {
             tables: Mutex::new(Some(Tables::default())),
             sleepers: Arc::default(),
             schedules: Mutex::default(),
+            limits: Mutex::default(),
         }
     }
 
@@ -224,7 +229,7 @@ impl Store for MemoryStore {
     }
 
     async fn claim(&self, params: &ClaimParams) -> Result<Vec<Task>> {
-        self.write(|txn| Ok(worker_ops::claim(txn, params)))
+        self.with_limits(|limits| self.write(|txn| Ok(worker_ops::claim(txn, params, limits))))
     }
 
     async fn heartbeat(&self, params: &HeartbeatParams) -> Result<Task> {
@@ -265,6 +270,18 @@ impl Store for MemoryStore {
 
     fn change_feed(&self, _params: &FeedParams) -> ChangeFeed {
         self.sleepers.feed()
+    }
+
+    async fn limits(&self, query: &LimitsQuery) -> Result<Vec<LimitRow>> {
+        self.read_limits(query)
+    }
+
+    async fn set_limit(&self, params: &SetLimitParams) -> Result<LimitRow> {
+        self.upsert_limit(params)
+    }
+
+    async fn remove_limit(&self, params: &RemoveLimitParams) -> Result<bool> {
+        self.delete_limit(params)
     }
 
     /// Drops every row; calls after this fail with [`Error::StoreClosed`].

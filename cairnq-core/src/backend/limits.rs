@@ -1,0 +1,291 @@
+//! Flow control over an [`Executor`]: the limit operations of the seam
+//! (each statement returns a limit row as one JSON object in a text
+//! column, decoded here, as schedules do) and the limit-aware draws of a
+//! claim, which [`flows::claim_with`](super::flows::claim_with) runs when
+//! any limit is set.
+//!
+//! A limit-aware draw reads, inside the claim transaction, how many rows
+//! of each key run (from the task rows, through the running index of
+//! `ext_0006`) and each key's rate state; then it walks the draw's due rows
+//! in claim order, skipping keys that may start nothing more, admits what
+//! each key's limit allows ([`Admission`]) and claims those rows by id. A
+//! key found at its limit joins the skipped set and the walk goes on, so a
+//! saturated key holds back neither other keys nor unlimited tasks.
+//!
+//! Where claimers run at once (Postgres), each key is locked for the rest
+//! of the transaction before its tasks are admitted, with a lock that is
+//! only tried ([`Executor::lock_limit_keys`]): a key another claimer holds
+//! is skipped this round, nobody waits, and what is counted after the lock
+//! is exact until the commit.
+
+use std::collections::HashSet;
+
+use cairnq_protocol::Sql;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::admission::Admission;
+use super::claim_plan::DrawPlan;
+use super::flows::{Executor, LimitLocks, take_claimed};
+use super::query::Query;
+use super::schedules::clock;
+use crate::error::{Error, Result};
+use crate::model::Task;
+use crate::store::{ClaimDraw, ClaimParams, LimitRow, LimitsQuery, RemoveLimitParams, SetLimitParams};
+
+/// A limit row as its statements return it.
+#[derive(Deserialize)]
+struct StoredLimit {
+    key: String,
+    concurrency: Option<i64>,
+    rate_count: Option<i64>,
+    rate_period_ms: Option<i64>,
+    burst: Option<i64>,
+    updated_at_ms: i64,
+}
+
+fn decode<T: for<'de> Deserialize<'de>>(what: &str, text: &str) -> Result<T> {
+    serde_json::from_str(text).map_err(|e| Error::corrupt_row(format!("a {what} row: {e}")))
+}
+
+fn decode_limits(texts: Vec<String>) -> Result<Vec<LimitRow>> {
+    texts
+        .iter()
+        .map(|text| {
+            let s: StoredLimit = decode("limit", text)?;
+            let mut row = LimitRow::new(s.key);
+            (row.concurrency, row.rate_count, row.rate_period_ms, row.burst) =
+                (s.concurrency, s.rate_count, s.rate_period_ms, s.burst);
+            row.updated_at_ms = s.updated_at_ms;
+            Ok(row)
+        })
+        .collect()
+}
+
+/// Limits as asked, by key.
+pub async fn limits(exec: &impl Executor, query: &LimitsQuery) -> Result<Vec<LimitRow>> {
+    let q = match &query.key {
+        Some(key) => Query::new(Sql::SelectLimits).flag("by_key").arg("key", key),
+        None => Query::new(Sql::SelectLimits),
+    };
+    decode_limits(exec.ids(q).await?)
+}
+
+/// Creates or replaces a limit; the row as stored.
+pub async fn set_limit(exec: &impl Executor, params: &SetLimitParams) -> Result<LimitRow> {
+    let r = &params.row;
+    let q = Query::new(Sql::UpsertLimit)
+        .arg("key", &r.key)
+        .arg("concurrency", r.concurrency)
+        .arg("rate_count", r.rate_count)
+        .arg("rate_period_ms", r.rate_period_ms)
+        .arg("burst", r.burst);
+    decode_limits(exec.ids(q).await?)?.pop().ok_or_else(|| Error::corrupt_row("a limit upsert returned no row"))
+}
+
+/// Deletes a limit; whether it existed.
+pub async fn remove_limit(exec: &impl Executor, params: &RemoveLimitParams) -> Result<bool> {
+    Ok(!exec.ids(Query::new(Sql::DeleteLimit).arg("key", &params.key)).await?.is_empty())
+}
+
+/// Whether any limit is set (the query [`flows::claim_with`](super::flows::claim_with)
+/// sends with lease recovery).
+pub(super) fn any_limits() -> Query {
+    Query::new(Sql::AnyLimits)
+}
+
+/// `(key, count)` of the running rows of `keys` (all keys: `None`).
+async fn running(exec: &impl Executor, keys: Option<&[String]>) -> Result<Vec<(String, u64)>> {
+    #[derive(Deserialize)]
+    struct Running {
+        key: Value,
+        n: u64,
+    }
+    let q = with_keys(Query::new(Sql::CountRunningByLimitKey), keys);
+    let rows = exec.ids(q).await?;
+    rows.iter()
+        .map(|t| decode::<Running>("running count", t))
+        .filter_map(|r| r.map(|r| text_key(r.key).map(|k| (k, r.n))).transpose())
+        .collect()
+}
+
+/// `(key, theoretical arrival time)` of the rate states of `keys` that
+/// can still hold a start back at `now_ms`.
+async fn states(exec: &impl Executor, keys: Option<&[String]>, now_ms: i64) -> Result<Vec<(String, i64)>> {
+    #[derive(Deserialize)]
+    struct State {
+        key: String,
+        tat_ms: i64,
+    }
+    let q = with_keys(Query::new(Sql::SelectLimitState).arg("now_ms", now_ms), keys);
+    let rows = exec.ids(q).await?;
+    rows.iter().map(|t| decode::<State>("rate state", t).map(|s| (s.key, s.tat_ms))).collect()
+}
+
+fn with_keys(q: Query, keys: Option<&[String]>) -> Query {
+    match keys {
+        Some(keys) => q.flag("keys").arg("keys", keys.to_vec()),
+        None => q,
+    }
+}
+
+/// A limit key is a JSON string; any other value in `limit_key` limits
+/// nothing.
+fn text_key(value: Value) -> Option<String> {
+    match value {
+        Value::String(key) => Some(key),
+        _ => None,
+    }
+}
+
+/// The limit-aware draws of one claim, after lease recovery: each draw of
+/// `params` from `first` on, within `plan`; the rate state of every key
+/// that started tasks is written before returning.
+pub(super) async fn claim_limited(
+    exec: &impl Executor,
+    params: &ClaimParams,
+    plan: &mut DrawPlan<'_>,
+    first: usize,
+) -> Result<Vec<Task>> {
+    let now_ms = clock(exec).await?;
+    let (limits, running, states) = futures::try_join!(
+        async { decode_limits(exec.ids(Query::new(Sql::SelectLimits)).await?) },
+        running(exec, None),
+        states(exec, None, now_ms),
+    )?;
+    let mut claim = LimitedClaim { admission: Admission::new(&limits, now_ms), locked: HashSet::new(), now_ms };
+    for (key, n) in running {
+        claim.admission.observe_running(&key, n);
+    }
+    for (key, tat) in states {
+        claim.admission.observe_tat(&key, Some(tat));
+    }
+    let mut claimed = Vec::new();
+    for (index, draw) in params.draws.iter().enumerate().skip(first) {
+        let (taken, drawn) = claim.draw(exec, params, draw, plan.limit(index)).await?;
+        plan.took(index, drawn);
+        claimed.extend(taken);
+    }
+    let (keys, tats): (Vec<String>, Vec<i64>) = claim.admission.rate_states().into_iter().unzip();
+    if !keys.is_empty() {
+        exec.ids(Query::new(Sql::UpsertLimitState).arg("keys", keys).arg("tats", tats)).await?;
+    }
+    Ok(claimed)
+}
+
+/// A due row a limit-aware draw may take, with its limit key.
+#[derive(Deserialize)]
+struct Candidate {
+    id: String,
+    key: Option<Value>,
+}
+
+/// The admissions of one claim and the keys it holds.
+struct LimitedClaim {
+    admission: Admission,
+    /// Limited keys this transaction holds (or, with exclusive locks,
+    /// every key: what was read is exact).
+    locked: HashSet<String>,
+    now_ms: i64,
+}
+
+impl LimitedClaim {
+    /// One draw of up to `limit` rows; the tasks and how many rows were
+    /// drawn (as [`take_claimed`] counts them).
+    async fn draw(
+        &mut self,
+        exec: &impl Executor,
+        params: &ClaimParams,
+        draw: &ClaimDraw,
+        limit: u32,
+    ) -> Result<(Vec<Task>, usize)> {
+        let (mut tasks, mut drawn) = (Vec::new(), 0);
+        while drawn < limit as usize {
+            let want = limit as usize - drawn;
+            let q = Query::new(Sql::SelectLimitCandidates)
+                .arg("limit", i64::try_from(want).unwrap_or(i64::MAX))
+                .arg("blocked", self.admission.blocked())
+                .scope(&draw.queues, draw.names.as_deref());
+            let texts = exec.ids(q).await?;
+            let candidates: Vec<(String, Option<String>)> = texts
+                .iter()
+                .map(|t| decode::<Candidate>("claim candidate", t).map(|c| (c.id, c.key.and_then(text_key))))
+                .collect::<Result<_>>()?;
+            self.lock(exec, candidates.iter().filter_map(|(_, key)| key.as_deref())).await?;
+            let picked: Vec<&(String, Option<String>)> =
+                candidates.iter().filter(|(_, key)| self.admission.try_start(key.as_deref())).collect();
+            if !picked.is_empty() {
+                let ids: Vec<String> = picked.iter().map(|(id, _)| id.clone()).collect();
+                let q = Query::new(Sql::ClaimTasksById)
+                    .arg("ids", ids)
+                    .arg("worker_id", &params.worker_id)
+                    .arg("lease_ms", params.lease_ms);
+                let rows = exec.tasks(q).await?;
+                let got: HashSet<&str> = rows
+                    .iter()
+                    .filter_map(|row| match row {
+                        Ok(task) => Some(task.id.as_str()),
+                        Err(undecodable) => undecodable.task_id.as_deref(),
+                    })
+                    .collect();
+                for (id, key) in &picked {
+                    if let (false, Some(key)) = (got.contains(id.as_str()), key) {
+                        self.admission.unstart(key);
+                    }
+                }
+                let (taken, n) = take_claimed(exec, params, rows).await?;
+                tasks.extend(taken);
+                drawn += n;
+                if n == 0 {
+                    // Every row picked was taken by another claimer: the
+                    // next claim sees what is left.
+                    break;
+                }
+            }
+            if candidates.len() < want {
+                break;
+            }
+        }
+        Ok((tasks, drawn))
+    }
+
+    /// Locks the limited keys among `keys` this transaction does not hold
+    /// yet; a key another claimer holds is skipped this round, and a key
+    /// just locked is counted again (what was read before the lock may be
+    /// stale).
+    async fn lock<'k>(&mut self, exec: &impl Executor, keys: impl Iterator<Item = &'k str>) -> Result<()> {
+        let book = self.admission.book();
+        let mut wanted: Vec<String> =
+            keys.filter(|k| book.limits(k) && !self.locked.contains(*k)).map(str::to_string).collect();
+        wanted.sort();
+        wanted.dedup();
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let granted = match exec.lock_limit_keys(&wanted).await? {
+            LimitLocks::Exclusive => {
+                self.locked.extend(wanted);
+                return Ok(());
+            }
+            LimitLocks::Granted(granted) => granted,
+        };
+        let granted: HashSet<String> = granted.into_iter().collect();
+        for key in wanted.iter().filter(|k| !granted.contains(*k)) {
+            self.admission.hold(key);
+        }
+        let fresh: Vec<String> = wanted.into_iter().filter(|k| granted.contains(k)).collect();
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        let (running, states) =
+            futures::try_join!(running(exec, Some(&fresh)), states(exec, Some(&fresh), self.now_ms))?;
+        for key in &fresh {
+            let n = running.iter().find(|(k, _)| k == key).map_or(0, |(_, n)| *n);
+            let tat = states.iter().find(|(k, _)| k == key).map(|(_, t)| *t);
+            self.admission.observe_running(key, n);
+            self.admission.observe_tat(key, tat);
+        }
+        self.locked.extend(fresh);
+        Ok(())
+    }
+}

@@ -1,0 +1,89 @@
+-- Flow control (extension ext_0006, README "Flow control"). A limit row is
+-- read back as one JSON object in a column named id, as schedules are, so
+-- the shared flows read it through the executor's text rows. A task's
+-- limit key is `metadata ->> 'limit_key'`, spelled exactly as the running
+-- index of ext_0006 is, so the planner matches it. Times are the database
+-- clock's.
+
+-- name: select_limits
+select json_build_object('key', key, 'concurrency', concurrency, 'rate_count', rate_count, 'rate_period_ms', rate_period_ms, 'burst', burst, 'updated_at_ms', updated_at_ms)::text as id
+from cairnq_ext_limits
+where true
+  and key = :key::text -- when: by_key
+order by key
+
+-- Whether any limit is set: a claim takes the limit-aware path only then.
+-- name: any_limits
+select (exists (select 1 from cairnq_ext_limits))::int::text as id
+
+-- name: upsert_limit
+with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms)
+insert into cairnq_ext_limits as l (key, concurrency, rate_count, rate_period_ms, burst, updated_at_ms)
+select :key::text, :concurrency::integer, :rate_count::integer, :rate_period_ms::bigint, :burst::integer, now_ms
+from clock
+on conflict (key) do update set
+    concurrency = excluded.concurrency, rate_count = excluded.rate_count,
+    rate_period_ms = excluded.rate_period_ms, burst = excluded.burst, updated_at_ms = excluded.updated_at_ms
+returning json_build_object('key', l.key, 'concurrency', l.concurrency, 'rate_count', l.rate_count, 'rate_period_ms', l.rate_period_ms, 'burst', l.burst, 'updated_at_ms', l.updated_at_ms)::text as id
+
+-- name: delete_limit
+delete from cairnq_ext_limits where key = :key::text returning key as id
+
+-- How many rows of each limit key run now (of the keys given, with
+-- `keys`), from the running rows alone: the only count there is.
+-- name: count_running_by_limit_key
+select json_build_object('key', metadata ->> 'limit_key', 'n', count(*))::text as id
+from cairnq_tasks
+where status = 'running' and (metadata ->> 'limit_key') is not null
+  and (metadata ->> 'limit_key') = any(:keys::text[]) -- when: keys
+group by metadata ->> 'limit_key'
+
+-- The rate state that can still hold a start back (a theoretical arrival
+-- time in the past is the same as none).
+-- name: select_limit_state
+select json_build_object('key', key, 'tat_ms', tat_ms)::text as id
+from cairnq_ext_limit_state
+where tat_ms > :now_ms::bigint
+  and key = any(:keys::text[]) -- when: keys
+
+-- name: upsert_limit_state
+insert into cairnq_ext_limit_state (key, tat_ms)
+select * from unnest(:keys::text[], :tats::bigint[])
+on conflict (key) do update set tat_ms = excluded.tat_ms
+returning key as id
+
+-- The best due rows of a draw whose limit key is not in :blocked (keys at
+-- their limit), in claim order, each with its key. Read only and locking
+-- nothing: the claim picks from these, then claims by id.
+-- name: select_limit_candidates
+with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms)
+select json_build_object('id', id, 'key', metadata -> 'limit_key')::text as id
+from cairnq_tasks
+where queue = :queue -- when: one_queue
+where queue = any(:queues::text[]) -- when: many_queues
+  and status = 'queued'
+  and name = :name -- when: one_name
+  and name = any(:names::text[]) -- when: many_names
+  and run_at_ms <= (select now_ms from clock)
+  and not coalesce((metadata ->> 'limit_key') = any(:blocked::text[]), false)
+order by priority desc, run_at_ms, id
+limit :limit::bigint
+
+-- The rows picked, claimed as claim_due_tasks claims: only those still
+-- queued, skipping a row another claimer holds.
+-- name: claim_tasks_by_id
+with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms),
+picked as materialized (
+    select id from cairnq_tasks
+    where id = any(:ids::text[]) and status = 'queued'
+    for update skip locked
+)
+update cairnq_tasks t set
+    status = 'running',
+    worker_id = :worker_id,
+    lease_until_ms = clock.now_ms + :lease_ms::bigint,
+    attempt = t.attempt + 1,
+    updated_at_ms = clock.now_ms
+from clock, picked
+where t.id = picked.id
+returning t.*
