@@ -142,6 +142,13 @@ impl Limit {
         }
     }
 
+    /// Refuses `key` as a limit's key (empty, too long, a NUL, or a `*`
+    /// anywhere but at the end): what [`CairnQ::limit`](crate::CairnQ::limit)
+    /// and [`remove_limit`](crate::CairnQ::remove_limit) check first.
+    pub fn validate_key(key: &str) -> Result<()> {
+        validate_key("key", key, KeyUse::Limit)
+    }
+
     /// Refuses a limit that cannot be stored: a bad key, zero counts, a
     /// period under a millisecond, a burst without a rate, or nothing to
     /// bound.

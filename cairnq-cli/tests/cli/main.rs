@@ -7,6 +7,7 @@ mod bad_input;
 mod damage;
 mod exec_chaos;
 mod flags;
+mod limit;
 mod lost_lease;
 mod marked;
 mod metrics;
