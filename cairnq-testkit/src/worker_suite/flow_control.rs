@@ -3,9 +3,11 @@
 //! them, from single claims read exactly to a fleet of workers draining
 //! limited keys while every run is timed.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
-use cairnq_core::{Error, Limit};
+use cairnq_core::store::{ClaimDraw, ClaimParams, SettleParams};
+use cairnq_core::{CairnQ, Error, Limit, SubmitOptions, Task, TaskSpec};
 use serde_json::json;
 
 use super::support::fresh;
@@ -63,4 +65,82 @@ pub async fn limits_are_set_read_and_removed(factory: &dyn BackendFactory) {
         let refused = client.submit("bill", &json!({})).limit_key(bad).await;
         assert!(matches!(refused, Err(Error::Validation { field: "limit_key", .. })), "{bad:?}: {refused:?}");
     }
+}
+
+/// How many of `tasks` carry each limit key (`-` for none), sorted.
+fn by_key(tasks: &[Task]) -> Vec<(String, usize)> {
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for task in tasks {
+        *counts.entry(task.limit_key().unwrap_or_else(|| "-".into())).or_default() += 1;
+    }
+    counts.into_iter().collect()
+}
+
+fn keyed(key: &str, priority: i32, n: usize) -> Vec<TaskSpec> {
+    let options = SubmitOptions::new().priority(priority);
+    let options = if key == "-" { options } else { options.limit_key(key) };
+    (0..n).map(|i| TaskSpec::new("job", &i).options(options.clone())).collect()
+}
+
+async fn claim(client: &CairnQ, n: u32) -> Vec<Task> {
+    let draw = ClaimDraw::new(vec!["default".into()]).names(vec!["job".into()]).limit(n);
+    client.claim(&ClaimParams::new("worker_limits", 60_000).draw(draw)).await.expect("claim")
+}
+
+async fn complete(client: &CairnQ, task: &Task) {
+    client.complete(&SettleParams::new(&task.id, "worker_limits")).await.expect("complete");
+}
+
+fn owned(pairs: &[(&str, usize)]) -> Vec<(String, usize)> {
+    pairs.iter().map(|(k, n)| ((*k).to_string(), *n)).collect()
+}
+
+/// Single claims, read exactly: a key at its concurrency is skipped, not
+/// waited on (the claim takes lower-priority work of other keys and
+/// unlimited tasks instead); a prefix default limits each matching key
+/// separately while an exact limit wins over it; a finished task frees its
+/// slot; a lowered limit starts nothing until the count is under it; a
+/// removed limit lifts it; a rate admits its burst, then nothing however
+/// many finish.
+pub async fn a_claim_admits_what_each_limit_allows(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    for limit in [
+        Limit::new("a").concurrency(2),
+        Limit::new("t:*").concurrency(1),
+        Limit::new("t:vip").concurrency(3),
+        Limit::new("r").rate(2, Duration::from_secs(3_600)).burst(2),
+    ] {
+        client.set_limit(&limit).await.expect("set a limit");
+    }
+    let mut specs = keyed("a", 9, 5);
+    for (key, n) in [("t:1", 3), ("t:2", 3), ("t:vip", 4), ("-", 3), ("free", 2), ("r", 4)] {
+        specs.extend(keyed(key, 0, n));
+    }
+    client.submit_many(&specs).await.expect("submit");
+
+    let first = claim(&client, 2).await;
+    assert_eq!(by_key(&first), owned(&[("a", 2)]), "priority order among what may start");
+    let second = claim(&client, 100).await;
+    let expected = [("-", 3), ("free", 2), ("r", 2), ("t:1", 1), ("t:2", 1), ("t:vip", 3)];
+    assert_eq!(by_key(&second), owned(&expected), "saturated keys skipped, the rest taken");
+    assert!(claim(&client, 100).await.is_empty(), "every key is at its limit");
+
+    complete(&client, &first[0]).await;
+    let freed = claim(&client, 100).await;
+    assert_eq!(by_key(&freed), owned(&[("a", 1)]), "a finished task frees one slot");
+
+    client.set_limit(&Limit::new("a").concurrency(1)).await.expect("lower the limit");
+    assert!(claim(&client, 100).await.is_empty(), "2 run, 1 allowed");
+    complete(&client, &first[1]).await;
+    assert!(claim(&client, 100).await.is_empty(), "1 runs, 1 allowed");
+    complete(&client, &freed[0]).await;
+    assert_eq!(by_key(&claim(&client, 100).await), owned(&[("a", 1)]), "under the lowered limit again");
+
+    for task in second.iter().filter(|t| t.limit_key().as_deref() == Some("r")) {
+        complete(&client, task).await;
+    }
+    assert!(claim(&client, 100).await.is_empty(), "the rate, not the count, holds r back");
+
+    assert!(client.remove_limit("a").await.expect("remove"));
+    assert_eq!(by_key(&claim(&client, 100).await), owned(&[("a", 1)]), "the last a starts once unlimited");
 }
