@@ -89,6 +89,8 @@ macro_rules! worker_suite_tests {
             "multi_thread": schedules_are_managed_through_the_client,
             "multi_thread": limits_are_set_read_and_removed,
             "multi_thread": a_claim_admits_what_each_limit_allows,
+            "multi_thread": a_fleet_never_runs_more_of_a_key_than_its_limit,
+            "multi_thread": a_rate_limit_paces_the_starts_of_a_fleet,
             "multi_thread": a_task_knows_its_children_and_its_key,
             "multi_thread": counts_agree_with_the_rows_and_stop_at_their_bound,
             "multi_thread": oldest_due_reads_each_queue_across_priorities,
