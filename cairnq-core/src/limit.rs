@@ -217,9 +217,10 @@ impl Limit {
 
 impl crate::model::Task {
     /// The task's flow-control key: the string `limit_key` of its metadata
-    /// (see [`SubmitOptions::limit_key`](crate::SubmitOptions::limit_key)).
-    /// `None` when there is none, or when it is not a JSON string (such a
-    /// task is not limited).
+    /// (see [`SubmitOptions::limit_key`](crate::SubmitOptions::limit_key));
+    /// a number another writer put there counts as its text, as the SQL
+    /// backends read it. `None` when there is none, or for any other value
+    /// (such a task is not limited).
     pub fn limit_key(&self) -> Option<String> {
         #[derive(serde::Deserialize)]
         struct Metadata {
@@ -227,6 +228,7 @@ impl crate::model::Task {
         }
         match self.metadata.decode::<Metadata>().ok()?.limit_key? {
             serde_json::Value::String(key) => Some(key),
+            serde_json::Value::Number(n) => Some(n.to_string()),
             _ => None,
         }
     }

@@ -50,7 +50,9 @@ pub use clients::{
 };
 pub use events::worker_events_name_their_attempt;
 pub use fairness::worker_processes_share_a_drain;
-pub use flow_control::{a_claim_admits_what_each_limit_allows, limits_are_set_read_and_removed};
+pub use flow_control::{
+    a_claim_admits_what_each_limit_allows, keys_take_turns_within_a_priority, limits_are_set_read_and_removed,
+};
 pub use flow_fleet::{a_fleet_never_runs_more_of_a_key_than_its_limit, a_rate_limit_paces_the_starts_of_a_fleet};
 pub use handler_api::{
     a_batch_item_that_does_not_decode_fails_alone, a_context_that_lost_its_lease_submits_no_children,

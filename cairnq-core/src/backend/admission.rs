@@ -195,6 +195,13 @@ impl Admission {
         }
     }
 
+    /// How many more tasks of `key` may start in this claim
+    /// (`u64::MAX`: no limit applies).
+    pub fn budget(&mut self, key: &str) -> u64 {
+        let now_ms = self.now_ms;
+        self.state(key).map_or(u64::MAX, |state| state.budget(now_ms))
+    }
+
     /// Starts one task of `key` when its limit allows (a task without a
     /// key, or whose key no limit applies to, always starts); whether it
     /// may.

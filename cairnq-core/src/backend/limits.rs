@@ -26,12 +26,12 @@ use serde_json::Value;
 
 use super::admission::Admission;
 use super::claim_plan::DrawPlan;
-use super::flows::{Executor, LimitLocks, take_claimed};
+use super::flows::{Executor, LimitLocks};
 use super::query::Query;
 use super::schedules::clock;
 use crate::error::{Error, Result};
 use crate::model::Task;
-use crate::store::{ClaimDraw, ClaimParams, LimitRow, LimitsQuery, RemoveLimitParams, SetLimitParams};
+use crate::store::{ClaimParams, LimitRow, LimitsQuery, RemoveLimitParams, SetLimitParams};
 
 /// A limit row as its statements return it.
 #[derive(Deserialize)]
@@ -44,7 +44,7 @@ struct StoredLimit {
     updated_at_ms: i64,
 }
 
-fn decode<T: for<'de> Deserialize<'de>>(what: &str, text: &str) -> Result<T> {
+pub(super) fn decode<T: for<'de> Deserialize<'de>>(what: &str, text: &str) -> Result<T> {
     serde_json::from_str(text).map_err(|e| Error::corrupt_row(format!("a {what} row: {e}")))
 }
 
@@ -129,11 +129,13 @@ fn with_keys(q: Query, keys: Option<&[String]>) -> Query {
     }
 }
 
-/// A limit key is a JSON string; any other value in `limit_key` limits
-/// nothing.
-fn text_key(value: Value) -> Option<String> {
+/// The limit key a `limit_key` value stands for: a string as it is, a
+/// number as its text (as SQL reads `limit_key` as text); any other value
+/// limits nothing.
+pub(super) fn text_key(value: Value) -> Option<String> {
     match value {
         Value::String(key) => Some(key),
+        Value::Number(n) => Some(n.to_string()),
         _ => None,
     }
 }
@@ -173,16 +175,10 @@ pub(super) async fn claim_limited(
     Ok(claimed)
 }
 
-/// A due row a limit-aware draw may take, with its limit key.
-#[derive(Deserialize)]
-struct Candidate {
-    id: String,
-    key: Option<Value>,
-}
-
-/// The admissions of one claim and the keys it holds.
-struct LimitedClaim {
-    admission: Admission,
+/// The admissions of one claim and the keys it holds (its draws are
+/// [`limit_walk`](super::limit_walk)'s).
+pub(super) struct LimitedClaim {
+    pub(super) admission: Admission,
     /// Limited keys this transaction holds (or, with exclusive locks,
     /// every key: what was read is exact).
     locked: HashSet<String>,
@@ -190,70 +186,11 @@ struct LimitedClaim {
 }
 
 impl LimitedClaim {
-    /// One draw of up to `limit` rows; the tasks and how many rows were
-    /// drawn (as [`take_claimed`] counts them).
-    async fn draw(
-        &mut self,
-        exec: &impl Executor,
-        params: &ClaimParams,
-        draw: &ClaimDraw,
-        limit: u32,
-    ) -> Result<(Vec<Task>, usize)> {
-        let (mut tasks, mut drawn) = (Vec::new(), 0);
-        while drawn < limit as usize {
-            let want = limit as usize - drawn;
-            let q = Query::new(Sql::SelectLimitCandidates)
-                .arg("limit", i64::try_from(want).unwrap_or(i64::MAX))
-                .arg("blocked", self.admission.blocked())
-                .scope(&draw.queues, draw.names.as_deref());
-            let texts = exec.ids(q).await?;
-            let candidates: Vec<(String, Option<String>)> = texts
-                .iter()
-                .map(|t| decode::<Candidate>("claim candidate", t).map(|c| (c.id, c.key.and_then(text_key))))
-                .collect::<Result<_>>()?;
-            self.lock(exec, candidates.iter().filter_map(|(_, key)| key.as_deref())).await?;
-            let picked: Vec<&(String, Option<String>)> =
-                candidates.iter().filter(|(_, key)| self.admission.try_start(key.as_deref())).collect();
-            if !picked.is_empty() {
-                let ids: Vec<String> = picked.iter().map(|(id, _)| id.clone()).collect();
-                let q = Query::new(Sql::ClaimTasksById)
-                    .arg("ids", ids)
-                    .arg("worker_id", &params.worker_id)
-                    .arg("lease_ms", params.lease_ms);
-                let rows = exec.tasks(q).await?;
-                let got: HashSet<&str> = rows
-                    .iter()
-                    .filter_map(|row| match row {
-                        Ok(task) => Some(task.id.as_str()),
-                        Err(undecodable) => undecodable.task_id.as_deref(),
-                    })
-                    .collect();
-                for (id, key) in &picked {
-                    if let (false, Some(key)) = (got.contains(id.as_str()), key) {
-                        self.admission.unstart(key);
-                    }
-                }
-                let (taken, n) = take_claimed(exec, params, rows).await?;
-                tasks.extend(taken);
-                drawn += n;
-                if n == 0 {
-                    // Every row picked was taken by another claimer: the
-                    // next claim sees what is left.
-                    break;
-                }
-            }
-            if candidates.len() < want {
-                break;
-            }
-        }
-        Ok((tasks, drawn))
-    }
-
     /// Locks the limited keys among `keys` this transaction does not hold
     /// yet; a key another claimer holds is skipped this round, and a key
     /// just locked is counted again (what was read before the lock may be
     /// stale).
-    async fn lock<'k>(&mut self, exec: &impl Executor, keys: impl Iterator<Item = &'k str>) -> Result<()> {
+    pub(super) async fn lock<'k>(&mut self, exec: &impl Executor, keys: impl Iterator<Item = &'k str>) -> Result<()> {
         let book = self.admission.book();
         let mut wanted: Vec<String> =
             keys.filter(|k| book.limits(k) && !self.locked.contains(*k)).map(str::to_string).collect();

@@ -16,6 +16,7 @@ mod claim_plan;
 mod feeds;
 pub mod flows;
 mod helpers;
+mod limit_walk;
 pub mod limits;
 mod list_plan;
 mod query;

@@ -303,10 +303,15 @@ impl Query {
             [one] => self.flag("one_queue").arg("queue", one),
             many => self.flag("many_queues").arg("queues", many.to_vec()),
         };
+        query.names(names)
+    }
+
+    /// The name filter of [`scope`](Self::scope) alone.
+    pub fn names(self, names: Option<&[String]>) -> Self {
         match names {
-            None => query,
-            Some([one]) => query.flag("one_name").arg("name", one),
-            Some(many) => query.flag("many_names").arg("names", many.to_vec()),
+            None => self,
+            Some([one]) => self.flag("one_name").arg("name", one),
+            Some(many) => self.flag("many_names").arg("names", many.to_vec()),
         }
     }
 }

@@ -87,3 +87,45 @@ update cairnq_tasks t set
 from clock, picked
 where t.id = picked.id
 returning t.*
+
+-- The groups of one queue's queued rows after the cursor (:priority,
+-- :after), in the order of the queued index of ext_0007 (priority desc,
+-- then limit key as text, the empty text for none), at most :max_groups,
+-- each as [priority, key]. A skip scan: every step is a few seeks in that
+-- index, however many rows a group holds, so a key with a huge throttled
+-- backlog costs one step. Start above the top priority (2147483648, '')
+-- to begin with the first group.
+-- name: select_limit_groups
+with recursive groups(priority, lk, n) as (
+    select :priority::bigint, :after::text, 0
+    union all
+    select
+        case when (select min(coalesce(metadata ->> 'limit_key', '')) from cairnq_tasks
+                   where queue = :queue and status = 'queued' and priority = g.priority and coalesce(metadata ->> 'limit_key', '') > g.lk) is not null
+             then g.priority
+             else (select max(priority) from cairnq_tasks
+                   where queue = :queue and status = 'queued' and priority < g.priority) end,
+        coalesce(
+            (select min(coalesce(metadata ->> 'limit_key', '')) from cairnq_tasks
+                   where queue = :queue and status = 'queued' and priority = g.priority and coalesce(metadata ->> 'limit_key', '') > g.lk),
+            (select min(coalesce(metadata ->> 'limit_key', '')) from cairnq_tasks
+             where queue = :queue and status = 'queued' and priority = (select max(priority) from cairnq_tasks
+                   where queue = :queue and status = 'queued' and priority < g.priority))),
+        g.n + 1
+    from groups g
+    where g.n < :max_groups::bigint and g.priority is not null
+)
+select json_build_array(priority, lk)::text as id from groups where n > 0 and priority is not null order by n
+
+-- One group's due rows (see select_limit_groups), oldest first, at most
+-- :limit: a range of the queued index.
+-- name: select_limit_group_rows
+with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms)
+select id from cairnq_tasks
+where queue = :queue and status = 'queued' and priority = :priority::integer
+  and coalesce(metadata ->> 'limit_key', '') = :key::text
+  and run_at_ms <= (select now_ms from clock)
+  and name = :name -- when: one_name
+  and name = any(:names::text[]) -- when: many_names
+order by run_at_ms, id
+limit :limit::bigint

@@ -79,3 +79,48 @@ update or fail cairnq_tasks set
     updated_at_ms = :now_ms
 where id in (select value from json_each(:ids)) and +status = 'queued'
 returning *
+
+-- The groups of one queue's queued rows after the cursor (:priority,
+-- :after), in the order of the queued index of ext_0007 (priority desc,
+-- then limit key as text, the empty text for none), at most :max_groups,
+-- each as [priority, key]. A skip scan: every step is a few seeks in that
+-- index, however many rows a group holds, so a key with a huge throttled
+-- backlog costs one step. Start above the top priority (2147483648, '')
+-- to begin with the first group.
+-- name: select_limit_groups
+with recursive groups(priority, lk, n) as (
+    select :priority, :after, 0
+    union all
+    select
+        case when (select min(coalesce(cast(json_extract(metadata, '$.limit_key') as text), '')) from cairnq_tasks
+                   where queue = :queue and status = 'queued' and priority = groups.priority
+                     and coalesce(cast(json_extract(metadata, '$.limit_key') as text), '') > groups.lk) is not null
+             then groups.priority
+             else (select max(priority) from cairnq_tasks
+                   where queue = :queue and status = 'queued' and priority < groups.priority) end,
+        coalesce(
+            (select min(coalesce(cast(json_extract(metadata, '$.limit_key') as text), '')) from cairnq_tasks
+             where queue = :queue and status = 'queued' and priority = groups.priority
+               and coalesce(cast(json_extract(metadata, '$.limit_key') as text), '') > groups.lk),
+            (select min(coalesce(cast(json_extract(metadata, '$.limit_key') as text), '')) from cairnq_tasks
+             where queue = :queue and status = 'queued' and priority = (
+                 select max(priority) from cairnq_tasks
+                 where queue = :queue and status = 'queued' and priority < groups.priority))),
+        n + 1
+    from groups
+    where n < :max_groups and groups.priority is not null
+)
+select json_array(priority, lk) as id from groups where n > 0 and priority is not null order by n
+
+-- One group's due rows (see select_limit_groups), oldest first, at most
+-- :limit: a range of the queued index (the unary `+` keeps the name off
+-- the claim name index, whose range holds every key's rows of the name).
+-- name: select_limit_group_rows
+select id from cairnq_tasks
+where queue = :queue and status = 'queued' and priority = :priority
+  and coalesce(cast(json_extract(metadata, '$.limit_key') as text), '') = :key
+  and run_at_ms <= :now_ms
+  and +name = :name -- when: one_name
+  and +name in (select value from json_each(:names)) -- when: many_names
+order by run_at_ms, id
+limit :limit

@@ -4,11 +4,12 @@
 //! running count from the task rows, the rate from one theoretical arrival
 //! time per key) with the core's [`Admission`].
 
-use std::collections::{BTreeMap, HashMap};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use cairnq_core::Result;
 use cairnq_core::backend::Admission;
 use cairnq_core::store::{LimitRow, LimitsQuery, RemoveLimitParams, SetLimitParams};
+use cairnq_core::{Result, Task};
 
 use super::MemoryStore;
 use super::tables::Tables;
@@ -47,6 +48,49 @@ impl Limits {
     pub(super) fn record(&mut self, admission: &Admission) {
         self.state.extend(admission.rate_states());
     }
+}
+
+/// One key's due rows at one priority, oldest first.
+type KeyGroup<'t> = (String, VecDeque<&'t Task>);
+
+/// The ids of `due` (one draw's due rows, in claim order) the limits let
+/// start, at most `limit`, in the order the SQL backends take them: on one
+/// queue, the keys of each priority take turns (the empty key, no key,
+/// first; then by key), oldest first within a key; over several queues,
+/// claim order.
+pub(super) fn admitted(due: Vec<&Task>, one_queue: bool, limit: usize, admission: &mut Admission) -> Vec<String> {
+    if !one_queue {
+        let keyed = due.into_iter().map(|t| (t.id.clone(), t.limit_key()));
+        return keyed.filter(|(_, key)| admission.try_start(key.as_deref())).take(limit).map(|(id, _)| id).collect();
+    }
+    let mut groups: BTreeMap<(Reverse<i32>, String), VecDeque<&Task>> = BTreeMap::new();
+    for task in due {
+        groups.entry((Reverse(task.priority), task.limit_key().unwrap_or_default())).or_default().push_back(task);
+    }
+    let mut picked = Vec::new();
+    let mut levels: Vec<(i32, Vec<KeyGroup<'_>>)> = Vec::new();
+    for ((Reverse(priority), key), tasks) in groups {
+        match levels.last_mut() {
+            Some((at, level)) if *at == priority => level.push((key, tasks)),
+            _ => levels.push((priority, vec![(key, tasks)])),
+        }
+    }
+    for (_, mut level) in levels {
+        let mut open = vec![true; level.len()];
+        while picked.len() < limit && open.iter().any(|o| *o) {
+            for ((key, tasks), open) in level.iter_mut().zip(open.iter_mut()) {
+                if picked.len() >= limit || !*open {
+                    continue;
+                }
+                let key = Some(key.as_str()).filter(|k| !k.is_empty());
+                match tasks.pop_front() {
+                    Some(task) if admission.try_start(key) => picked.push(task.id.clone()),
+                    _ => *open = false,
+                }
+            }
+        }
+    }
+    picked
 }
 
 impl MemoryStore {

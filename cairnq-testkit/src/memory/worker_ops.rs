@@ -12,7 +12,7 @@ use cairnq_core::store::{
 };
 use cairnq_core::{ErrorEnvelope, HeldLease, Json, Repaired, Result, Task, TaskRef, TaskStatus};
 
-use super::limits::Limits;
+use super::limits::{Limits, admitted};
 use super::tables::{DueKey, Tables, Txn};
 
 /// Whether `task` is a due queued row a draw or probe over `queues` and
@@ -126,12 +126,10 @@ fn draw_once(
         None => best_due(txn.tables(), now_ms, queues, names, limit).into_iter().map(|(_, _, id)| id.clone()).collect(),
         Some(admission) => {
             let tables = txn.tables();
-            best_due(tables, now_ms, queues, names, usize::MAX)
+            let due = best_due(tables, now_ms, queues, names, usize::MAX)
                 .into_iter()
-                .filter(|(_, _, id)| admission.try_start(tables.task(id).and_then(Task::limit_key).as_deref()))
-                .take(limit)
-                .map(|(_, _, id)| id.clone())
-                .collect()
+                .filter_map(|(_, _, id)| tables.task(id));
+            admitted(due.collect(), queues.len() == 1, limit, admission)
         }
     };
     let lease_until = now_ms.saturating_add(params.lease_ms);

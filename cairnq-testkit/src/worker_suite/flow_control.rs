@@ -144,3 +144,32 @@ pub async fn a_claim_admits_what_each_limit_allows(factory: &dyn BackendFactory)
     assert!(client.remove_limit("a").await.expect("remove"));
     assert_eq!(by_key(&claim(&client, 100).await), owned(&[("a", 1)]), "the last a starts once unlimited");
 }
+
+/// Fair share while any limit is set: within one priority the keys of a
+/// queue take turns in a claim (tasks without a key as one more key, first),
+/// so a key with a large backlog and a key with a few tasks both progress;
+/// a higher priority still goes first, and a key's own tasks go oldest
+/// first.
+pub async fn keys_take_turns_within_a_priority(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    client.set_limit(&Limit::new("elsewhere").concurrency(1)).await.expect("any limit turns the walk on");
+    let mut specs = keyed("A", 0, 100);
+    for (key, priority, n) in [("B", 0, 3), ("-", 0, 2), ("C", 1, 2)] {
+        specs.extend(keyed(key, priority, n));
+    }
+    let submitted = client.submit_many(&specs).await.expect("submit");
+    let first = claim(&client, 8).await;
+    assert_eq!(by_key(&first), owned(&[("-", 2), ("A", 2), ("B", 2), ("C", 2)]), "C's priority, then turns");
+    let second = claim(&client, 8).await;
+    assert_eq!(by_key(&second), owned(&[("A", 7), ("B", 1)]), "B's last task gets its turn");
+    // Claim order within a key: run_at_ms, then id (ids are not monotonic
+    // within one millisecond).
+    let in_claim_order = |tasks: &mut Vec<&Task>| tasks.sort_by(|a, b| (a.run_at_ms, &a.id).cmp(&(b.run_at_ms, &b.id)));
+    let mut a_all: Vec<&Task> = submitted.iter().filter(|t| t.limit_key().as_deref() == Some("A")).collect();
+    let mut a_taken: Vec<&Task> =
+        first.iter().chain(&second).filter(|t| t.limit_key().as_deref() == Some("A")).collect();
+    in_claim_order(&mut a_all);
+    in_claim_order(&mut a_taken);
+    let ids = |tasks: &[&Task]| tasks.iter().map(|t| t.id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&a_taken), ids(&a_all[..9]), "a key's oldest tasks first");
+}
