@@ -53,8 +53,9 @@ on conflict (key) do update set tat_ms = excluded.tat_ms
 returning key as id
 
 -- The best due rows of a draw whose limit key is not in :blocked (keys at
--- their limit), in claim order, each with its key. Read only and locking
--- nothing: the claim picks from these, then claims by id.
+-- their limit), in claim order, each with its key, locked (skipping rows
+-- another claimer holds, as claim_due_tasks does): the claim picks from
+-- these, then claims by id.
 -- name: select_limit_candidates
 with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms)
 select json_build_object('id', id, 'key', metadata -> 'limit_key')::text as id
@@ -68,6 +69,7 @@ where queue = any(:queues::text[]) -- when: many_queues
   and not coalesce((metadata ->> 'limit_key') = any(:blocked::text[]), false)
 order by priority desc, run_at_ms, id
 limit :limit::bigint
+for update skip locked
 
 -- The rows picked, claimed as claim_due_tasks claims: only those still
 -- queued, skipping a row another claimer holds.
@@ -118,7 +120,8 @@ with recursive groups(priority, lk, n) as (
 select json_build_array(priority, lk)::text as id from groups where n > 0 and priority is not null order by n
 
 -- One group's due rows (see select_limit_groups), oldest first, at most
--- :limit: a range of the queued index.
+-- :limit: a range of the queued index, locked, skipping rows another
+-- claimer holds (so claimers of one group take different rows).
 -- name: select_limit_group_rows
 with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms)
 select id from cairnq_tasks
@@ -129,3 +132,4 @@ where queue = :queue and status = 'queued' and priority = :priority::integer
   and name = any(:names::text[]) -- when: many_names
 order by run_at_ms, id
 limit :limit::bigint
+for update skip locked

@@ -173,3 +173,27 @@ pub async fn keys_take_turns_within_a_priority(factory: &dyn BackendFactory) {
     let ids = |tasks: &[&Task]| tasks.iter().map(|t| t.id.clone()).collect::<Vec<_>>();
     assert_eq!(ids(&a_taken), ids(&a_all[..9]), "a key's oldest tasks first");
 }
+
+/// A draw over several queues (which walks claim order rather than the
+/// per-queue groups) admits by the same limits: a key counts its running
+/// rows on every queue.
+pub async fn a_draw_over_several_queues_admits_by_the_same_limits(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    client.set_limit(&Limit::new("k").concurrency(2)).await.expect("set a limit");
+    let on = |queue: &str, key: &str, n: usize| {
+        let options = SubmitOptions::new().queue(queue);
+        let options = if key == "-" { options } else { options.limit_key(key) };
+        (0..n).map(move |i| TaskSpec::new("job", &i).options(options.clone())).collect::<Vec<_>>()
+    };
+    let specs: Vec<TaskSpec> = [on("q1", "k", 3), on("q2", "k", 3), on("q2", "-", 2)].concat();
+    client.submit_many(&specs).await.expect("submit");
+    let one = ClaimDraw::new(vec!["q1".into()]).names(vec!["job".into()]).limit(1);
+    let held = client.claim(&ClaimParams::new("worker_limits", 60_000).draw(one)).await.expect("claim on q1");
+    assert_eq!(by_key(&held), owned(&[("k", 1)]));
+    let both = ClaimDraw::new(vec!["q1".into(), "q2".into()]).names(vec!["job".into()]).limit(10);
+    let both = ClaimParams::new("worker_limits", 60_000).draw(both);
+    assert_eq!(by_key(&client.claim(&both).await.expect("claim")), owned(&[("-", 2), ("k", 1)]), "one slot left");
+    assert!(client.claim(&both).await.expect("claim").is_empty());
+    complete(&client, &held[0]).await;
+    assert_eq!(by_key(&client.claim(&both).await.expect("claim")), owned(&[("k", 1)]));
+}
