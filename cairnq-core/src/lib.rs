@@ -59,7 +59,7 @@ pub use error::{BoxError, Error, ErrorKind, Result};
 pub use install::{Install, MigrationStatus};
 pub use json::{Json, JsonError};
 pub use keys::Conflict;
-pub use limit::{Limit, LimitInfo, MAX_LIMIT_KEY_LEN, Rate};
+pub use limit::{Limit, LimitInfo, LimitStatus, MAX_LIMIT_KEY_LEN, Rate};
 pub use model::{
     HeldLease, ListCursor, ParseCursorError, QueueAge, QueueCounts, Stats, Task, TaskCount, TaskPage, TaskRef,
     TaskStatus, Undecodable, UnknownStatus,

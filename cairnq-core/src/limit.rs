@@ -101,6 +101,25 @@ pub struct LimitInfo {
     pub updated_at_ms: i64,
 }
 
+/// A limit with what it governs now ([`CairnQ::limit_statuses`](crate::CairnQ::limit_statuses)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LimitStatus {
+    /// The limit.
+    pub info: LimitInfo,
+    /// Tasks running now under it (of every key it applies to).
+    pub running: u64,
+    /// Tasks queued under it (due or not).
+    pub waiting: u64,
+    /// How many keys it applies to have tasks running or queued.
+    pub keys: u64,
+    /// With a rate: when it next lets a start through, in epoch ms by the
+    /// store's clock (for a prefix default, the soonest of its keys with
+    /// tasks waiting). `None` without a rate, or for a prefix default none
+    /// of whose keys waits.
+    pub next_admit_ms: Option<i64>,
+}
+
 impl Limit {
     /// A limit on `key` (a limit key, or a prefix ending in `*`) that bounds
     /// nothing yet: add a concurrency, a rate or both.

@@ -8,9 +8,10 @@ use cairnq_core::backend::{Coalescer, Query, Sql};
 use cairnq_core::store::{
     CancelParams, ChangeFeed, ChildrenParams, ClaimParams, CompleteBatchParams, CountQueuedParams, CountTasksParams,
     DeleteScheduleParams, FailParams, FeedParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams,
-    LimitRow, LimitsQuery, ListFilter, NewTask, PauseScheduleParams, ProbeParams, ProgressParams, PurgeFilter,
-    RemoveLimitParams, RepairParams, Repaired, RetryParams, SaveScheduleParams, ScheduleQuery, ScheduleRead,
-    ScheduleRow, SetLimitParams, SettleParams, StatsParams, SubmitManyParams, TaskKeyParams, TaskRow, WakeupsLost,
+    LimitRow, LimitUsage, LimitUsageParams, LimitsQuery, ListFilter, NewTask, PauseScheduleParams, ProbeParams,
+    ProgressParams, PurgeFilter, RemoveLimitParams, RepairParams, Repaired, RetryParams, SaveScheduleParams,
+    ScheduleQuery, ScheduleRead, ScheduleRow, SetLimitParams, SettleParams, StatsParams, SubmitManyParams,
+    TaskKeyParams, TaskRow, WakeupsLost,
 };
 use cairnq_core::{
     Capabilities, ChangeWatch, HeldLease, Install, QueueAge, Result, Store, Task, TaskCount, TaskRef, Wake,
@@ -427,6 +428,10 @@ impl Store for PostgresStore {
 
     async fn remove_limit(&self, params: &RemoveLimitParams) -> Result<bool> {
         on_connection!(self, limits::remove_limit, params)
+    }
+
+    async fn limit_usage(&self, params: &LimitUsageParams) -> Result<LimitUsage> {
+        on_connection!(self, limits::limit_usage, params)
     }
 
     async fn close(&self) -> Result<()> {

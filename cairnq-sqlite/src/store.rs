@@ -9,9 +9,10 @@ use cairnq_core::backend::{flows, limits, schedules};
 use cairnq_core::store::{
     CancelParams, ChangeFeed, ChildrenParams, ClaimParams, CompleteBatchParams, CountQueuedParams, CountTasksParams,
     DeleteScheduleParams, FailParams, FeedParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams,
-    LimitRow, LimitsQuery, ListFilter, NewTask, PauseScheduleParams, ProbeParams, ProgressParams, PurgeFilter,
-    RemoveLimitParams, RepairParams, Repaired, RetryParams, SaveScheduleParams, ScheduleQuery, ScheduleRead,
-    ScheduleRow, SetLimitParams, SettleParams, StatsParams, SubmitManyParams, TaskKeyParams, TaskRow,
+    LimitRow, LimitUsage, LimitUsageParams, LimitsQuery, ListFilter, NewTask, PauseScheduleParams, ProbeParams,
+    ProgressParams, PurgeFilter, RemoveLimitParams, RepairParams, Repaired, RetryParams, SaveScheduleParams,
+    ScheduleQuery, ScheduleRead, ScheduleRow, SetLimitParams, SettleParams, StatsParams, SubmitManyParams,
+    TaskKeyParams, TaskRow,
 };
 use cairnq_core::{
     Capabilities, ChangeWatch, Error, HeldLease, Json, QueueAge, Result, Store, Task, TaskCount, TaskRef, Wake,
@@ -466,6 +467,10 @@ impl Store for SqliteStore {
 
     async fn remove_limit(&self, params: &RemoveLimitParams) -> Result<bool> {
         write_flow!(self, limits::remove_limit, params)
+    }
+
+    async fn limit_usage(&self, params: &LimitUsageParams) -> Result<LimitUsage> {
+        write_flow!(self, limits::limit_usage, params)
     }
 
     /// Closes this store: it takes no new work (calls fail with

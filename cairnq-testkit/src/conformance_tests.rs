@@ -90,6 +90,7 @@ macro_rules! worker_suite_tests {
             "multi_thread": limits_are_set_read_and_removed,
             "multi_thread": a_claim_admits_what_each_limit_allows,
             "multi_thread": keys_take_turns_within_a_priority,
+            "multi_thread": limit_statuses_count_what_runs_and_waits,
             "multi_thread": a_draw_over_several_queues_admits_by_the_same_limits,
             "multi_thread": a_fleet_never_runs_more_of_a_key_than_its_limit,
             "multi_thread": a_rate_limit_paces_the_starts_of_a_fleet,

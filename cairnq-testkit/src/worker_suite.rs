@@ -52,7 +52,7 @@ pub use events::worker_events_name_their_attempt;
 pub use fairness::worker_processes_share_a_drain;
 pub use flow_control::{
     a_claim_admits_what_each_limit_allows, a_draw_over_several_queues_admits_by_the_same_limits,
-    keys_take_turns_within_a_priority, limits_are_set_read_and_removed,
+    keys_take_turns_within_a_priority, limit_statuses_count_what_runs_and_waits, limits_are_set_read_and_removed,
 };
 pub use flow_fleet::{a_fleet_never_runs_more_of_a_key_than_its_limit, a_rate_limit_paces_the_starts_of_a_fleet};
 pub use handler_api::{

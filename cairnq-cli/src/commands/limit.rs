@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use cairnq_core::{Limit, LimitInfo};
+use cairnq_core::{Limit, LimitStatus};
 use serde::Serialize;
 
 use crate::commands::Context;
@@ -28,7 +28,8 @@ enum Action {
     /// that limits each matching key separately). Like submit, a write: it creates and
     /// migrates the database when there is none.
     Set(SetArgs),
-    /// Every limit: concurrency, rate, burst.
+    /// Every limit: concurrency, rate, burst, and the tasks running and waiting under it
+    /// and when its rate next admits a start.
     Ls,
     /// Remove the limit stored under KEY exactly; -o json prints {"removed": KEY}.
     Rm(KeyArg),
@@ -76,18 +77,26 @@ struct View<'a> {
     rate_period_ms: Option<u128>,
     burst: Option<u32>,
     updated_at_ms: i64,
+    running: u64,
+    waiting: u64,
+    keys: u64,
+    next_admit_ms: Option<i64>,
 }
 
 impl<'a> View<'a> {
-    fn of(info: &'a LimitInfo) -> Self {
-        let l = &info.limit;
+    fn of(status: &'a LimitStatus) -> Self {
+        let l = &status.info.limit;
         Self {
             key: &l.key,
             concurrency: l.concurrency,
             rate_count: l.rate.map(|r| r.count),
             rate_period_ms: l.rate.map(|r| r.period.as_millis()),
             burst: l.burst,
-            updated_at_ms: info.updated_at_ms,
+            updated_at_ms: status.info.updated_at_ms,
+            running: status.running,
+            waiting: status.waiting,
+            keys: status.keys,
+            next_admit_ms: status.next_admit_ms,
         }
     }
 }
@@ -109,9 +118,11 @@ pub(crate) async fn run(context: &Context, args: Args) -> Result<Exit, Failure> 
             limit.burst = set.burst;
             limit.validate()?;
             let client = context.installing().await?;
-            print(context, &[client.set_limit(&limit).await?])?;
+            let set = client.set_limit(&limit).await?;
+            let statuses = client.limit_statuses().await?;
+            print(context, &statuses.into_iter().filter(|s| s.info.limit.key == set.limit.key).collect::<Vec<_>>())?;
         }
-        Action::Ls => print(context, &context.existing().await?.limits().await?)?,
+        Action::Ls => print(context, &context.existing().await?.limit_statuses().await?)?,
         Action::Rm(KeyArg { key }) => {
             Limit::validate_key(&key)?;
             if !context.existing().await?.remove_limit(&key).await? {
@@ -126,7 +137,7 @@ pub(crate) async fn run(context: &Context, args: Args) -> Result<Exit, Failure> 
     Ok(Exit::Ok)
 }
 
-fn print(context: &Context, limits: &[LimitInfo]) -> Result<(), Failure> {
+fn print(context: &Context, limits: &[LimitStatus]) -> Result<(), Failure> {
     match context.out.format {
         Format::Table => context.out.text(&table(limits).render(context.out.colour)),
         Format::Json => context.out.json(&limits.iter().map(View::of).collect::<Vec<_>>()),
@@ -134,12 +145,13 @@ fn print(context: &Context, limits: &[LimitInfo]) -> Result<(), Failure> {
     }
 }
 
-fn table(limits: &[LimitInfo]) -> Table {
+fn table(limits: &[LimitStatus]) -> Table {
     let now = now_ms();
     let none = || Cell::new("-", Tone::Dim);
-    let mut table = Table::new(vec!["KEY", "CONCURRENCY", "RATE", "BURST", "UPDATED"]);
-    for info in limits {
-        let l = &info.limit;
+    let mut table =
+        Table::new(vec!["KEY", "CONCURRENCY", "RATE", "BURST", "RUNNING", "WAITING", "NEXT START", "UPDATED"]);
+    for status in limits {
+        let (info, l) = (&status.info, &status.info.limit);
         let rate = l.rate.map(|r| {
             let period = humanize::short(u64::try_from(r.period.as_millis()).unwrap_or(u64::MAX));
             format!("{}/{period}", r.count)
@@ -149,6 +161,9 @@ fn table(limits: &[LimitInfo]) -> Table {
             l.concurrency.map_or_else(none, |c| c.to_string().into()),
             rate.map_or_else(none, Into::into),
             l.burst.map_or_else(none, |b| b.to_string().into()),
+            status.running.to_string().into(),
+            status.waiting.to_string().into(),
+            status.next_admit_ms.map_or_else(none, |at| relative(at, now).into()),
             relative(info.updated_at_ms, now).into(),
         ]);
     }

@@ -43,6 +43,12 @@ async fn limits_through_the_binary(fixture: &Fixture) {
 
     let task = cli.json(&["-o", "json", "submit", "bill", "--limit-key", "tenant:42", "--metadata", r#"{"a":1}"#]);
     assert_eq!(task["metadata"], json!({"a": 1, "limit_key": "tenant:42"}));
+    cli.json(&["-o", "json", "submit", "bill", "--limit-key", "tenant:7"]);
+    let tenants = &cli.json(&["-o", "json", "limit", "ls"])[2];
+    assert_eq!((tenants["waiting"].clone(), tenants["running"].clone()), (json!(2), json!(0)), "{tenants}");
+    assert_eq!((tenants["keys"].clone(), tenants["next_admit_ms"].clone()), (json!(2), json!(null)));
+    let table = cli.run(&["limit", "ls"]);
+    assert!(table.stdout.contains("WAITING") && table.stdout.contains("NEXT START"), "{}", table.stdout);
 
     assert_eq!(cli.json(&["-o", "json", "limit", "rm", "slow"]), json!({"removed": "slow"}));
     cli.run(&["limit", "rm", "slow"]).refused(3, "no limit slow");

@@ -107,6 +107,20 @@ impl LimitBook {
     pub fn limits(&self, key: &str) -> bool {
         self.bound(key).is_some()
     }
+
+    /// The stored key of the limit that applies to tasks of `key`
+    /// (`tenant:*` for a prefix default).
+    pub fn governing(&self, key: &str) -> Option<String> {
+        if self.exact.contains_key(key) {
+            return Some(key.to_string());
+        }
+        self.prefixes.iter().find(|(p, _)| key.starts_with(p.as_str())).map(|(p, _)| format!("{p}*"))
+    }
+
+    /// The rate that applies to tasks of `key`, if any.
+    pub fn rate(&self, key: &str) -> Option<Gcra> {
+        self.bound(key).and_then(|b| b.gcra)
+    }
 }
 
 /// One key's standing during a claim.

@@ -18,7 +18,7 @@
 //! is skipped this round, nobody waits, and what is counted after the lock
 //! is exact until the commit.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 use cairnq_protocol::Sql;
 use serde::Deserialize;
@@ -31,7 +31,9 @@ use super::query::Query;
 use super::schedules::clock;
 use crate::error::{Error, Result};
 use crate::model::Task;
-use crate::store::{ClaimParams, LimitRow, LimitsQuery, RemoveLimitParams, SetLimitParams};
+use crate::store::{
+    ClaimParams, KeyUsage, LimitRow, LimitUsage, LimitUsageParams, LimitsQuery, RemoveLimitParams, SetLimitParams,
+};
 
 /// A limit row as its statements return it.
 #[derive(Deserialize)]
@@ -96,17 +98,48 @@ pub(super) fn any_limits() -> Query {
 
 /// `(key, count)` of the running rows of `keys` (all keys: `None`).
 async fn running(exec: &impl Executor, keys: Option<&[String]>) -> Result<Vec<(String, u64)>> {
+    counts(exec, with_keys(Query::new(Sql::CountRunningByLimitKey), keys)).await
+}
+
+/// `(key, count)` rows of a counting statement (a key that is no text
+/// limits nothing and is left out).
+async fn counts(exec: &impl Executor, q: Query) -> Result<Vec<(String, u64)>> {
     #[derive(Deserialize)]
-    struct Running {
+    struct Count {
         key: Value,
         n: u64,
     }
-    let q = with_keys(Query::new(Sql::CountRunningByLimitKey), keys);
     let rows = exec.ids(q).await?;
     rows.iter()
-        .map(|t| decode::<Running>("running count", t))
+        .map(|t| decode::<Count>("key count", t))
         .filter_map(|r| r.map(|r| text_key(r.key).map(|k| (k, r.n))).transpose())
         .collect()
+}
+
+/// Every key with running or queued tasks or rate state, and how many of
+/// each (see [`Store::limit_usage`](crate::Store::limit_usage)).
+pub async fn limit_usage(exec: &impl Executor, params: &LimitUsageParams) -> Result<LimitUsage> {
+    let _ = params;
+    let now_ms = clock(exec).await?;
+    let (running, waiting, states) = futures::try_join!(
+        running(exec, None),
+        counts(exec, Query::new(Sql::CountQueuedByLimitKey)),
+        states(exec, None, now_ms),
+    )?;
+    let mut keys: BTreeMap<String, KeyUsage> = BTreeMap::new();
+    fn usage(keys: &mut BTreeMap<String, KeyUsage>, key: String) -> &mut KeyUsage {
+        keys.entry(key.clone()).or_insert_with(|| KeyUsage::new(key))
+    }
+    for (key, n) in running {
+        usage(&mut keys, key).running = n;
+    }
+    for (key, n) in waiting {
+        usage(&mut keys, key).waiting = n;
+    }
+    for (key, tat) in states {
+        usage(&mut keys, key).tat_ms = Some(tat);
+    }
+    Ok(LimitUsage::new(now_ms, keys.into_values().collect()))
 }
 
 /// `(key, theoretical arrival time)` of the rate states of `keys` that

@@ -3,10 +3,13 @@
 //! (see [`Limit`] for the semantics). Each limit is validated here, before
 //! anything is written.
 
+use std::collections::BTreeMap;
+
 use super::CairnQ;
+use crate::backend::LimitBook;
 use crate::error::Result;
-use crate::limit::{KeyUse, Limit, LimitInfo, validate_key};
-use crate::store::{LimitsQuery, RemoveLimitParams, SetLimitParams};
+use crate::limit::{KeyUse, Limit, LimitInfo, LimitStatus, validate_key};
+use crate::store::{LimitUsageParams, LimitsQuery, RemoveLimitParams, SetLimitParams};
 
 impl CairnQ {
     /// Creates or replaces the limit on `limit.key`; the limit as stored.
@@ -30,6 +33,36 @@ impl CairnQ {
     /// Every limit, by key.
     pub async fn limits(&self) -> Result<Vec<LimitInfo>> {
         self.store.limits(&LimitsQuery::all()).await?.iter().map(Limit::from_row).collect()
+    }
+
+    /// Every limit, by key, with what it governs now: the tasks running and
+    /// waiting under it and when its rate next admits a start. Reads the
+    /// limits and counts the running and queued tasks that carry a key.
+    pub async fn limit_statuses(&self) -> Result<Vec<LimitStatus>> {
+        let rows = self.store.limits(&LimitsQuery::all()).await?;
+        let usage = self.store.limit_usage(&LimitUsageParams::new()).await?;
+        let book = LimitBook::new(&rows);
+        let mut statuses: BTreeMap<String, LimitStatus> = BTreeMap::new();
+        for row in &rows {
+            let info = Limit::from_row(row)?;
+            let next_admit_ms =
+                book.rate(&row.key).filter(|_| !info.limit.is_prefix()).map(|g| g.next_admit(None, usage.now_ms));
+            statuses.insert(row.key.clone(), LimitStatus { info, running: 0, waiting: 0, keys: 0, next_admit_ms });
+        }
+        for key in &usage.keys {
+            let Some(status) = book.governing(&key.key).and_then(|k| statuses.get_mut(&k)) else { continue };
+            status.running += key.running;
+            status.waiting += key.waiting;
+            status.keys += u64::from(key.running + key.waiting > 0);
+            let Some(rate) = book.rate(&key.key) else { continue };
+            let at = rate.next_admit(key.tat_ms, usage.now_ms);
+            status.next_admit_ms = if status.info.limit.is_prefix() {
+                (key.waiting > 0).then_some(at).into_iter().chain(status.next_admit_ms).min()
+            } else {
+                Some(at)
+            };
+        }
+        Ok(statuses.into_values().collect())
     }
 
     /// The limit stored under exactly `key` (a prefix default is read by

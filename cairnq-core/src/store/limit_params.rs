@@ -87,3 +87,56 @@ impl LimitsQuery {
         Self { key: Some(key.into()) }
     }
 }
+
+/// Ask for the flow-control usage of every limit key with running or
+/// queued tasks ([`Store::limit_usage`](crate::Store::limit_usage)).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LimitUsageParams {}
+
+impl LimitUsageParams {
+    /// Every key.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// One limit key's tasks and rate state now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct KeyUsage {
+    /// The task's limit key (as text).
+    pub key: String,
+    /// Its rows running now.
+    pub running: u64,
+    /// Its rows queued now (due or not).
+    pub waiting: u64,
+    /// Its stored theoretical arrival time, when one can still hold a start
+    /// back.
+    pub tat_ms: Option<i64>,
+}
+
+impl KeyUsage {
+    /// A key with nothing running or waiting and no rate state.
+    pub fn new(key: impl Into<String>) -> Self {
+        Self { key: key.into(), running: 0, waiting: 0, tat_ms: None }
+    }
+}
+
+/// What [`Store::limit_usage`](crate::Store::limit_usage) read, with the
+/// store's now.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LimitUsage {
+    /// The store's clock when read.
+    pub now_ms: i64,
+    /// Every key with running or queued tasks, or rate state, by key.
+    pub keys: Vec<KeyUsage>,
+}
+
+impl LimitUsage {
+    /// Usage read at `now_ms`.
+    pub fn new(now_ms: i64, keys: Vec<KeyUsage>) -> Self {
+        Self { now_ms, keys }
+    }
+}

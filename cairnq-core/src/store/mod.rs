@@ -39,7 +39,9 @@ use crate::error::{Error, Result};
 use crate::model::{HeldLease, QueueAge, Task, TaskCount, TaskRef, Undecodable};
 
 pub use feed::{Change, ChangeFeed, FeedParams, WakeupsLost};
-pub use limit_params::{LimitRow, LimitsQuery, RemoveLimitParams, SetLimitParams};
+pub use limit_params::{
+    KeyUsage, LimitRow, LimitUsage, LimitUsageParams, LimitsQuery, RemoveLimitParams, SetLimitParams,
+};
 pub use read_params::{ChildrenParams, CountTasksParams, TaskKeyParams};
 pub use schedule_params::{
     DeleteScheduleParams, FireScheduleParams, PauseScheduleParams, SaveScheduleParams, ScheduleQuery, ScheduleRead,
@@ -363,6 +365,15 @@ pub trait Store: Send + Sync + 'static {
     async fn remove_limit(&self, params: &RemoveLimitParams) -> Result<bool> {
         let _ = params;
         Err(unsupported(self.backend(), "remove_limit"))
+    }
+
+    /// How many tasks of each limit key run and wait, and the keys' rate
+    /// state (for `cairnq limit ls` and dashboards; a read that counts the
+    /// running and queued rows that carry a key). The default:
+    /// [`Error::UnsupportedBackend`].
+    async fn limit_usage(&self, params: &LimitUsageParams) -> Result<LimitUsage> {
+        let _ = params;
+        Err(unsupported(self.backend(), "limit_usage"))
     }
 
     /// Releases the backend's connections and threads. Calls after close

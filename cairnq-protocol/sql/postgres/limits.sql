@@ -133,3 +133,11 @@ where queue = :queue and status = 'queued' and priority = :priority::integer
 order by run_at_ms, id
 limit :limit::bigint
 for update skip locked
+
+-- How many rows of each limit key are queued (due or not), from the queued
+-- index of ext_0007.
+-- name: count_queued_by_limit_key
+select json_build_object('key', coalesce(metadata ->> 'limit_key', ''), 'n', count(*))::text as id
+from cairnq_tasks
+where status = 'queued' and coalesce(metadata ->> 'limit_key', '') <> ''
+group by coalesce(metadata ->> 'limit_key', '')

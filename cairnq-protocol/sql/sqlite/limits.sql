@@ -124,3 +124,11 @@ where queue = :queue and status = 'queued' and priority = :priority
   and +name in (select value from json_each(:names)) -- when: many_names
 order by run_at_ms, id
 limit :limit
+
+-- How many rows of each limit key are queued (due or not), from the queued
+-- index of ext_0007 alone.
+-- name: count_queued_by_limit_key
+select json_object('key', coalesce(cast(json_extract(metadata, '$.limit_key') as text), ''), 'n', count(*)) as id
+from cairnq_tasks
+where status = 'queued' and coalesce(cast(json_extract(metadata, '$.limit_key') as text), '') <> ''
+group by coalesce(cast(json_extract(metadata, '$.limit_key') as text), '')

@@ -8,7 +8,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use cairnq_core::backend::Admission;
-use cairnq_core::store::{LimitRow, LimitsQuery, RemoveLimitParams, SetLimitParams};
+use cairnq_core::store::{KeyUsage, LimitRow, LimitUsage, LimitsQuery, RemoveLimitParams, SetLimitParams};
 use cairnq_core::{Result, Task};
 
 use super::MemoryStore;
@@ -115,6 +115,27 @@ impl MemoryStore {
     pub(super) fn delete_limit(&self, params: &RemoveLimitParams) -> Result<bool> {
         self.read(|_, _| Ok(()))?;
         Ok(self.limit_tables().rows.remove(&params.key).is_some())
+    }
+
+    pub(super) fn usage(&self) -> Result<LimitUsage> {
+        let state = self.limit_tables().state.clone();
+        self.read(|tables, now_ms| {
+            let mut keys: BTreeMap<String, KeyUsage> = BTreeMap::new();
+            for task in tables.running_tasks() {
+                if let Some(key) = task.limit_key() {
+                    keys.entry(key.clone()).or_insert_with(|| KeyUsage::new(key)).running += 1;
+                }
+            }
+            for task in tables.queued_tasks() {
+                if let Some(key) = task.limit_key() {
+                    keys.entry(key.clone()).or_insert_with(|| KeyUsage::new(key)).waiting += 1;
+                }
+            }
+            for (key, tat) in state.into_iter().filter(|(_, tat)| *tat > now_ms) {
+                keys.entry(key.clone()).or_insert_with(|| KeyUsage::new(key)).tat_ms = Some(tat);
+            }
+            Ok(LimitUsage::new(now_ms, keys.into_values().collect()))
+        })
     }
 
     /// Runs `claim` with the limits locked for its whole length, so what

@@ -29,9 +29,9 @@ use async_trait::async_trait;
 use cairnq_core::store::{
     CancelParams, ChangeFeed, ChildrenParams, ClaimParams, CompleteBatchParams, CountQueuedParams, CountTasksParams,
     DeleteScheduleParams, FailParams, FeedParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams,
-    LimitRow, LimitsQuery, ListFilter, NewTask, PauseScheduleParams, ProbeParams, ProgressParams, PurgeFilter,
-    RemoveLimitParams, RepairParams, RetryParams, SaveScheduleParams, ScheduleQuery, ScheduleRead, ScheduleRow,
-    SetLimitParams, SettleParams, StatsParams, SubmitManyParams, TaskKeyParams, TaskRow,
+    LimitRow, LimitUsage, LimitUsageParams, LimitsQuery, ListFilter, NewTask, PauseScheduleParams, ProbeParams,
+    ProgressParams, PurgeFilter, RemoveLimitParams, RepairParams, RetryParams, SaveScheduleParams, ScheduleQuery,
+    ScheduleRead, ScheduleRow, SetLimitParams, SettleParams, StatsParams, SubmitManyParams, TaskKeyParams, TaskRow,
 };
 use cairnq_core::{
     Capabilities, ChangeWatch, Clock, Error, HeldLease, QueueAge, Repaired, Result, Store, SystemClock, Task,
@@ -282,6 +282,10 @@ impl Store for MemoryStore {
 
     async fn remove_limit(&self, params: &RemoveLimitParams) -> Result<bool> {
         self.delete_limit(params)
+    }
+
+    async fn limit_usage(&self, _params: &LimitUsageParams) -> Result<LimitUsage> {
+        self.usage()
     }
 
     /// Drops every row; calls after this fail with [`Error::StoreClosed`].

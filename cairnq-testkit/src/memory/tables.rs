@@ -81,6 +81,11 @@ impl Tables {
             .map(|(_, id)| id.as_str())
     }
 
+    /// Every queued row (due or not), queue by queue.
+    pub(super) fn queued_tasks(&self) -> impl Iterator<Item = &Task> {
+        self.queued.values().flatten().filter_map(|(_, _, id)| self.tasks.get(id))
+    }
+
     /// Every running row.
     pub(super) fn running_tasks(&self) -> impl Iterator<Item = &Task> {
         self.running.iter().filter_map(|(_, id)| self.tasks.get(id))

@@ -197,3 +197,28 @@ pub async fn a_draw_over_several_queues_admits_by_the_same_limits(factory: &dyn 
     complete(&client, &held[0]).await;
     assert_eq!(by_key(&client.claim(&both).await.expect("claim")), owned(&[("k", 1)]));
 }
+
+/// What each limit governs now: a prefix default sums the running and
+/// waiting tasks of its keys; a rate says when it next admits (an hour on,
+/// once its burst of 1 started a task).
+pub async fn limit_statuses_count_what_runs_and_waits(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    client.set_limit(&Limit::new("t:*").concurrency(1)).await.expect("set a limit");
+    client.set_limit(&Limit::new("api").rate(1, Duration::from_secs(3_600))).await.expect("set a limit");
+    let mut specs = keyed("t:1", 0, 3);
+    for (key, n) in [("t:2", 2), ("api", 2), ("-", 1)] {
+        specs.extend(keyed(key, 0, n));
+    }
+    client.submit_many(&specs).await.expect("submit");
+    let started = claim(&client, 100).await;
+    assert_eq!(by_key(&started), owned(&[("-", 1), ("api", 1), ("t:1", 1), ("t:2", 1)]));
+    let statuses = client.limit_statuses().await.expect("read statuses");
+    let keys: Vec<&str> = statuses.iter().map(|s| s.info.limit.key.as_str()).collect();
+    assert_eq!(keys, ["api", "t:*"]);
+    let (api, tenants) = (&statuses[0], &statuses[1]);
+    assert_eq!((api.running, api.waiting, api.keys), (1, 1, 1));
+    let next = api.next_admit_ms.expect("a rate says when it admits");
+    let started_at = started.iter().map(|t| t.updated_at_ms).max().expect("claimed");
+    assert!(next >= started_at + 3_599_000, "the next start an hour on: {next} after {started_at}");
+    assert_eq!((tenants.running, tenants.waiting, tenants.keys, tenants.next_admit_ms), (2, 3, 2, None));
+}
