@@ -5,6 +5,9 @@
 -- walk over them) and takes each group's due rows from its start. A
 -- partial index: a row is in it only while queued. Like every extension
 -- index it changes no shared statement's meaning; every writer keeps it.
+-- The second term (true of every row) keeps it away from the shared
+-- statements: the planner uses a partial index only where it can prove
+-- its WHERE, and only our statements compare the key.
 create index if not exists cairnq_ext_tasks_limit_queued_idx
     on cairnq_tasks (queue, priority desc, (coalesce(metadata ->> 'limit_key', '')), run_at_ms, id)
-    where status = 'queued';
+    where status = 'queued' and coalesce(metadata ->> 'limit_key', '') is not null;

@@ -23,10 +23,7 @@ create table if not exists cairnq_ext_limit_state (
     tat_ms integer not null
 );
 
--- Counting a key's running rows inside the claim reads only running rows
--- (a few per worker slot), grouped by key. An extra index changes no shared
--- statement's meaning; every writer keeps it (a partial index: only rows
--- entering or leaving `running` add work). json_extract is in every SQLite
--- the other SDKs run on (3.38+ has JSON built in).
-create index if not exists cairnq_ext_tasks_limit_running_idx
-    on cairnq_tasks (json_extract(metadata, '$.limit_key')) where status = 'running';
+-- A key's running rows are counted from the running rows alone (a few per
+-- worker slot, found through the status index); no index of our own is
+-- added for them: without planner statistics, one partial on `running`
+-- led SQLite to read lease recovery's rows through another index.

@@ -5,6 +5,10 @@
 -- walk over them) and takes each group's due rows from its start. A
 -- partial index: a row is in it only while queued. Like every extension
 -- index it changes no shared statement's meaning; every writer keeps it.
+-- `priority is not null` (true of every row) keeps it away from the shared
+-- statements: SQLite uses a partial index only for a query that names
+-- every term of its WHERE, and only ours compare the priority (else the
+-- planner would skip-scan it for a claim over several queues, and sort).
 create index if not exists cairnq_ext_tasks_limit_queued_idx
     on cairnq_tasks (queue, priority desc, coalesce(cast(json_extract(metadata, '$.limit_key') as text), ''), run_at_ms, id)
-    where status = 'queued';
+    where status = 'queued' and priority is not null;

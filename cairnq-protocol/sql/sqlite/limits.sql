@@ -1,8 +1,9 @@
 -- Flow control (extension ext_0006, README "Flow control"). A limit row is
 -- read back as one JSON object in a column named id, as schedules are, so
 -- the shared flows read it through the executor's text rows. A task's
--- limit key is `json_extract(metadata, '$.limit_key')`, spelled exactly as
--- the running index of ext_0006 is, so the planner matches it.
+-- limit key is `json_extract(metadata, '$.limit_key')`; the walk reads it
+-- as text, `coalesce(cast(... as text), '')`, spelled exactly as the
+-- queued index of ext_0007 is, so the planner matches it.
 
 -- name: select_limits
 select json_object('key', key, 'concurrency', concurrency, 'rate_count', rate_count, 'rate_period_ms', rate_period_ms, 'burst', burst, 'updated_at_ms', updated_at_ms) as id
@@ -130,5 +131,6 @@ limit :limit
 -- name: count_queued_by_limit_key
 select json_object('key', coalesce(cast(json_extract(metadata, '$.limit_key') as text), ''), 'n', count(*)) as id
 from cairnq_tasks
-where status = 'queued' and coalesce(cast(json_extract(metadata, '$.limit_key') as text), '') <> ''
+where status = 'queued' and priority is not null
+  and coalesce(cast(json_extract(metadata, '$.limit_key') as text), '') <> ''
 group by coalesce(cast(json_extract(metadata, '$.limit_key') as text), '')
