@@ -157,7 +157,7 @@ pub async fn claim(exec: &impl Executor, params: &ClaimParams) -> Result<Vec<Tas
 /// limit set?" goes out with lease recovery, and the first draw is sent
 /// with a guard that takes nothing when one is, so a claim on a database
 /// without limits costs no extra round trip. When one is set, the draws
-/// are limit-aware (see [`limits`](super::limits)).
+/// are limit-aware (see [`limits`]).
 pub async fn claim_with(exec: &impl Executor, params: &ClaimParams, mode: LimitMode) -> Result<Vec<Task>> {
     let mut plan = params.plan();
     let expired = ErrorEnvelope::lease_expired().to_json();

@@ -4,13 +4,13 @@
 //! claim, which [`flows::claim_with`](super::flows::claim_with) runs when
 //! any limit is set.
 //!
-//! A limit-aware draw reads, inside the claim transaction, how many rows
-//! of each key run (from the task rows, through the running index of
-//! `ext_0006`) and each key's rate state; then it walks the draw's due rows
-//! in claim order, skipping keys that may start nothing more, admits what
-//! each key's limit allows ([`Admission`]) and claims those rows by id. A
-//! key found at its limit joins the skipped set and the walk goes on, so a
-//! saturated key holds back neither other keys nor unlimited tasks.
+//! A limit-aware claim reads, inside its transaction, how many rows of
+//! each key run (counted from the running rows themselves) and each key's
+//! rate state; then each draw finds the due rows it may start
+//! (the private `limit_walk` module: group by group, skipping keys that
+//! may start nothing more), admits what each key's limit allows
+//! ([`Admission`]) and claims those rows by id, so a saturated key holds
+//! back neither other keys nor unlimited tasks.
 //!
 //! Where claimers run at once (Postgres), each key is locked for the rest
 //! of the transaction before its tasks are admitted, with a lock that is

@@ -97,3 +97,31 @@ pub async fn a_rate_limit_paces_the_starts_of_a_fleet(factory: &dyn BackendFacto
     assert!(span >= 1_950, "40 starts at 20/s take 39 intervals of 50 ms, took {span} ms: {starts:?}");
     eprintln!("40 starts over {span} ms: {:.1} a second", 39_000.0 / span as f64);
 }
+
+/// A `tenant:*` default of concurrency 1, key A holding 10,000 queued tasks
+/// and key B 20 (neither declared on its own), drained by 2 worker loops:
+/// B's 20 finish while A still has thousands waiting (A's backlog neither
+/// blocks B nor is walked by every claim).
+pub async fn a_backlogged_key_starves_no_other_key(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    client.set_limit(&Limit::new("tenant:*").concurrency(1)).await.expect("set the limit");
+    let task = |key: &str| TaskSpec::new("job", &json!({ "key": key })).options(SubmitOptions::new().limit_key(key));
+    let mut specs: Vec<TaskSpec> = (0..10_000).map(|_| task("tenant:A")).collect();
+    specs.extend((0..20).map(|_| task("tenant:B")));
+    client.submit_many(&specs).await.expect("submit");
+    let done: Arc<HashMap<String, Arc<Gauge>>> =
+        Arc::new(["tenant:A", "tenant:B"].iter().map(|k| (k.to_string(), Gauge::new())).collect());
+    let d = Arc::clone(&done);
+    let _workers = fleet(&client, 2, move |_ctx: TaskContext, payload: Value| {
+        let gauge = payload["key"].as_str().and_then(|k| d.get(k)).cloned();
+        async move {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            gauge.ok_or_else(|| TaskError::new("no key in the payload"))?.add(1);
+            Ok(())
+        }
+    });
+    let b = Arc::clone(&done["tenant:B"]);
+    eventually_within("B's 20 finish", PATIENCE, || async { b.current() == 20 }).await;
+    let a = done["tenant:A"].current();
+    assert!(a < 5_000, "A ran {a} of 10,000 by the time B's 20 finished");
+}
