@@ -8,10 +8,10 @@ use cairnq_core::backend::{Coalescer, Query, Sql};
 use cairnq_core::store::{
     CancelParams, ChangeFeed, ChildrenParams, ClaimParams, CompleteBatchParams, CountQueuedParams, CountTasksParams,
     DeleteScheduleParams, FailParams, FeedParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams,
-    LimitRow, LimitUsage, LimitUsageParams, LimitsQuery, ListFilter, NewTask, PauseScheduleParams, ProbeParams,
-    ProgressParams, PurgeFilter, RemoveLimitParams, RepairParams, Repaired, RetryParams, SaveScheduleParams,
-    ScheduleQuery, ScheduleRead, ScheduleRow, SetLimitParams, SettleParams, StatsParams, SubmitManyParams,
-    TaskKeyParams, TaskRow, WakeupsLost,
+    LimitRow, LimitUsage, LimitUsageParams, LimitWaitParams, LimitsQuery, ListFilter, NewTask, PauseScheduleParams,
+    ProbeParams, ProgressParams, PurgeFilter, RemoveLimitParams, RepairParams, Repaired, RetryParams,
+    SaveScheduleParams, ScheduleQuery, ScheduleRead, ScheduleRow, SetLimitParams, SettleParams, StatsParams,
+    SubmitManyParams, TaskKeyParams, TaskRow, WakeupsLost,
 };
 use cairnq_core::{
     Capabilities, ChangeWatch, HeldLease, Install, QueueAge, Result, Store, Task, TaskCount, TaskRef, Wake,
@@ -432,6 +432,13 @@ impl Store for PostgresStore {
 
     async fn limit_usage(&self, params: &LimitUsageParams) -> Result<LimitUsage> {
         on_connection!(self, limits::limit_usage, params)
+    }
+
+    async fn limit_wait(&self, params: &LimitWaitParams) -> Result<Option<i64>> {
+        if self.inner.limits == LimitMode::Off {
+            return Ok(None);
+        }
+        on_connection!(self, limits::limit_wait, params)
     }
 
     async fn close(&self) -> Result<()> {

@@ -9,10 +9,10 @@ use cairnq_core::backend::{flows, limits, schedules};
 use cairnq_core::store::{
     CancelParams, ChangeFeed, ChildrenParams, ClaimParams, CompleteBatchParams, CountQueuedParams, CountTasksParams,
     DeleteScheduleParams, FailParams, FeedParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams,
-    LimitRow, LimitUsage, LimitUsageParams, LimitsQuery, ListFilter, NewTask, PauseScheduleParams, ProbeParams,
-    ProgressParams, PurgeFilter, RemoveLimitParams, RepairParams, Repaired, RetryParams, SaveScheduleParams,
-    ScheduleQuery, ScheduleRead, ScheduleRow, SetLimitParams, SettleParams, StatsParams, SubmitManyParams,
-    TaskKeyParams, TaskRow,
+    LimitRow, LimitUsage, LimitUsageParams, LimitWaitParams, LimitsQuery, ListFilter, NewTask, PauseScheduleParams,
+    ProbeParams, ProgressParams, PurgeFilter, RemoveLimitParams, RepairParams, Repaired, RetryParams,
+    SaveScheduleParams, ScheduleQuery, ScheduleRead, ScheduleRow, SetLimitParams, SettleParams, StatsParams,
+    SubmitManyParams, TaskKeyParams, TaskRow,
 };
 use cairnq_core::{
     Capabilities, ChangeWatch, Error, HeldLease, Json, QueueAge, Result, Store, Task, TaskCount, TaskRef, Wake,
@@ -26,6 +26,7 @@ use crate::database::Database;
 use crate::error::{explain, guarded};
 use crate::exec::{SqliteExec, complete_batch};
 use crate::group_commit::{Counters, Job, WriteCtx, WriteStats, isolated_job, job};
+use crate::limited;
 use crate::local_wakeups::WakeBoard;
 use crate::location::{Location, MEMORY};
 use crate::options::SqliteOptions;
@@ -386,12 +387,7 @@ impl Store for SqliteStore {
 
     async fn claim(&self, params: &ClaimParams) -> Result<Vec<Task>> {
         let params = params.clone();
-        self.write(move |mut ctx| {
-            let mode = read::limit_mode(ctx.conn)?;
-            let exec = SqliteExec::writing(&mut ctx);
-            exec.run(flows::claim_with(&exec, &params, mode))
-        })
-        .await
+        self.write(move |mut ctx| limited::claim(&mut ctx, &params)).await
     }
 
     async fn heartbeat(&self, params: &HeartbeatParams) -> Result<Task> {
@@ -471,6 +467,11 @@ impl Store for SqliteStore {
 
     async fn limit_usage(&self, params: &LimitUsageParams) -> Result<LimitUsage> {
         write_flow!(self, limits::limit_usage, params)
+    }
+
+    async fn limit_wait(&self, params: &LimitWaitParams) -> Result<Option<i64>> {
+        let params = params.clone();
+        self.write(move |mut ctx| limited::limit_wait(&mut ctx, &params)).await
     }
 
     /// Closes this store: it takes no new work (calls fail with

@@ -24,7 +24,7 @@ use cairnq_protocol::Sql;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::admission::Admission;
+use super::admission::{Admission, LimitBook};
 use super::claim_plan::DrawPlan;
 use super::flows::{Executor, LimitLocks};
 use super::query::Query;
@@ -32,7 +32,8 @@ use super::schedules::clock;
 use crate::error::{Error, Result};
 use crate::model::Task;
 use crate::store::{
-    ClaimParams, KeyUsage, LimitRow, LimitUsage, LimitUsageParams, LimitsQuery, RemoveLimitParams, SetLimitParams,
+    ClaimParams, KeyUsage, LimitRow, LimitUsage, LimitUsageParams, LimitWaitParams, LimitsQuery, RemoveLimitParams,
+    SetLimitParams,
 };
 
 /// A limit row as its statements return it.
@@ -140,6 +141,24 @@ pub async fn limit_usage(exec: &impl Executor, params: &LimitUsageParams) -> Res
         usage(&mut keys, key).tat_ms = Some(tat);
     }
     Ok(LimitUsage::new(now_ms, keys.into_values().collect()))
+}
+
+/// Milliseconds until the soonest rate-held key may start again (see
+/// [`Store::limit_wait`](crate::Store::limit_wait)); `None` when no rate
+/// holds a key back.
+pub async fn limit_wait(exec: &impl Executor, params: &LimitWaitParams) -> Result<Option<i64>> {
+    let _ = params;
+    let now_ms = clock(exec).await?;
+    let (limits, states) = futures::try_join!(
+        async { decode_limits(exec.ids(Query::new(Sql::SelectLimits)).await?) },
+        states(exec, None, now_ms)
+    )?;
+    let book = LimitBook::new(&limits);
+    Ok(states
+        .iter()
+        .filter_map(|(key, tat)| book.rate(key).map(|rate| rate.next_admit(Some(*tat), now_ms) - now_ms))
+        .filter(|wait| *wait > 0)
+        .min())
 }
 
 /// `(key, theoretical arrival time)` of the rate states of `keys` that

@@ -140,3 +140,16 @@ impl LimitUsage {
         Self { now_ms, keys }
     }
 }
+
+/// Ask how long until a rate limit next admits a start
+/// ([`Store::limit_wait`](crate::Store::limit_wait)).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LimitWaitParams {}
+
+impl LimitWaitParams {
+    /// Over every key.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}

@@ -40,7 +40,7 @@ use crate::model::{HeldLease, QueueAge, Task, TaskCount, TaskRef, Undecodable};
 
 pub use feed::{Change, ChangeFeed, FeedParams, WakeupsLost};
 pub use limit_params::{
-    KeyUsage, LimitRow, LimitUsage, LimitUsageParams, LimitsQuery, RemoveLimitParams, SetLimitParams,
+    KeyUsage, LimitRow, LimitUsage, LimitUsageParams, LimitWaitParams, LimitsQuery, RemoveLimitParams, SetLimitParams,
 };
 pub use read_params::{ChildrenParams, CountTasksParams, TaskKeyParams};
 pub use schedule_params::{
@@ -374,6 +374,15 @@ pub trait Store: Send + Sync + 'static {
     async fn limit_usage(&self, params: &LimitUsageParams) -> Result<LimitUsage> {
         let _ = params;
         Err(unsupported(self.backend(), "limit_usage"))
+    }
+
+    /// Milliseconds from the store's now until a rate limit next lets a
+    /// start of a key it holds back through, so a worker whose claim found
+    /// only throttled work sleeps until then rather than a whole poll.
+    /// `None` (the default): no rate holds a key back now.
+    async fn limit_wait(&self, params: &LimitWaitParams) -> Result<Option<i64>> {
+        let _ = params;
+        Ok(None)
     }
 
     /// Releases the backend's connections and threads. Calls after close

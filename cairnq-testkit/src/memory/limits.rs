@@ -7,7 +7,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use cairnq_core::backend::Admission;
+use cairnq_core::backend::{Admission, LimitBook};
 use cairnq_core::store::{KeyUsage, LimitRow, LimitUsage, LimitsQuery, RemoveLimitParams, SetLimitParams};
 use cairnq_core::{Result, Task};
 
@@ -136,6 +136,18 @@ impl MemoryStore {
             }
             Ok(LimitUsage::new(now_ms, keys.into_values().collect()))
         })
+    }
+
+    pub(super) fn rate_wait(&self) -> Result<Option<i64>> {
+        let now_ms = self.read(|_, now_ms| Ok(now_ms))?;
+        let limits = self.limit_tables();
+        let book = LimitBook::new(&limits.rows.values().cloned().collect::<Vec<_>>());
+        Ok(limits
+            .state
+            .iter()
+            .filter_map(|(key, tat)| book.rate(key).map(|rate| rate.next_admit(Some(*tat), now_ms) - now_ms))
+            .filter(|wait| *wait > 0)
+            .min())
     }
 
     /// Runs `claim` with the limits locked for its whole length, so what

@@ -29,9 +29,10 @@ use async_trait::async_trait;
 use cairnq_core::store::{
     CancelParams, ChangeFeed, ChildrenParams, ClaimParams, CompleteBatchParams, CountQueuedParams, CountTasksParams,
     DeleteScheduleParams, FailParams, FeedParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams,
-    LimitRow, LimitUsage, LimitUsageParams, LimitsQuery, ListFilter, NewTask, PauseScheduleParams, ProbeParams,
-    ProgressParams, PurgeFilter, RemoveLimitParams, RepairParams, RetryParams, SaveScheduleParams, ScheduleQuery,
-    ScheduleRead, ScheduleRow, SetLimitParams, SettleParams, StatsParams, SubmitManyParams, TaskKeyParams, TaskRow,
+    LimitRow, LimitUsage, LimitUsageParams, LimitWaitParams, LimitsQuery, ListFilter, NewTask, PauseScheduleParams,
+    ProbeParams, ProgressParams, PurgeFilter, RemoveLimitParams, RepairParams, RetryParams, SaveScheduleParams,
+    ScheduleQuery, ScheduleRead, ScheduleRow, SetLimitParams, SettleParams, StatsParams, SubmitManyParams,
+    TaskKeyParams, TaskRow,
 };
 use cairnq_core::{
     Capabilities, ChangeWatch, Clock, Error, HeldLease, QueueAge, Repaired, Result, Store, SystemClock, Task,
@@ -286,6 +287,10 @@ impl Store for MemoryStore {
 
     async fn limit_usage(&self, _params: &LimitUsageParams) -> Result<LimitUsage> {
         self.usage()
+    }
+
+    async fn limit_wait(&self, _params: &LimitWaitParams) -> Result<Option<i64>> {
+        self.rate_wait()
     }
 
     /// Drops every row; calls after this fail with [`Error::StoreClosed`].
