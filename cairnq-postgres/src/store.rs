@@ -69,8 +69,8 @@ struct Inner {
     /// Whether the database has the list-order index (`ext_0003`) a
     /// filtered list may walk (see `Query::list_planned`).
     ordered: bool,
-    /// Whether claims enforce limits: the database has the limits table
-    /// (`ext_0006`).
+    /// Whether claims enforce limits: the database has the flow-control
+    /// extensions (`ext_0006`, `ext_0007`).
     limits: LimitMode,
 }
 
@@ -161,7 +161,8 @@ impl PostgresStore {
             _ => install(&mut client, options.schema.as_deref(), origin).await?,
         }
         let counted = table_exists(&client, Query::COUNTS_TABLE).await?;
-        let limits = if table_exists(&client, Query::LIMITS_TABLE).await? { LimitMode::On } else { LimitMode::Off };
+        let limited = answer(&client, &Query::new(Sql::IndexExists).arg("index", Query::LIMITS_INDEX)).await?;
+        let limits = if limited { LimitMode::On } else { LimitMode::Off };
         let ordered = answer(&client, &Query::new(Sql::IndexExists).arg("index", Query::ORDER_INDEX)).await?;
         drop(client);
         let listener = match listen_config.filter(|_| options.listen) {

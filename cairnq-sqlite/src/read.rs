@@ -61,10 +61,10 @@ fn counted(conn: &Connection) -> Result<bool> {
     Ok(query_int(conn, &Query::new(Sql::TableExists).arg("table", Query::COUNTS_TABLE))? != 0)
 }
 
-/// Whether claims on the file enforce limits: where the limits table of
-/// ext_0006 is (asked as [`counted`] is).
+/// Whether claims on the file enforce limits: where the flow-control
+/// extensions are, ext_0006 and ext_0007 (asked as [`counted`] is).
 pub(crate) fn limit_mode(conn: &Connection) -> Result<LimitMode> {
-    let present = query_int(conn, &Query::new(Sql::TableExists).arg("table", Query::LIMITS_TABLE))? != 0;
+    let present = query_int(conn, &Query::new(Sql::IndexExists).arg("index", Query::LIMITS_INDEX))? != 0;
     Ok(if present { LimitMode::On } else { LimitMode::Off })
 }
 

@@ -93,7 +93,7 @@ impl LimitedClaim {
             if let Some(last) = groups.last() {
                 cursor = last.clone();
             }
-            self.lock(exec, groups.iter().map(|(_, key)| key.as_str()).filter(|k| !k.is_empty())).await?;
+            self.meet_keys(exec, groups.iter().map(|(_, key)| key.as_str()).filter(|k| !k.is_empty())).await?;
             let wanted: Vec<(i64, Option<String>, usize)> = groups
                 .into_iter()
                 .map(|(priority, key)| (priority, Some(key).filter(|k| !k.is_empty())))
@@ -184,7 +184,7 @@ impl LimitedClaim {
                 .iter()
                 .map(|t| decode::<Candidate>("claim candidate", t).map(|c| (c.id, c.key.and_then(text_key))))
                 .collect::<Result<_>>()?;
-            self.lock(exec, candidates.iter().filter_map(|(_, key)| key.as_deref())).await?;
+            self.meet_keys(exec, candidates.iter().filter_map(|(_, key)| key.as_deref())).await?;
             let picked: Vec<Pick> =
                 candidates.iter().filter(|(_, key)| self.admission.try_start(key.as_deref())).cloned().collect();
             if !picked.is_empty() {

@@ -202,18 +202,8 @@ pub(super) async fn claim_limited(
     first: usize,
 ) -> Result<Vec<Task>> {
     let now_ms = clock(exec).await?;
-    let (limits, running, states) = futures::try_join!(
-        async { decode_limits(exec.ids(Query::new(Sql::SelectLimits)).await?) },
-        running(exec, None),
-        states(exec, None, now_ms),
-    )?;
-    let mut claim = LimitedClaim { admission: Admission::new(&limits, now_ms), locked: HashSet::new(), now_ms };
-    for (key, n) in running {
-        claim.admission.observe_running(&key, n);
-    }
-    for (key, tat) in states {
-        claim.admission.observe_tat(&key, Some(tat));
-    }
+    let limits = decode_limits(exec.ids(Query::new(Sql::SelectLimits)).await?)?;
+    let mut claim = LimitedClaim { admission: Admission::new(&limits, now_ms), seen: HashSet::new(), now_ms };
     let mut claimed = Vec::new();
     for (index, draw) in params.draws.iter().enumerate().skip(first) {
         let (taken, drawn) = claim.draw(exec, params, draw, plan.limit(index)).await?;
@@ -231,38 +221,42 @@ pub(super) async fn claim_limited(
 /// [`limit_walk`](super::limit_walk)'s).
 pub(super) struct LimitedClaim {
     pub(super) admission: Admission,
-    /// Limited keys this transaction holds (or, with exclusive locks,
-    /// every key: what was read is exact).
-    locked: HashSet<String>,
+    /// Limited keys met so far: counted (and, where claimers run at once,
+    /// locked), or found held by another claimer.
+    seen: HashSet<String>,
     now_ms: i64,
 }
 
 impl LimitedClaim {
-    /// Locks the limited keys among `keys` this transaction does not hold
-    /// yet; a key another claimer holds is skipped this round, and a key
-    /// just locked is counted again (what was read before the lock may be
-    /// stale).
-    pub(super) async fn lock<'k>(&mut self, exec: &impl Executor, keys: impl Iterator<Item = &'k str>) -> Result<()> {
+    /// Counts the running rows and reads the rate state of the limited
+    /// keys among `keys` met for the first time, each after locking it
+    /// where claimers run at once (a count read before the lock could be
+    /// stale by the commit); a key another claimer holds is skipped this
+    /// round. Only the keys a claim meets are read, through the running
+    /// rows of each.
+    pub(super) async fn meet_keys<'k>(
+        &mut self,
+        exec: &impl Executor,
+        keys: impl Iterator<Item = &'k str>,
+    ) -> Result<()> {
         let book = self.admission.book();
         let mut wanted: Vec<String> =
-            keys.filter(|k| book.limits(k) && !self.locked.contains(*k)).map(str::to_string).collect();
+            keys.filter(|k| book.limits(k) && !self.seen.contains(*k)).map(str::to_string).collect();
         wanted.sort();
         wanted.dedup();
         if wanted.is_empty() {
             return Ok(());
         }
-        let granted = match exec.lock_limit_keys(&wanted).await? {
-            LimitLocks::Exclusive => {
-                self.locked.extend(wanted);
-                return Ok(());
+        self.seen.extend(wanted.iter().cloned());
+        let fresh = match exec.lock_limit_keys(&wanted).await? {
+            LimitLocks::Exclusive => wanted,
+            LimitLocks::Granted(granted) => {
+                let granted: HashSet<String> = granted.into_iter().collect();
+                let (fresh, held): (Vec<String>, Vec<String>) = wanted.into_iter().partition(|k| granted.contains(k));
+                held.iter().for_each(|key| self.admission.hold(key));
+                fresh
             }
-            LimitLocks::Granted(granted) => granted,
         };
-        let granted: HashSet<String> = granted.into_iter().collect();
-        for key in wanted.iter().filter(|k| !granted.contains(*k)) {
-            self.admission.hold(key);
-        }
-        let fresh: Vec<String> = wanted.into_iter().filter(|k| granted.contains(k)).collect();
         if fresh.is_empty() {
             return Ok(());
         }
@@ -274,7 +268,6 @@ impl LimitedClaim {
             self.admission.observe_running(key, n);
             self.admission.observe_tat(key, tat);
         }
-        self.locked.extend(fresh);
         Ok(())
     }
 }

@@ -222,9 +222,10 @@ impl Query {
     /// may lack it).
     pub const COUNTS_TABLE: &'static str = "cairnq_ext_task_counts";
 
-    /// The limits table of `ext_0006_limits`: a claim enforces limits only
+    /// The queued index of `ext_0007_limit_queue_index` (which comes after
+    /// the limits table of `ext_0006_limits`): a claim enforces limits only
     /// where it exists (see [`LimitMode`](crate::backend::LimitMode)).
-    pub const LIMITS_TABLE: &'static str = "cairnq_ext_limits";
+    pub const LIMITS_INDEX: &'static str = "cairnq_ext_tasks_limit_queued_idx";
 
     /// `probe_claimable` for the queues and names asked.
     pub fn probe(params: &ProbeParams) -> Self {

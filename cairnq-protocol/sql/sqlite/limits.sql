@@ -28,13 +28,20 @@ returning json_object('key', key, 'concurrency', concurrency, 'rate_count', rate
 delete from cairnq_ext_limits where key = :key returning key as id
 
 -- How many rows of each limit key run now (of the keys given, with
--- `keys`), from the running rows alone: the only count there is.
+-- `keys`), from the running rows alone: the only count there is. A claim
+-- asks for the keys it meets, a range each of the running-key index of
+-- ext_0007 (named: with few rows running the planner would read every
+-- running row instead). The index's second term, `priority is not null`,
+-- is met by a comparison on priority (a NOT NULL column's `is not null` is
+-- folded away before the index is matched).
 -- name: count_running_by_limit_key
-select json_object('key', json_extract(metadata, '$.limit_key'), 'n', count(*)) as id
+select json_object('key', coalesce(cast(json_extract(metadata, '$.limit_key') as text), ''), 'n', count(*)) as id
 from cairnq_tasks
-where status = 'running' and json_extract(metadata, '$.limit_key') is not null
-  and json_extract(metadata, '$.limit_key') in (select value from json_each(:keys)) -- when: keys
-group by json_extract(metadata, '$.limit_key')
+    indexed by cairnq_ext_tasks_running_key_idx -- when: keys
+where status = 'running' and priority >= -2147483648
+  and coalesce(cast(json_extract(metadata, '$.limit_key') as text), '') <> ''
+  and coalesce(cast(json_extract(metadata, '$.limit_key') as text), '') in (select value from json_each(:keys)) -- when: keys
+group by coalesce(cast(json_extract(metadata, '$.limit_key') as text), '')
 
 -- The rate state that can still hold a start back (a theoretical arrival
 -- time in the past is the same as none).
@@ -131,6 +138,6 @@ limit :limit
 -- name: count_queued_by_limit_key
 select json_object('key', coalesce(cast(json_extract(metadata, '$.limit_key') as text), ''), 'n', count(*)) as id
 from cairnq_tasks
-where status = 'queued' and priority is not null
+where status = 'queued' and priority >= -2147483648
   and coalesce(cast(json_extract(metadata, '$.limit_key') as text), '') <> ''
 group by coalesce(cast(json_extract(metadata, '$.limit_key') as text), '')

@@ -65,7 +65,9 @@ returning id, queue
 
 -- One draw: the best due rows, priority desc, run_at_ms asc, id asc. With
 -- `unlimited_only` it takes nothing while any limit is set (extension
--- ext_0006): the claim then draws limit-aware (limits.sql) instead.
+-- ext_0006): the claim then draws limit-aware (limits.sql) instead. The
+-- guard is in the LIMIT, evaluated once: as a WHERE term it was checked
+-- row after row, walking every due row.
 -- name: claim_due_tasks
 update or fail cairnq_tasks set
     status = 'running',
@@ -81,9 +83,9 @@ where id in (
       and name = :name -- when: one_name
       and name in (select value from json_each(:names)) -- when: many_names
       and run_at_ms <= :now_ms
-      and not exists (select 1 from cairnq_ext_limits) -- when: unlimited_only
     order by priority desc, run_at_ms, id
     limit :limit
+      * (not exists (select 1 from cairnq_ext_limits)) -- when: unlimited_only
 )
 returning *
 
