@@ -201,8 +201,8 @@ pub(super) async fn claim_limited(
     plan: &mut DrawPlan<'_>,
     first: usize,
 ) -> Result<Vec<Task>> {
-    let now_ms = clock(exec).await?;
-    let limits = decode_limits(exec.ids(Query::new(Sql::SelectLimits)).await?)?;
+    let (now_ms, limits) =
+        futures::try_join!(clock(exec), async { decode_limits(exec.ids(Query::new(Sql::SelectLimits)).await?) })?;
     let mut claim = LimitedClaim { admission: Admission::new(&limits, now_ms), seen: HashSet::new(), now_ms };
     let mut claimed = Vec::new();
     for (index, draw) in params.draws.iter().enumerate().skip(first) {
