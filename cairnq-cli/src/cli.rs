@@ -44,6 +44,8 @@ enum Command {
     Wait(commands::wait::Args),
     /// Schedules: ls, add (--cron or --every), pause, resume, trigger, rm.
     Schedule(commands::schedule::Args),
+    /// Flow-control limits: set (--concurrency, --rate, --burst), ls, rm.
+    Limit(commands::limit::Args),
     /// Task counts per queue and status.
     Stats(commands::stats::Args),
     /// A live view of the queues, running tasks and recent failures (q or Ctrl-C quits).
@@ -71,6 +73,7 @@ impl Cli {
             Command::Purge(args) => commands::purge::run(&context, args).await,
             Command::Wait(args) => commands::wait::run(&context, args).await,
             Command::Schedule(args) => commands::schedule::run(&context, args).await,
+            Command::Limit(args) => commands::limit::run(&context, args).await,
             Command::Stats(args) => commands::stats::run(&context, args).await,
             Command::Top(args) => commands::top::run(&context, args).await,
             Command::Migrate(args) => commands::migrate::run(&context, args).await,

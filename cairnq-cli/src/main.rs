@@ -38,7 +38,8 @@ fn main() -> std::process::ExitCode {
 }
 
 /// Help and version print as clap writes them; a usage error becomes the
-/// one line every failure is (clap's first line, without its tips).
+/// one line every failure is (clap's first paragraph, so the arguments a
+/// "required arguments were not provided" names stay in; without its tips).
 fn usage(error: &clap::Error) -> std::process::ExitCode {
     if matches!(
         error.kind(),
@@ -48,8 +49,9 @@ fn usage(error: &clap::Error) -> std::process::ExitCode {
         return u8::try_from(error.exit_code()).unwrap_or(2).into();
     }
     let text = error.render().to_string();
-    let first = text.lines().next().unwrap_or("bad arguments");
-    let line = first.strip_prefix("error: ").unwrap_or(first);
+    let first: Vec<&str> = text.lines().take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
+    let first = if first.is_empty() { "bad arguments".to_string() } else { first.join(" ") };
+    let line = first.strip_prefix("error: ").unwrap_or(&first);
     exit::report(&exit::Failure::usage(format!("{line}{} (see --help)", valid_values(error))))
 }
 

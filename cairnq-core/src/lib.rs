@@ -37,6 +37,7 @@ mod id;
 mod install;
 mod json;
 mod keys;
+mod limit;
 mod model;
 mod retention;
 mod schedule;
@@ -61,6 +62,7 @@ pub use human::{human_duration, human_duration_coarse};
 pub use install::{Install, MigrationStatus};
 pub use json::{Json, JsonError};
 pub use keys::Conflict;
+pub use limit::{Limit, LimitInfo, LimitStatus, MAX_LIMIT_KEY_LEN, Rate};
 pub use model::{
     HeldLease, ListCursor, ParseCursorError, QueueAge, QueueCounts, Stats, Task, TaskCount, TaskPage, TaskRef,
     TaskStatus, Undecodable, UnknownStatus,

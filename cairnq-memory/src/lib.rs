@@ -15,6 +15,7 @@
 //! operation before it, and a failed one (a rejected key in a
 //! `submit_many`, say) leaves nothing behind.
 
+mod limits;
 mod schedules;
 mod tables;
 mod task_ops;
@@ -29,8 +30,9 @@ use async_trait::async_trait;
 use cairnq_core::store::{
     CancelParams, ChangeFeed, ChildrenParams, ClaimParams, CompleteBatchParams, CountQueuedParams, CountTasksParams,
     DeleteScheduleParams, FailParams, FeedParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams,
-    ListFilter, NewTask, PauseScheduleParams, ProbeParams, ProgressParams, PurgeFilter, RepairParams, RetryParams,
-    SaveScheduleParams, ScheduleQuery, ScheduleRead, ScheduleRow, SettleParams, StatsParams, SubmitManyParams,
+    LimitRow, LimitUsage, LimitUsageParams, LimitWaitParams, LimitsQuery, ListFilter, NewTask, PauseScheduleParams,
+    ProbeParams, ProgressParams, PurgeFilter, RemoveLimitParams, RepairParams, RetryParams, SaveScheduleParams,
+    ScheduleQuery, ScheduleRead, ScheduleRow, SetLimitParams, SettleParams, StatsParams, SubmitManyParams,
     TaskKeyParams, TaskRow,
 };
 use cairnq_core::{
@@ -72,6 +74,9 @@ pub struct MemoryStore {
     sleepers: Arc<Sleepers>,
     /// The schedules (extension `ext_0001_schedules`), by name.
     schedules: Mutex<schedules::Schedules>,
+    /// The limits and rate state (extension `ext_0006_limits`); taken
+    /// before `tables` when both are.
+    limits: Mutex<limits::Limits>,
 }
 
 impl std::fmt::Debug for MemoryStore {
@@ -100,6 +105,7 @@ impl MemoryStore {
             tables: Mutex::new(Some(Tables::default())),
             sleepers: Arc::default(),
             schedules: Mutex::default(),
+            limits: Mutex::default(),
         }
     }
 
@@ -229,7 +235,7 @@ impl Store for MemoryStore {
     }
 
     async fn claim(&self, params: &ClaimParams) -> Result<Vec<Task>> {
-        self.write(|txn| Ok(worker_ops::claim(txn, params)))
+        self.with_limits(|limits| self.write(|txn| Ok(worker_ops::claim(txn, params, limits))))
     }
 
     async fn heartbeat(&self, params: &HeartbeatParams) -> Result<Task> {
@@ -270,6 +276,26 @@ impl Store for MemoryStore {
 
     fn change_feed(&self, _params: &FeedParams) -> ChangeFeed {
         self.sleepers.feed()
+    }
+
+    async fn limits(&self, query: &LimitsQuery) -> Result<Vec<LimitRow>> {
+        self.read_limits(query)
+    }
+
+    async fn set_limit(&self, params: &SetLimitParams) -> Result<LimitRow> {
+        self.upsert_limit(params)
+    }
+
+    async fn remove_limit(&self, params: &RemoveLimitParams) -> Result<bool> {
+        self.delete_limit(params)
+    }
+
+    async fn limit_usage(&self, _params: &LimitUsageParams) -> Result<LimitUsage> {
+        self.usage()
+    }
+
+    async fn limit_wait(&self, _params: &LimitWaitParams) -> Result<Option<i64>> {
+        self.rate_wait()
     }
 
     /// Drops every row; calls after this fail with [`Error::StoreClosed`].

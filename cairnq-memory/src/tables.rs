@@ -81,6 +81,16 @@ impl Tables {
             .map(|(_, id)| id.as_str())
     }
 
+    /// Every queued row (due or not), queue by queue.
+    pub(super) fn queued_tasks(&self) -> impl Iterator<Item = &Task> {
+        self.queued.values().flatten().filter_map(|(_, _, id)| self.tasks.get(id))
+    }
+
+    /// Every running row.
+    pub(super) fn running_tasks(&self) -> impl Iterator<Item = &Task> {
+        self.running.iter().filter_map(|(_, id)| self.tasks.get(id))
+    }
+
     /// Running rows without a lease (only a foreign or broken writer could
     /// leave one; see [`repair`](super::worker_ops::repair)).
     pub(super) fn unleased(&self) -> impl Iterator<Item = &Task> {

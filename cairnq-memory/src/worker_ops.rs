@@ -5,13 +5,14 @@
 
 use std::collections::HashSet;
 
-use cairnq_core::backend::lost_lease;
+use cairnq_core::backend::{Admission, lost_lease};
 use cairnq_core::store::{
     ClaimDraw, ClaimParams, CompleteBatchParams, FailParams, HeartbeatBatchParams, HeartbeatParams, ProbeParams,
     ProgressParams, RepairParams, SettleParams,
 };
 use cairnq_core::{ErrorEnvelope, HeldLease, Json, Repaired, Result, Task, TaskRef, TaskStatus};
 
+use super::limits::{Limits, admitted};
 use super::tables::{DueKey, Tables, Txn};
 
 /// Whether `task` is a due queued row a draw or probe over `queues` and
@@ -89,28 +90,48 @@ pub(super) fn recover_leases(txn: &mut Txn<'_>) {
     cairnq_core::observe::leases_recovered(queues.iter().map(String::as_str));
 }
 
-/// One claim: lease recovery, then each draw within its budgets.
-pub(super) fn claim(txn: &mut Txn<'_>, params: &ClaimParams) -> Vec<Task> {
+/// One claim: lease recovery, then each draw within its budgets; with any
+/// limit set, each draw admits only what the limits allow (see
+/// [`Admission`]) and the rate state is recorded.
+pub(super) fn claim(txn: &mut Txn<'_>, params: &ClaimParams, limits: &mut Limits) -> Vec<Task> {
     recover_leases(txn);
+    let mut admission = limits.admission(txn.tables(), txn.now_ms);
     let mut plan = params.plan();
     let mut claimed = Vec::new();
     for (index, draw) in params.draws.iter().enumerate() {
-        let taken = draw_once(txn, params, draw, plan.limit(index));
+        let taken = draw_once(txn, params, draw, plan.limit(index), admission.as_mut());
         plan.took(index, taken.len());
         claimed.extend(taken);
+    }
+    if let Some(admission) = &admission {
+        limits.record(admission);
     }
     claimed
 }
 
-/// Takes up to `limit` due rows for one draw: running, leased to the
-/// claimer, one more attempt.
-fn draw_once(txn: &mut Txn<'_>, params: &ClaimParams, draw: &ClaimDraw, limit: u32) -> Vec<Task> {
+/// Takes up to `limit` due rows for one draw (with `admission`, the best
+/// rows their limits let start): running, leased to the claimer, one more
+/// attempt.
+fn draw_once(
+    txn: &mut Txn<'_>,
+    params: &ClaimParams,
+    draw: &ClaimDraw,
+    limit: u32,
+    admission: Option<&mut Admission>,
+) -> Vec<Task> {
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
     let now_ms = txn.now_ms;
-    let ids: Vec<String> = best_due(txn.tables(), now_ms, &draw.queues, draw.names.as_deref(), limit)
-        .into_iter()
-        .map(|(_, _, id)| id.clone())
-        .collect();
+    let (queues, names) = (&draw.queues, draw.names.as_deref());
+    let ids: Vec<String> = match admission {
+        None => best_due(txn.tables(), now_ms, queues, names, limit).into_iter().map(|(_, _, id)| id.clone()).collect(),
+        Some(admission) => {
+            let tables = txn.tables();
+            let due = best_due(tables, now_ms, queues, names, usize::MAX)
+                .into_iter()
+                .filter_map(|(_, _, id)| tables.task(id));
+            admitted(due.collect(), queues.len() == 1, limit, admission)
+        }
+    };
     let lease_until = now_ms.saturating_add(params.lease_ms);
     ids.iter()
         .filter_map(|id| {

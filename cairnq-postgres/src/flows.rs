@@ -3,7 +3,7 @@
 //! a pooled transaction, or the application's own session), so the same
 //! claim, keyed submit and lease-checked writes run in each.
 
-use cairnq_core::backend::{Executor, Query, TaskRow};
+use cairnq_core::backend::{Executor, LimitLocks, Query, TaskRow};
 use cairnq_core::store::NewTask;
 use cairnq_core::{HeldLease, Result, Task, TaskRef};
 
@@ -14,6 +14,13 @@ use crate::write::{insert, insert_unkeyed};
 /// The per-key lock of a keyed submit: held to the end of the transaction,
 /// so concurrent submits of one key queue up behind each other (PROTOCOL.md).
 const LOCK_KEY: &str = "select pg_advisory_xact_lock(hashtextextended($1, 0))";
+
+/// The per-key lock of a limit-aware claim, only tried: the keys this
+/// transaction now holds until it ends; a key another claimer holds is
+/// skipped this round, so claimers never wait on each other. The prefix
+/// keeps these locks apart from keyed submits' on the same text.
+const TRY_LOCK_LIMIT_KEYS: &str = "select k from unnest($1::text[]) as k \
+    where pg_try_advisory_xact_lock(hashtextextended('cairnq_ext_limit:' || k, 0))";
 
 /// The shared flows of `cairnq_core::backend::flows` over any [`Exec`]: a
 /// pooled connection, a pooled transaction, or the application's session.
@@ -44,6 +51,11 @@ impl<E: Exec> Executor for PgExec<'_, E> {
 
     async fn lock_key(&self, key: &str) -> Result<()> {
         run_sql(self.0, "lock the task's key", LOCK_KEY, &[&key]).await.map(drop)
+    }
+
+    async fn lock_limit_keys(&self, keys: &[String]) -> Result<LimitLocks> {
+        let rows = run_sql(self.0, "lock limit keys", TRY_LOCK_LIMIT_KEYS, &[&keys]).await?;
+        Ok(LimitLocks::Granted(rows.iter().map(|r| r.get::<_, String>(0)).collect()))
     }
 
     async fn insert(&self, task: &NewTask) -> Result<Task> {

@@ -106,6 +106,7 @@ mod settle_in;
 mod sql;
 mod store;
 mod tls;
+mod tools;
 mod write;
 
 /// The pool crate [`PostgresStore::from_pool`] takes, at the version this

@@ -4,17 +4,17 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use cairnq_core::backend::{Coalescer, Query, Sql, flows, schedules};
+use cairnq_core::backend::{Coalescer, LimitMode, Query, Sql, flows, limits, schedules};
 use cairnq_core::store::{
     CancelParams, ChangeFeed, ChildrenParams, ClaimParams, CompleteBatchParams, CountQueuedParams, CountTasksParams,
     DeleteScheduleParams, FailParams, FeedParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams,
-    ListFilter, NewTask, PauseScheduleParams, ProbeParams, ProgressParams, PurgeFilter, RepairParams, Repaired,
-    RetryParams, SaveScheduleParams, ScheduleQuery, ScheduleRead, ScheduleRow, SettleParams, StatsParams,
+    LimitRow, LimitUsage, LimitUsageParams, LimitWaitParams, LimitsQuery, ListFilter, NewTask, PauseScheduleParams,
+    ProbeParams, ProgressParams, PurgeFilter, RemoveLimitParams, RepairParams, Repaired, RetryParams,
+    SaveScheduleParams, ScheduleQuery, ScheduleRead, ScheduleRow, SetLimitParams, SettleParams, StatsParams,
     SubmitManyParams, TaskKeyParams, TaskRow, WakeupsLost,
 };
 use cairnq_core::{
-    Capabilities, ChangeWatch, HeldLease, Install, MigrationStatus, QueueAge, Result, Store, Task, TaskCount, TaskRef,
-    Wake,
+    Capabilities, ChangeWatch, HeldLease, Install, QueueAge, Result, Store, Task, TaskCount, TaskRef, Wake,
 };
 use deadpool_postgres::{Client, Pool};
 
@@ -65,6 +65,9 @@ struct Inner {
     /// Whether the database has the list-order index (`ext_0003`) a
     /// filtered list may walk (see `Query::list_planned`).
     ordered: bool,
+    /// Whether claims enforce limits: the database has the flow-control
+    /// extensions (`ext_0006`, `ext_0007`).
+    limits: LimitMode,
 }
 
 impl PostgresStore {
@@ -154,6 +157,8 @@ impl PostgresStore {
             _ => install(&mut client, options.schema.as_deref(), origin).await?,
         }
         let counted = table_exists(&client, Query::COUNTS_TABLE).await?;
+        let limited = answer(&client, &Query::new(Sql::IndexExists).arg("index", Query::LIMITS_INDEX)).await?;
+        let limits = if limited { LimitMode::On } else { LimitMode::Off };
         let ordered = answer(&client, &Query::new(Sql::IndexExists).arg("index", Query::ORDER_INDEX)).await?;
         drop(client);
         let listener = match listen_config.filter(|_| options.listen) {
@@ -162,85 +167,8 @@ impl PostgresStore {
         };
         let owns_pool = origin == PoolOrigin::Ours;
         let (schema, submits) = (options.schema, write::submit_queue(pool.clone(), endpoint.clone()));
-        let inner = Inner { pool, owns_pool, listener, schema, endpoint, submits, counted, ordered };
+        let inner = Inner { pool, owns_pool, listener, schema, endpoint, submits, counted, ordered, limits };
         Ok(Self { inner: Arc::new(inner) })
-    }
-
-    /// The migration ledger the connection reaches (the schema of
-    /// `options`, or the DSN's search_path) beside the migrations this SDK
-    /// ships: applied (with when) or pending, in file-name order, plus any
-    /// the ledger holds that this SDK does not know. Reads on one
-    /// connection without installing anything (no schema, ledger or table
-    /// is created).
-    ///
-    /// ```no_run
-    /// # async fn demo() -> cairnq_core::Result<()> {
-    /// use cairnq_postgres::{PostgresOptions, PostgresStore};
-    /// let ledger = PostgresStore::migrations("postgres://app@127.0.0.1/app", PostgresOptions::new()).await?;
-    /// for pending in ledger.iter().filter(|m| !m.is_applied()) {
-    ///     println!("pending: {}", pending.name);
-    /// }
-    /// # Ok(()) }
-    /// ```
-    pub async fn migrations(dsn: &str, options: PostgresOptions) -> Result<Vec<MigrationStatus>> {
-        let client = crate::inspect::connect_once(dsn, &options).await?;
-        crate::inspect::ledger(&client).await
-    }
-
-    /// The SQL that connecting a store would run on the database at `dsn`
-    /// right now, as one script to run as is (`psql -v ON_ERROR_STOP=1 -f
-    /// SCRIPT DSN`) for teams whose schema changes go through their own
-    /// tool: with the options' schema, its search_path and its creation;
-    /// the ledger when there is none (under the installation lock); each
-    /// pending migration in its own transaction under `lock table
-    /// cairnq_migrations in exclusive mode`, with its ledger row; and the
-    /// first `ANALYZE` of a new installation. Only what the ledger lacks is
-    /// in it. Reads on one connection without installing anything; refused
-    /// as a connect would be: [`Error::ProtocolVersionMismatch`](cairnq_core::Error::ProtocolVersionMismatch), or
-    /// [`Error::SchemaMismatch`](cairnq_core::Error::SchemaMismatch) when, without a schema, it would start a
-    /// second installation.
-    ///
-    /// ```no_run
-    /// # async fn demo() -> cairnq_core::Result<()> {
-    /// use cairnq_postgres::{PostgresOptions, PostgresStore};
-    /// let options = PostgresOptions::new().schema("jobs");
-    /// let script = PostgresStore::migration_script("postgres://app@127.0.0.1/app", options).await?;
-    /// std::fs::write("cairnq.sql", script).expect("write the script");
-    /// # Ok(()) }
-    /// ```
-    pub async fn migration_script(dsn: &str, options: PostgresOptions) -> Result<String> {
-        crate::script::migration_script(dsn, &options).await
-    }
-
-    /// Every row of the `cairnq_meta` table the connection reaches
-    /// (`protocol_version`, `schema_version`, ...) as stored; empty without
-    /// such a table. Reads on one connection without installing anything.
-    ///
-    /// ```no_run
-    /// # async fn demo() -> cairnq_core::Result<()> {
-    /// use cairnq_postgres::{PostgresOptions, PostgresStore};
-    /// let meta = PostgresStore::meta("postgres://app@127.0.0.1/app", PostgresOptions::new()).await?;
-    /// println!("protocol {:?}", meta.get("protocol_version"));
-    /// # Ok(()) }
-    /// ```
-    pub async fn meta(dsn: &str, options: PostgresOptions) -> Result<std::collections::BTreeMap<String, String>> {
-        let client = crate::inspect::connect_once(dsn, &options).await?;
-        crate::inspect::meta(&client).await
-    }
-
-    /// Every schema of the database at `dsn` holding a cairnq installation
-    /// (more than one splits queues between them). Reads only.
-    ///
-    /// ```no_run
-    /// # async fn demo() -> cairnq_core::Result<()> {
-    /// use cairnq_postgres::{PostgresOptions, PostgresStore};
-    /// let schemas = PostgresStore::installations("postgres://app@127.0.0.1/app", PostgresOptions::new()).await?;
-    /// assert!(schemas.len() <= 1, "one installation per database keeps one queue");
-    /// # Ok(()) }
-    /// ```
-    pub async fn installations(dsn: &str, options: PostgresOptions) -> Result<Vec<String>> {
-        let client = crate::inspect::connect_once(dsn, &options).await?;
-        crate::migrate::installations(&client).await
     }
 
     /// The schema given at connect, if any.
@@ -402,7 +330,11 @@ impl Store for PostgresStore {
     }
 
     async fn claim(&self, params: &ClaimParams) -> Result<Vec<Task>> {
-        in_transaction!(self, claim, params)
+        let mut client = self.client().await?;
+        let tx = begin(&mut client).await?;
+        let claimed = flows::claim_with(&PgExec(&tx), params, self.inner.limits).await?;
+        commit(tx).await?;
+        Ok(claimed)
     }
 
     async fn heartbeat(&self, params: &HeartbeatParams) -> Result<Task> {
@@ -480,6 +412,29 @@ impl Store for PostgresStore {
     // The compare-and-set and the submits commit together or not at all.
     async fn fire_schedule(&self, params: &FireScheduleParams) -> Result<Option<Vec<Task>>> {
         in_transaction!(self, schedules::fire_schedule, params)
+    }
+
+    async fn limits(&self, query: &LimitsQuery) -> Result<Vec<LimitRow>> {
+        on_connection!(self, limits::limits, query)
+    }
+
+    async fn set_limit(&self, params: &SetLimitParams) -> Result<LimitRow> {
+        on_connection!(self, limits::set_limit, params)
+    }
+
+    async fn remove_limit(&self, params: &RemoveLimitParams) -> Result<bool> {
+        on_connection!(self, limits::remove_limit, params)
+    }
+
+    async fn limit_usage(&self, params: &LimitUsageParams) -> Result<LimitUsage> {
+        on_connection!(self, limits::limit_usage, params)
+    }
+
+    async fn limit_wait(&self, params: &LimitWaitParams) -> Result<Option<i64>> {
+        if self.inner.limits == LimitMode::Off {
+            return Ok(None);
+        }
+        on_connection!(self, limits::limit_wait, params)
     }
 
     async fn close(&self) -> Result<()> {

@@ -171,6 +171,7 @@ mod exec;
 mod group_commit;
 mod inspect;
 mod integrity;
+mod limited;
 mod local_wakeups;
 mod location;
 mod open;

@@ -1,7 +1,7 @@
 //! The read operations, run on reader threads with the queries built once
 //! in `cairnq_core::backend`.
 
-use cairnq_core::backend::{ListProbe, Query, Sql, TaskRow};
+use cairnq_core::backend::{LimitMode, ListProbe, Query, Sql, TaskRow};
 use cairnq_core::store::{
     ChildrenParams, CountQueuedParams, CountTasksParams, GetParams, ListFilter, ProbeParams, PurgeFilter, StatsParams,
     TaskKeyParams,
@@ -65,6 +65,13 @@ pub(crate) fn count_queued(conn: &Connection, _now_ms: i64, p: &CountQueuedParam
 /// migrates the file.
 fn counted(conn: &Connection) -> Result<bool> {
     Ok(query_int(conn, &Query::new(Sql::TableExists).arg("table", Query::COUNTS_TABLE))? != 0)
+}
+
+/// Whether claims on the file enforce limits: where the flow-control
+/// extensions are, ext_0006 and ext_0007 (asked as [`counted`] is).
+pub(crate) fn limit_mode(conn: &Connection) -> Result<LimitMode> {
+    let present = query_int(conn, &Query::new(Sql::IndexExists).arg("index", Query::LIMITS_INDEX))? != 0;
+    Ok(if present { LimitMode::On } else { LimitMode::Off })
 }
 
 /// Whether the file has the list-order index of ext_0003 (asked as

@@ -5,12 +5,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use cairnq_core::backend::{flows, schedules};
+use cairnq_core::backend::{flows, limits, schedules};
 use cairnq_core::store::{
     CancelParams, ChangeFeed, ChildrenParams, ClaimParams, CompleteBatchParams, CountQueuedParams, CountTasksParams,
     DeleteScheduleParams, FailParams, FeedParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams,
-    ListFilter, NewTask, PauseScheduleParams, ProbeParams, ProgressParams, PurgeFilter, RepairParams, Repaired,
-    RetryParams, SaveScheduleParams, ScheduleQuery, ScheduleRead, ScheduleRow, SettleParams, StatsParams,
+    LimitRow, LimitUsage, LimitUsageParams, LimitWaitParams, LimitsQuery, ListFilter, NewTask, PauseScheduleParams,
+    ProbeParams, ProgressParams, PurgeFilter, RemoveLimitParams, RepairParams, Repaired, RetryParams,
+    SaveScheduleParams, ScheduleQuery, ScheduleRead, ScheduleRow, SetLimitParams, SettleParams, StatsParams,
     SubmitManyParams, TaskKeyParams, TaskRow,
 };
 use cairnq_core::{
@@ -25,6 +26,7 @@ use crate::database::Database;
 use crate::error::{explain, guarded};
 use crate::exec::{SqliteExec, complete_batch};
 use crate::group_commit::{Counters, Job, WriteCtx, WriteStats, isolated_job, job};
+use crate::limited;
 use crate::local_wakeups::WakeBoard;
 use crate::location::{Location, MEMORY};
 use crate::options::SqliteOptions;
@@ -385,7 +387,8 @@ impl Store for SqliteStore {
     }
 
     async fn claim(&self, params: &ClaimParams) -> Result<Vec<Task>> {
-        write_flow!(self, claim, params)
+        let params = params.clone();
+        self.write(move |mut ctx| limited::claim(&mut ctx, &params)).await
     }
 
     async fn heartbeat(&self, params: &HeartbeatParams) -> Result<Task> {
@@ -429,13 +432,6 @@ impl Store for SqliteStore {
         self.wakes.feed()
     }
 
-    /// Closes this store: it takes no new work (calls fail with
-    /// [`Error::StoreClosed`]); what it already sent still runs. Other
-    /// stores on the same database (see [`SqliteStore::open`]) keep
-    /// working. The last store to close stops the threads: it lets them
-    /// finish what is queued and waits until every connection is closed
-    /// (then a database in memory is gone). Dropping a store without
-    /// closing it lets go the same way, without the wait.
     // Schedules run on the writer: a due check is one indexed read, and a
     // fire's compare-and-set and submits must be one write transaction.
     async fn schedules(&self, params: &ScheduleQuery) -> Result<ScheduleRead> {
@@ -458,6 +454,34 @@ impl Store for SqliteStore {
         write_flow!(self, schedules::fire_schedule, params)
     }
 
+    async fn limits(&self, query: &LimitsQuery) -> Result<Vec<LimitRow>> {
+        write_flow!(self, limits::limits, query)
+    }
+
+    async fn set_limit(&self, params: &SetLimitParams) -> Result<LimitRow> {
+        write_flow!(self, limits::set_limit, params)
+    }
+
+    async fn remove_limit(&self, params: &RemoveLimitParams) -> Result<bool> {
+        write_flow!(self, limits::remove_limit, params)
+    }
+
+    async fn limit_usage(&self, params: &LimitUsageParams) -> Result<LimitUsage> {
+        write_flow!(self, limits::limit_usage, params)
+    }
+
+    async fn limit_wait(&self, params: &LimitWaitParams) -> Result<Option<i64>> {
+        let params = params.clone();
+        self.write(move |mut ctx| limited::limit_wait(&mut ctx, &params)).await
+    }
+
+    /// Closes this store: it takes no new work (calls fail with
+    /// [`Error::StoreClosed`]); what it already sent still runs. Other
+    /// stores on the same database (see [`SqliteStore::open`]) keep
+    /// working. The last store to close stops the threads: it lets them
+    /// finish what is queued and waits until every connection is closed
+    /// (then a database in memory is gone). Dropping a store without
+    /// closing it lets go the same way, without the wait.
     async fn close(&self) -> Result<()> {
         let database = self.database.lock().take();
         if let Some(last) = database.and_then(Arc::into_inner) {

@@ -134,6 +134,27 @@ async def claim_fail(database, name, count):
     return await with_store(database, act)
 
 
+async def submit_limited(database, name, key, count):
+    """Submits `count` tasks of `name` under the limit key `key`: plain
+    metadata, all a producer of any SDK writes."""
+
+    async def act(store):
+        client = cairnq.CairnQ(store)
+        return [task_json(await client.submit(name, {"i": i}, metadata={"limit_key": key})) for i in range(count)]
+
+    return await with_store(database, act)
+
+
+async def claim_hold(database, name, count):
+    """Claims up to `count` tasks of `name` and leaves them running."""
+
+    async def act(store):
+        claimed = await store.claim(queues=["default"], worker_id="worker_python", lease_ms=60000, limit=count, names=[name])
+        return [task.id for task in claimed]
+
+    return await with_store(database, act)
+
+
 async def purge(database):
     """Purges every terminal task of the default queue, whoever settled it."""
     return await with_store(database, lambda s: s.purge(older_than_ms=0, queue="default", limit=100000))
@@ -372,6 +393,10 @@ async def main(argv):
         result = await claim_fail(database, args[0], int(args[1]))
     elif command == "purge":
         result = await purge(database)
+    elif command == "submit-limited":
+        result = await submit_limited(database, args[0], args[1], int(args[2]))
+    elif command == "claim-hold":
+        result = await claim_hold(database, args[0], int(args[1]))
     elif command == "submit-many":
         result = await submit_many(database, args[0], int(args[1]))
     else:

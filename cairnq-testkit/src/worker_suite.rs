@@ -25,6 +25,8 @@ mod chaos;
 mod clients;
 mod events;
 mod fairness;
+mod flow_control;
+mod flow_fleet;
 mod handler_api;
 mod lifecycle;
 mod limits;
@@ -50,6 +52,14 @@ pub use clients::{
 };
 pub use events::worker_events_name_their_attempt;
 pub use fairness::worker_processes_share_a_drain;
+pub use flow_control::{
+    a_claim_admits_what_each_limit_allows, a_draw_over_several_queues_admits_by_the_same_limits,
+    keys_take_turns_within_a_priority, limit_statuses_count_what_runs_and_waits, limits_are_set_read_and_removed,
+};
+pub use flow_fleet::{
+    a_backlogged_key_starves_no_other_key, a_fleet_never_runs_more_of_a_key_than_its_limit,
+    a_rate_limit_paces_the_starts_of_a_fleet,
+};
 pub use handler_api::{
     a_batch_item_that_does_not_decode_fails_alone, a_context_that_lost_its_lease_submits_no_children,
     a_progress_report_carries_a_cancel_home, a_value_handler_takes_a_payload_nested_a_thousand_levels,

@@ -51,6 +51,10 @@ pub(crate) struct Args {
     /// A correlation id tying related tasks together.
     #[arg(long)]
     correlation: Option<String>,
+    /// Flow-control key (written to the metadata as limit_key): the limits set with
+    /// `cairnq limit` for it apply (e.g. tenant:42).
+    #[arg(long, value_name = "KEY")]
+    limit_key: Option<String>,
 }
 
 /// `--conflict`, as every SDK spells it.
@@ -93,6 +97,9 @@ pub(crate) async fn run(context: &Context, args: Args) -> Result<Exit, Failure> 
     }
     if let Some(correlation) = args.correlation {
         options = options.correlation_id(correlation);
+    }
+    if let Some(limit_key) = args.limit_key {
+        options = options.limit_key(limit_key);
     }
     // Everything the library checks is checked before the database opens.
     options.to_new_task(&args.name, payload.clone())?;

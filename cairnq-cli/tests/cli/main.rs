@@ -10,6 +10,7 @@ mod details;
 mod errtext;
 mod exec_chaos;
 mod flags;
+mod limit;
 mod list_view;
 mod lost_lease;
 mod marked;

@@ -14,6 +14,7 @@ use std::future::Future;
 use cairnq_protocol::Sql;
 
 use crate::backend::helpers::{SubmitRun, fail_undecodable, in_asked_order, lost_lease, submit_runs};
+use crate::backend::limits;
 use crate::backend::query::Query;
 use crate::envelope::ErrorEnvelope;
 use crate::error::{Error, Result};
@@ -60,6 +61,39 @@ pub trait Executor {
     /// Inserts consecutive unkeyed tasks with one statement; the rows in
     /// the order given.
     fn insert_unkeyed(&self, tasks: &[NewTask]) -> impl Future<Output = Result<Vec<Task>>>;
+
+    /// Tries to lock each limit key of `keys` until the transaction ends,
+    /// waiting for none (see [`LimitLocks`]). The default answers
+    /// [`LimitLocks::Exclusive`]: right for a store whose write
+    /// transactions never overlap (SQLite), wrong where claimers run at once.
+    fn lock_limit_keys(&self, keys: &[String]) -> impl Future<Output = Result<LimitLocks>> {
+        let _ = keys;
+        std::future::ready(Ok(LimitLocks::Exclusive))
+    }
+}
+
+/// What [`Executor::lock_limit_keys`] got.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LimitLocks {
+    /// No other claimer runs while this transaction does (SQLite's write
+    /// transaction): every count it read is exact until it commits.
+    Exclusive,
+    /// The keys now held by this transaction; another claimer holds the
+    /// rest (they are skipped this round). The flow counts held keys again.
+    Granted(Vec<String>),
+}
+
+/// Whether [`claim_with`] enforces limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LimitMode {
+    /// The database has no limits table (an installation another SDK made,
+    /// opened as it is): claims limit nothing.
+    Off,
+    /// The database has the limits table of `ext_0006_limits`: each claim
+    /// checks it, and takes the limit-aware draws when any limit is set.
+    On,
 }
 
 /// The most tasks one multi-row insert carries.
@@ -114,16 +148,33 @@ pub async fn submit_many(exec: &impl Executor, params: &SubmitManyParams) -> Res
 /// One claim transaction: lease recovery (every expired lease in the
 /// database), then each draw within its budgets. Recovery and the first
 /// draw are issued together, in order, so a pipelining executor sends them
-/// in one round trip.
+/// in one round trip. Limits are not enforced: see [`claim_with`].
 pub async fn claim(exec: &impl Executor, params: &ClaimParams) -> Result<Vec<Task>> {
+    claim_with(exec, params, LimitMode::Off).await
+}
+
+/// [`claim`], enforcing limits with [`LimitMode::On`]: the question "is any
+/// limit set?" goes out with lease recovery, and the first draw is sent
+/// with a guard that takes nothing when one is, so a claim on a database
+/// without limits costs no extra round trip. When one is set, the draws
+/// are limit-aware (see [`limits`]).
+pub async fn claim_with(exec: &impl Executor, params: &ClaimParams, mode: LimitMode) -> Result<Vec<Task>> {
     let mut plan = params.plan();
     let expired = ErrorEnvelope::lease_expired().to_json();
     let recover = |sql| exec.recovered(Query::new(sql).arg("error", &expired));
-    let first = params.draws.first().map(|draw| draw_once(exec, params, draw, plan.limit(0)));
-    let (canceled, requeued, failed, first) = futures::try_join!(
+    let guarded = mode == LimitMode::On;
+    let probe = guarded.then(|| exec.ids(limits::any_limits()));
+    let first = params.draws.first().map(|draw| draw_once(exec, params, draw, plan.limit(0), guarded));
+    let (canceled, requeued, failed, limited, first) = futures::try_join!(
         recover(Sql::RecoverCanceledLeases),
         recover(Sql::RecoverRequeuedLeases),
         recover(Sql::RecoverFailedLeases),
+        async {
+            match probe {
+                Some(probe) => Ok(probe.await?.first().is_some_and(|any| any == "1")),
+                None => Ok(false),
+            }
+        },
         async {
             match first {
                 Some(draw) => draw.await,
@@ -134,22 +185,26 @@ pub async fn claim(exec: &impl Executor, params: &ClaimParams) -> Result<Vec<Tas
     observe::leases_recovered([canceled, requeued, failed].iter().flatten().map(|(_, queue)| queue.as_str()));
     let (mut claimed, drawn) = first;
     plan.took(0, drawn);
+    if limited {
+        claimed.extend(limits::claim_limited(exec, params, &mut plan, 0).await?);
+        return Ok(claimed);
+    }
     for (index, draw) in params.draws.iter().enumerate().skip(1) {
-        let (taken, drawn) = draw_once(exec, params, draw, plan.limit(index)).await?;
+        let (taken, drawn) = draw_once(exec, params, draw, plan.limit(index), false).await?;
         plan.took(index, drawn);
         claimed.extend(taken);
     }
     Ok(claimed)
 }
 
-/// One draw of up to `limit` rows. Every row drawn counts against the
-/// plan; a row that does not decode is failed here, in the claim's
-/// transaction and owned by the claimer, and left out of the result.
+/// One draw of up to `limit` rows (with `unlimited_only`, none when any
+/// limit is set). Every row drawn counts against the plan.
 async fn draw_once(
     exec: &impl Executor,
     params: &ClaimParams,
     draw: &ClaimDraw,
     limit: u32,
+    unlimited_only: bool,
 ) -> Result<(Vec<Task>, usize)> {
     if limit == 0 {
         return Ok((Vec::new(), 0));
@@ -159,7 +214,18 @@ async fn draw_once(
         .arg("lease_ms", params.lease_ms)
         .arg("limit", i64::from(limit))
         .scope(&draw.queues, draw.names.as_deref());
-    let rows = exec.tasks(query).await?;
+    let query = if unlimited_only { query.flag("unlimited_only") } else { query };
+    take_claimed(exec, params, exec.tasks(query).await?).await
+}
+
+/// The tasks among rows a claim drew, and how many rows it drew; a row
+/// that does not decode is failed here, in the claim's transaction and
+/// owned by the claimer, and left out.
+pub(super) async fn take_claimed(
+    exec: &impl Executor,
+    params: &ClaimParams,
+    rows: Vec<TaskRow>,
+) -> Result<(Vec<Task>, usize)> {
     let drawn = rows.len();
     let (tasks, undecodable) = fail_undecodable(rows);
     for (row, envelope) in undecodable {

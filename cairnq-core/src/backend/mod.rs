@@ -10,18 +10,22 @@
 //! [`Query::list_planned`]. A backend without SQL (see
 //! `cairnq_memory::MemoryStore`) uses only the helpers.
 
+mod admission;
 mod app_code;
 mod claim_plan;
 mod feeds;
 pub mod flows;
 mod helpers;
+mod limit_walk;
+pub mod limits;
 mod list_plan;
 mod purpose;
 mod query;
 pub mod schedules;
 
+pub use admission::{Admission, Gcra, LimitBook};
 pub use cairnq_protocol::Sql;
-pub use flows::{Executor, Installed, check_protocol_version};
+pub use flows::{Executor, Installed, LimitLocks, LimitMode, check_protocol_version};
 pub use list_plan::{LIST_CURSOR_SORT_AT_MOST, LIST_SORT_AT_MOST, ListProbe, Matching};
 pub use purpose::purpose;
 pub use query::{Arg, Query};

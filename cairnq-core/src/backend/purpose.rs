@@ -57,5 +57,14 @@ pub const fn purpose(sql: Sql) -> &'static str {
         Sql::UpdateProgress => "record the task's progress",
         Sql::SucceedTask | Sql::CompleteTask | Sql::CompleteTasks => "record the task's result",
         Sql::FailTask => "record the task's failure",
+        Sql::SelectLimits | Sql::AnyLimits => "read the limits",
+        Sql::UpsertLimit => "save the limit",
+        Sql::DeleteLimit => "remove the limit",
+        Sql::CountRunningByLimitKey | Sql::CountQueuedByLimitKey => "count the tasks under a limit",
+        Sql::SelectLimitState | Sql::UpsertLimitState => "keep a rate limit's pace",
+        Sql::SelectLimitCandidates | Sql::SelectLimitGroups | Sql::SelectLimitGroupRows => {
+            "find the tasks the limits let start"
+        }
+        Sql::ClaimTasksById => "claim tasks",
     }
 }

@@ -222,6 +222,11 @@ impl Query {
     /// may lack it).
     pub const COUNTS_TABLE: &'static str = "cairnq_ext_task_counts";
 
+    /// The queued index of `ext_0007_limit_queue_index` (which comes after
+    /// the limits table of `ext_0006_limits`): a claim enforces limits only
+    /// where it exists (see [`LimitMode`](crate::backend::LimitMode)).
+    pub const LIMITS_INDEX: &'static str = "cairnq_ext_tasks_limit_queued_idx";
+
     /// `probe_claimable` for the queues and names asked.
     pub fn probe(params: &ProbeParams) -> Self {
         Self::new(Sql::ProbeClaimable).scope(&params.queues, params.names.as_deref())
@@ -323,10 +328,15 @@ impl Query {
             [one] => self.flag("one_queue").arg("queue", one),
             many => self.flag("many_queues").arg("queues", many.to_vec()),
         };
+        query.names(names)
+    }
+
+    /// The name filter of [`scope`](Self::scope) alone.
+    pub fn names(self, names: Option<&[String]>) -> Self {
         match names {
-            None => query,
-            Some([one]) => query.flag("one_name").arg("name", one),
-            Some(many) => query.flag("many_names").arg("names", many.to_vec()),
+            None => self,
+            Some([one]) => self.flag("one_name").arg("name", one),
+            Some(many) => self.flag("many_names").arg("names", many.to_vec()),
         }
     }
 }

@@ -18,7 +18,7 @@ use crate::store::{
 };
 
 /// The store's now (the database clock on Postgres).
-async fn clock(exec: &impl Executor) -> Result<i64> {
+pub(super) async fn clock(exec: &impl Executor) -> Result<i64> {
     let text = exec.ids(Query::new(Sql::SelectClock)).await?.into_iter().next();
     text.and_then(|t| t.parse().ok()).ok_or_else(|| Error::corrupt_row("the store's clock read back no integer"))
 }

@@ -11,6 +11,7 @@
 mod bulk;
 mod diagnosis;
 mod gauges;
+mod limits;
 mod reads;
 mod retry;
 mod schedules;

@@ -16,7 +16,7 @@ use crate::model::{HeldLease, Task, TaskRef};
 use crate::observe::Outage;
 use crate::store::{
     ChangeWatch, ClaimDraw, ClaimParams, CompleteBatchParams, FailParams, HeartbeatBatchParams, HeartbeatParams,
-    ProbeParams, ProgressParams, RepairParams, Repaired, SettleParams, Store, Wake, WakeupsLost,
+    LimitWaitParams, ProbeParams, ProgressParams, RepairParams, Repaired, SettleParams, Store, Wake, WakeupsLost,
 };
 
 /// A lease holder on one client: claims due tasks under one worker id and
@@ -142,6 +142,15 @@ impl WorkerSession {
     /// "reconnected" line per outage, however many parts of it see errors.
     pub fn outage(&self) -> Arc<Outage> {
         Outage::of(&self.client.store)
+    }
+
+    /// How long until a rate limit next lets a start of a key it holds
+    /// back through (`None`: no rate holds a key back now), so a loop whose
+    /// claim found only throttled work sleeps until then rather than a
+    /// whole poll.
+    pub async fn next_rate_admit(&self) -> Result<Option<Duration>> {
+        let wait = self.client.store.limit_wait(&LimitWaitParams::new()).await?;
+        Ok(wait.map(|ms| Duration::from_millis(ms.unsigned_abs())))
     }
 
     /// Repairs rows of the params' queues that no ordinary operation would

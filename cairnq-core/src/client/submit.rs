@@ -16,6 +16,7 @@ use crate::error::{Error, Result, require_non_empty, require_text};
 use crate::id::new_task_id;
 use crate::json::Json;
 use crate::keys::Conflict;
+use crate::limit::{KeyUse, validate_key};
 use crate::model::Task;
 use crate::store::NewTask;
 
@@ -52,6 +53,8 @@ pub struct SubmitOptions {
     pub root_id: Option<String>,
     /// Caller-chosen correlation id.
     pub correlation_id: Option<String>,
+    /// The flow-control key (see [`limit_key`](Self::limit_key)).
+    pub limit_key: Option<String>,
 }
 
 impl Default for SubmitOptions {
@@ -67,6 +70,7 @@ impl Default for SubmitOptions {
             parent_id: None,
             root_id: None,
             correlation_id: None,
+            limit_key: None,
         }
     }
 }
@@ -137,6 +141,23 @@ impl SubmitOptions {
         self
     }
 
+    /// Puts the task under the limits of `key` ([`Limit`](crate::Limit)):
+    /// written to its metadata as the string `limit_key` (replacing one the
+    /// metadata holds), which is all any SDK needs to write to submit
+    /// limited work. A key holds no `*` and is at most
+    /// [`MAX_LIMIT_KEY_LEN`](crate::MAX_LIMIT_KEY_LEN) bytes (checked at
+    /// submit).
+    ///
+    /// ```
+    /// use cairnq_core::SubmitOptions;
+    /// let task = SubmitOptions::new().limit_key("tenant:42").to_new_task("bill", serde_json::json!({}).into()).unwrap();
+    /// assert_eq!(task.metadata.as_str(), r#"{"limit_key":"tenant:42"}"#);
+    /// ```
+    pub fn limit_key(mut self, key: impl Into<String>) -> Self {
+        self.limit_key = Some(key.into());
+        self
+    }
+
     /// Makes the task a child of `parent`: `parent`'s id as its parent,
     /// `parent`'s root (or `parent` itself, the first of its chain) as its
     /// root, and `parent`'s correlation id unless one is set already. What a
@@ -189,6 +210,10 @@ impl SubmitOptions {
             Some(m) if m.is_object() => m.clone(),
             Some(_) => return Err(Error::validation("metadata", "must be a JSON object")),
         };
+        let metadata = match &self.limit_key {
+            Some(key) => with_limit_key(&metadata, key)?,
+            None => metadata,
+        };
         let id = new_task_id();
         Ok(NewTask {
             root_id: self.root_id.clone().unwrap_or_else(|| id.clone()),
@@ -206,6 +231,16 @@ impl SubmitOptions {
             conflict: self.conflict,
         })
     }
+}
+
+/// `metadata` (an object) with `limit_key` set to `key`, every other
+/// member's JSON kept exactly as it was.
+fn with_limit_key(metadata: &Json, key: &str) -> Result<Json> {
+    validate_key("limit_key", key, KeyUse::Task)?;
+    let mut members: std::collections::BTreeMap<String, Json> =
+        metadata.decode().map_err(|e| Error::validation("metadata", e.0))?;
+    members.insert("limit_key".to_string(), Json::encode(key)?);
+    Ok(Json::encode(&members)?)
 }
 
 /// A task to submit: name, payload and options. Used by
@@ -307,6 +342,7 @@ macro_rules! forward_options {
             parent_id(impl Into<String>),
             root_id(impl Into<String>),
             correlation_id(impl Into<String>),
+            limit_key(impl Into<String>),
             child_of(&Task),
         );
 

@@ -24,6 +24,7 @@
 //! (SQLite: a [`Clock`](crate::Clock); Postgres: the database clock).
 
 mod feed;
+mod limit_params;
 mod listing;
 mod read_params;
 mod schedule_params;
@@ -38,6 +39,9 @@ use crate::error::{Error, Result};
 use crate::model::{HeldLease, QueueAge, Task, TaskCount, TaskRef, Undecodable};
 
 pub use feed::{Change, ChangeFeed, FeedParams, WakeupsLost};
+pub use limit_params::{
+    KeyUsage, LimitRow, LimitUsage, LimitUsageParams, LimitWaitParams, LimitsQuery, RemoveLimitParams, SetLimitParams,
+};
 pub use read_params::{ChildrenParams, CountTasksParams, TaskKeyParams};
 pub use schedule_params::{
     DeleteScheduleParams, FireScheduleParams, PauseScheduleParams, SaveScheduleParams, ScheduleQuery, ScheduleRead,
@@ -332,6 +336,45 @@ pub trait Store: Send + Sync + 'static {
     async fn fire_schedule(&self, params: &FireScheduleParams) -> Result<Option<Vec<Task>>> {
         let _ = params;
         Err(unsupported(self.backend(), "fire_schedule"))
+    }
+
+    /// Limits (extension `ext_0006_limits`) as [`LimitsQuery`] asks, by
+    /// key. The default: [`Error::UnsupportedBackend`] (a store without
+    /// flow control; its claims limit nothing).
+    async fn limits(&self, query: &LimitsQuery) -> Result<Vec<LimitRow>> {
+        let _ = query;
+        Err(unsupported(self.backend(), "limits"))
+    }
+
+    /// Creates or replaces a limit; the row as stored. Claims from the next
+    /// one on enforce it (see [`Limit`](crate::Limit)).
+    async fn set_limit(&self, params: &SetLimitParams) -> Result<LimitRow> {
+        let _ = params;
+        Err(unsupported(self.backend(), "set_limit"))
+    }
+
+    /// Deletes a limit; whether there was one.
+    async fn remove_limit(&self, params: &RemoveLimitParams) -> Result<bool> {
+        let _ = params;
+        Err(unsupported(self.backend(), "remove_limit"))
+    }
+
+    /// How many tasks of each limit key run and wait, and the keys' rate
+    /// state (for `cairnq limit ls` and dashboards; a read that counts the
+    /// running and queued rows that carry a key). The default:
+    /// [`Error::UnsupportedBackend`].
+    async fn limit_usage(&self, params: &LimitUsageParams) -> Result<LimitUsage> {
+        let _ = params;
+        Err(unsupported(self.backend(), "limit_usage"))
+    }
+
+    /// Milliseconds from the store's now until a rate limit next lets a
+    /// start of a key it holds back through, so a worker whose claim found
+    /// only throttled work sleeps until then rather than a whole poll.
+    /// `None` (the default): no rate holds a key back now.
+    async fn limit_wait(&self, params: &LimitWaitParams) -> Result<Option<i64>> {
+        let _ = params;
+        Ok(None)
     }
 
     /// Releases the backend's connections and threads. Calls after close

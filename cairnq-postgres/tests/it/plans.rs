@@ -212,3 +212,32 @@ async fn dashboard_reads_walk_in_order_or_seek_through_their_filters() {
     check(&session, Sql::SelectTaskKey, &[], &["cairnq_ext_task_keys_task_idx"]).await;
     check(&session, Sql::ListChildren, &[], &["cairnq_tasks_root_idx"]).await;
 }
+
+/// The limit-aware claim's walk seeks through the queued index of ext_0007
+/// (a key holding a huge throttled backlog costs a step, never a walk over
+/// its rows), and reads one group's due rows as a range of it; the shared
+/// claim never reads that index.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_limit_walk_seeks_through_the_queued_index() {
+    let (session, _schema) = populated().await;
+    let queued = "cairnq_ext_tasks_limit_queued_idx";
+    // The walk's steps are subplans of its recursive term, which only a
+    // plan that ran shows: explained as run, with values.
+    let groups = postgres::statement(Sql::SelectLimitGroups).base().sql;
+    let prepare = format!("set enable_seqscan = off; deallocate all; prepare walk as {groups}");
+    session.batch_execute(&prepare).await.expect("prepare the walk");
+    let explain = "explain (analyze, costs off, timing off) execute walk(2147483648, '', 'q0', 10)";
+    let rows = session.query(explain, &[]).await.expect("explain");
+    let walk: Vec<String> = rows.iter().map(|row| row.get::<_, String>(0)).collect();
+    let seeks = walk.iter().filter(|l| l.contains(" on cairnq_tasks")).collect::<Vec<_>>();
+    assert!(seeks.iter().any(|l| l.contains(queued)), "{walk:?}");
+    assert!(seeks.iter().all(|l| l.contains("Index")), "every step a seek: {walk:?}");
+    for flags in [&[][..], &["one_name"], &["many_names"]] {
+        let rows = check(&session, Sql::SelectLimitGroupRows, flags, &[queued]).await;
+        assert!(!rows.iter().any(|l| l.trim_start().starts_with("->  Sort")), "{flags:?} sorts: {rows:?}");
+    }
+    for flags in [&["one_queue"][..], &["many_queues", "many_names"]] {
+        let claim = plan(&session, Sql::ClaimDueTasks, flags).await;
+        assert!(!claim.iter().any(|l| l.contains(queued)), "{flags:?}: {claim:?}");
+    }
+}

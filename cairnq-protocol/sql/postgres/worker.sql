@@ -95,6 +95,9 @@ returning t.id, t.queue
 
 -- One draw: the best due rows, priority desc, run_at_ms asc, id asc; rows
 -- another claimer holds are skipped.
+-- With `unlimited_only` it takes nothing while any limit is set (extension
+-- ext_0006): the claim then draws limit-aware (limits.sql) instead. The
+-- guard is in the LIMIT, evaluated once, never row by row.
 -- name: claim_due_tasks
 with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms),
 picked as materialized (
@@ -107,6 +110,7 @@ picked as materialized (
       and run_at_ms <= (select now_ms from clock)
     order by priority desc, run_at_ms, id
     limit :limit::bigint
+      * (not exists (select 1 from cairnq_ext_limits))::int -- when: unlimited_only
     for update skip locked
 )
 update cairnq_tasks t set

@@ -63,7 +63,11 @@ where status = 'running' and lease_until_ms is not null and lease_until_ms <= :n
   and cancel_requested_at_ms is null and attempt >= max_attempts
 returning id, queue
 
--- One draw: the best due rows, priority desc, run_at_ms asc, id asc.
+-- One draw: the best due rows, priority desc, run_at_ms asc, id asc. With
+-- `unlimited_only` it takes nothing while any limit is set (extension
+-- ext_0006): the claim then draws limit-aware (limits.sql) instead. The
+-- guard is in the LIMIT, evaluated once: as a WHERE term it was checked
+-- row after row, walking every due row.
 -- name: claim_due_tasks
 update or fail cairnq_tasks set
     status = 'running',
@@ -81,6 +85,7 @@ where id in (
       and run_at_ms <= :now_ms
     order by priority desc, run_at_ms, id
     limit :limit
+      * (not exists (select 1 from cairnq_ext_limits)) -- when: unlimited_only
 )
 returning *
 

@@ -225,3 +225,24 @@ async fn dashboard_reads_walk_in_order_or_seek_through_their_filters() {
     check(&fresh.path, &sqlite::SELECT_TASK_KEY, &[], &["cairnq_ext_task_keys_task_idx"]);
     check(&fresh.path, &sqlite::LIST_CHILDREN, &[], &["cairnq_tasks_root_idx"]);
 }
+
+/// The limit-aware claim walks the queued index of ext_0007 group by
+/// group (every step a seek, never a scan of a group's rows), reads one
+/// group's due rows as a range of it in order, and counts running rows
+/// without reading queued ones: so a key holding a huge throttled backlog
+/// costs a seek, not a walk over its rows.
+#[tokio::test]
+async fn the_limit_walk_seeks_through_the_queued_index() {
+    let (fresh, _client) = populated().await;
+    let groups = check(&fresh.path, &sqlite::SELECT_LIMIT_GROUPS, &[], &["cairnq_ext_tasks_limit_queued_idx"]);
+    for line in groups.iter().filter(|l| l.contains("cairnq_tasks")) {
+        assert!(line.starts_with("SEARCH cairnq_tasks USING") && line.contains("INDEX"), "not a seek: {groups:?}");
+    }
+    for flags in [&[][..], &["one_name"], &["many_names"]] {
+        let rows = check(&fresh.path, &sqlite::SELECT_LIMIT_GROUP_ROWS, flags, &["cairnq_ext_tasks_limit_queued_idx"]);
+        assert_no_sort(&rows, "a group's rows");
+    }
+    check(&fresh.path, &sqlite::COUNT_RUNNING_BY_LIMIT_KEY, &["keys"], &["cairnq_ext_tasks_running_key_idx"]);
+    let every_key = plan(&fresh.path, &sqlite::COUNT_RUNNING_BY_LIMIT_KEY, &[]);
+    assert!(!every_key.iter().any(|l| l == "SCAN cairnq_tasks"), "running rows by an index: {every_key:?}");
+}

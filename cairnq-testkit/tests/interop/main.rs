@@ -7,6 +7,7 @@
 mod counts;
 mod ext_names;
 mod json_exact;
+mod limits;
 mod odd_rows;
 mod parity;
 #[cfg(feature = "postgres")]

@@ -10,7 +10,10 @@
 //! When idle the loop sleeps on a watch
 //! ([`Store::watch_for_change`](cairnq_core::Store::watch_for_change)) taken
 //! BEFORE the probe read the store, so a push wakeup for a submit that
-//! committed between the probe and the sleep still cuts the poll short.
+//! committed between the probe and the sleep still cuts the poll short. A
+//! claim that took nothing asks when a rate limit next admits a start
+//! ([`Store::limit_wait`](cairnq_core::Store::limit_wait)) and sleeps no
+//! longer than that: rate-limited work starts at its rate, not a poll's.
 //!
 //! # Prefetch
 //!
@@ -132,8 +135,9 @@ impl Handlers {
 enum Claimed {
     /// Rows were taken; `filled`: as many as the plan allowed.
     Rows { tasks: Vec<Task>, filled: bool },
-    /// The claim took nothing (a left-out draw may still find some).
-    Empty { left_out_draws: bool },
+    /// The claim took nothing (a left-out draw may still find some; a rate
+    /// limit may admit a start after `rate_wait`).
+    Empty { left_out_draws: bool, rate_wait: Option<Duration> },
     /// The probe found nothing due.
     NothingDue,
     /// The store failed during this step (the probe or the claim).
@@ -144,8 +148,9 @@ enum Claimed {
 enum Next {
     /// Look again at once.
     Go,
-    /// Nothing due: sleep up to the poll interval.
-    Idle,
+    /// Nothing to take: sleep up to this long (the poll interval, or less
+    /// while a rate limit is about to admit a start), or until woken.
+    Idle(Duration),
 }
 
 pub(crate) struct ClaimLoop {
@@ -230,8 +235,8 @@ impl ClaimLoop {
                 continue;
             }
             let next = self.await_claim_or_freed().await;
-            if let Next::Idle = next {
-                self.pause(Some(self.core.options.poll_interval)).await;
+            if let Next::Idle(pause) = next {
+                self.pause(Some(pause)).await;
             }
         }
     }
@@ -345,13 +350,13 @@ impl ClaimLoop {
                 self.start_buffered();
                 Next::Go
             }
-            Claimed::Empty { left_out_draws } => {
+            Claimed::Empty { left_out_draws, rate_wait } => {
                 self.probe_next = true;
-                self.empty_round(left_out_draws)
+                self.empty_round(left_out_draws, rate_wait)
             }
             Claimed::NothingDue => {
                 self.probe_next = true;
-                Next::Idle
+                Next::Idle(self.core.options.poll_interval)
             }
             Claimed::Failed(phase, error) => {
                 self.probe_next = true;
@@ -375,14 +380,16 @@ impl ClaimLoop {
     }
 
     /// A claim found nothing. If limits left draws out, the next rotation
-    /// may include them: retry at once, at most once per draw.
-    fn empty_round(&mut self, left_out_draws: bool) -> Next {
+    /// may include them: retry at once, at most once per draw. Else idle a
+    /// poll, or only until a rate limit (flow control) admits a start.
+    fn empty_round(&mut self, left_out_draws: bool, rate_wait: Option<Duration>) -> Next {
         if left_out_draws && self.empty_retries < self.names.own.len() {
             self.empty_retries += 1;
             return Next::Go;
         }
         self.empty_retries = 0;
-        Next::Idle
+        let poll = self.core.options.poll_interval;
+        Next::Idle(rate_wait.map_or(poll, |wait| wait.min(poll)))
     }
 }
 
@@ -404,7 +411,12 @@ async fn claim_rows(
     }
     let ClaimParams { draws, budgets, .. } = params;
     match core.session.claim(draws, budgets).await {
-        Ok(tasks) if tasks.is_empty() => Claimed::Empty { left_out_draws },
+        Ok(tasks) if tasks.is_empty() => {
+            // Due work the claim passed over may be held back by a rate
+            // limit: ask when it admits (a hint; a failed read is no wait).
+            let rate_wait = core.session.next_rate_admit().await.ok().flatten();
+            Claimed::Empty { left_out_draws, rate_wait }
+        }
         Ok(tasks) => {
             // One row of one says little about what is left; skipping the
             // probe then would cost a lone worker an empty claim per task.

@@ -1,0 +1,235 @@
+//! How a limit-aware draw finds the rows it may start, without reading the
+//! rows it may not.
+//!
+//! A draw on one queue walks the queued index of `ext_0007` group by group
+//! (priority desc, then limit key): a group is one key's queued rows at one
+//! priority (tasks without a key are the group of the empty key), so a key
+//! at its limit costs one step of the walk however many tasks it holds.
+//! Groups of one priority take turns: each offers the due rows its limit
+//! lets start, and the draw takes one from each in key order, round after
+//! round, before it looks at a lower priority (fair share: a key with a
+//! huge backlog and a key with a few tasks both progress). Within a group,
+//! the oldest due rows go first.
+//!
+//! A draw over several queues walks the claim order of every row instead,
+//! passing over the keys found at their limit: correct, and as costly as
+//! the throttled rows it passes.
+
+use std::collections::HashSet;
+
+use cairnq_protocol::Sql;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::flows::{Executor, take_claimed};
+use super::limits::{LimitedClaim, decode, text_key};
+use super::query::Query;
+use crate::error::Result;
+use crate::model::Task;
+use crate::store::{ClaimDraw, ClaimParams};
+
+/// Above every priority (a 32-bit column): the cursor of a walk's start.
+const ABOVE_TOP: i64 = 1 << 31;
+
+/// A due row a walk may take, with its limit key.
+#[derive(Deserialize)]
+struct Candidate {
+    id: String,
+    key: Option<Value>,
+}
+
+/// A row picked to start: its id and limit key.
+type Pick = (String, Option<String>);
+
+/// What one group offers: its priority, its key, the rows it may start.
+struct Offer {
+    priority: i64,
+    key: Option<String>,
+    ids: std::vec::IntoIter<String>,
+}
+
+impl LimitedClaim {
+    /// One draw of up to `limit` rows; the tasks and how many rows were
+    /// drawn (as [`take_claimed`] counts them).
+    pub(super) async fn draw(
+        &mut self,
+        exec: &impl Executor,
+        params: &ClaimParams,
+        draw: &ClaimDraw,
+        limit: u32,
+    ) -> Result<(Vec<Task>, usize)> {
+        match draw.queues.as_slice() {
+            [queue] => self.walk_groups(exec, params, draw, queue, limit).await,
+            _ => self.walk_rows(exec, params, draw, limit).await,
+        }
+    }
+
+    /// The group walk of one queue (see the module docs).
+    async fn walk_groups(
+        &mut self,
+        exec: &impl Executor,
+        params: &ClaimParams,
+        draw: &ClaimDraw,
+        queue: &str,
+        limit: u32,
+    ) -> Result<(Vec<Task>, usize)> {
+        let (mut tasks, mut drawn) = (Vec::new(), 0);
+        let mut cursor = (ABOVE_TOP, String::new());
+        while drawn < limit as usize {
+            let need = limit as usize - drawn;
+            let max_groups = need + self.admission.blocked().len() + 1;
+            let q = Query::new(Sql::SelectLimitGroups)
+                .arg("queue", queue)
+                .arg("priority", cursor.0)
+                .arg("after", cursor.1.clone())
+                .arg("max_groups", i64::try_from(max_groups).unwrap_or(i64::MAX));
+            let groups: Vec<(i64, String)> = exec
+                .ids(q)
+                .await?
+                .iter()
+                .map(|t| decode::<(i64, Value)>("limit group", t).map(|(p, k)| (p, text_key(k).unwrap_or_default())))
+                .collect::<Result<_>>()?;
+            let exhausted = groups.len() < max_groups;
+            if let Some(last) = groups.last() {
+                cursor = last.clone();
+            }
+            self.meet_keys(exec, groups.iter().map(|(_, key)| key.as_str()).filter(|k| !k.is_empty())).await?;
+            let wanted: Vec<(i64, Option<String>, usize)> = groups
+                .into_iter()
+                .map(|(priority, key)| (priority, Some(key).filter(|k| !k.is_empty())))
+                .map(|(p, key)| {
+                    let budget = key.as_deref().map_or(u64::MAX, |k| self.admission.budget(k));
+                    (p, key, usize::try_from(budget).unwrap_or(usize::MAX).min(need))
+                })
+                .filter(|(_, _, n)| *n > 0)
+                .collect();
+            let fetches = wanted.iter().map(|(priority, key, n)| {
+                let q = Query::new(Sql::SelectLimitGroupRows)
+                    .arg("queue", queue)
+                    .arg("priority", *priority)
+                    .arg("key", key.clone().unwrap_or_default())
+                    .arg("limit", i64::try_from(*n).unwrap_or(i64::MAX));
+                exec.ids(q.names(draw.names.as_deref()))
+            });
+            let rows = futures::future::try_join_all(fetches).await?;
+            let offers = wanted.into_iter().zip(rows).map(|((priority, key, _), ids)| Offer {
+                priority,
+                key,
+                ids: ids.into_iter(),
+            });
+            let picked = self.take_turns(offers.collect(), need);
+            if !picked.is_empty() {
+                let (taken, n) = self.claim_picked(exec, params, &picked).await?;
+                tasks.extend(taken);
+                drawn += n;
+                if n == 0 {
+                    break;
+                }
+            }
+            if exhausted {
+                break;
+            }
+        }
+        Ok((tasks, drawn))
+    }
+
+    /// Up to `need` rows from `offers` (in walk order): the groups of the
+    /// highest priority take turns, one row each per round, while their
+    /// limits allow; then the next priority's.
+    fn take_turns(&mut self, mut offers: Vec<Offer>, need: usize) -> Vec<Pick> {
+        let mut picked = Vec::new();
+        let mut start = 0;
+        while start < offers.len() && picked.len() < need {
+            let priority = offers[start].priority;
+            let end = offers[start..].iter().position(|o| o.priority != priority).map_or(offers.len(), |d| start + d);
+            let mut open: Vec<bool> = vec![true; end - start];
+            while picked.len() < need && open.iter().any(|o| *o) {
+                for (offer, open) in offers[start..end].iter_mut().zip(open.iter_mut()) {
+                    if picked.len() >= need || !*open {
+                        continue;
+                    }
+                    match offer.ids.next() {
+                        Some(id) if self.admission.try_start(offer.key.as_deref()) => {
+                            picked.push((id, offer.key.clone()));
+                        }
+                        _ => *open = false,
+                    }
+                }
+            }
+            start = end;
+        }
+        picked
+    }
+
+    /// The walk over every due row of several queues in claim order,
+    /// passing over keys at their limit (see the module docs).
+    async fn walk_rows(
+        &mut self,
+        exec: &impl Executor,
+        params: &ClaimParams,
+        draw: &ClaimDraw,
+        limit: u32,
+    ) -> Result<(Vec<Task>, usize)> {
+        let (mut tasks, mut drawn) = (Vec::new(), 0);
+        while drawn < limit as usize {
+            let want = limit as usize - drawn;
+            let blocked = self.admission.blocked();
+            let q = Query::new(Sql::SelectLimitCandidates)
+                .arg("limit", i64::try_from(want).unwrap_or(i64::MAX))
+                .arg("blocked", blocked.clone())
+                .scope(&draw.queues, draw.names.as_deref());
+            let candidates: Vec<Pick> = exec
+                .ids(q)
+                .await?
+                .iter()
+                .map(|t| decode::<Candidate>("claim candidate", t).map(|c| (c.id, c.key.and_then(text_key))))
+                .collect::<Result<_>>()?;
+            self.meet_keys(exec, candidates.iter().filter_map(|(_, key)| key.as_deref())).await?;
+            let picked: Vec<Pick> =
+                candidates.iter().filter(|(_, key)| self.admission.try_start(key.as_deref())).cloned().collect();
+            if !picked.is_empty() {
+                let (taken, n) = self.claim_picked(exec, params, &picked).await?;
+                tasks.extend(taken);
+                drawn += n;
+                if n == 0 {
+                    break;
+                }
+            }
+            // Nothing more to see, or nothing new found at its limit (the
+            // same rows would come back).
+            if candidates.len() < want || (picked.is_empty() && self.admission.blocked() == blocked) {
+                break;
+            }
+        }
+        Ok((tasks, drawn))
+    }
+
+    /// Claims the rows picked, by id; a row another claimer took meanwhile
+    /// gives its start back. The tasks, and the rows drawn.
+    async fn claim_picked(
+        &mut self,
+        exec: &impl Executor,
+        params: &ClaimParams,
+        picked: &[Pick],
+    ) -> Result<(Vec<Task>, usize)> {
+        let ids: Vec<String> = picked.iter().map(|(id, _)| id.clone()).collect();
+        let q = Query::new(Sql::ClaimTasksById)
+            .arg("ids", ids)
+            .arg("worker_id", &params.worker_id)
+            .arg("lease_ms", params.lease_ms);
+        let rows = exec.tasks(q).await?;
+        let got: HashSet<&str> = rows
+            .iter()
+            .filter_map(|row| match row {
+                Ok(task) => Some(task.id.as_str()),
+                Err(undecodable) => undecodable.task_id.as_deref(),
+            })
+            .collect();
+        for (id, key) in picked {
+            if let (false, Some(key)) = (got.contains(id.as_str()), key) {
+                self.admission.unstart(key);
+            }
+        }
+        take_claimed(exec, params, rows).await
+    }
+}

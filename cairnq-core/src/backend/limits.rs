@@ -1,0 +1,273 @@
+//! Flow control over an [`Executor`]: the limit operations of the seam
+//! (each statement returns a limit row as one JSON object in a text
+//! column, decoded here, as schedules do) and the limit-aware draws of a
+//! claim, which [`flows::claim_with`](super::flows::claim_with) runs when
+//! any limit is set.
+//!
+//! A limit-aware claim reads, inside its transaction, how many rows of
+//! each key run (counted from the running rows themselves) and each key's
+//! rate state; then each draw finds the due rows it may start
+//! (the private `limit_walk` module: group by group, skipping keys that
+//! may start nothing more), admits what each key's limit allows
+//! ([`Admission`]) and claims those rows by id, so a saturated key holds
+//! back neither other keys nor unlimited tasks.
+//!
+//! Where claimers run at once (Postgres), each key is locked for the rest
+//! of the transaction before its tasks are admitted, with a lock that is
+//! only tried ([`Executor::lock_limit_keys`]): a key another claimer holds
+//! is skipped this round, nobody waits, and what is counted after the lock
+//! is exact until the commit.
+
+use std::collections::{BTreeMap, HashSet};
+
+use cairnq_protocol::Sql;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::admission::{Admission, LimitBook};
+use super::claim_plan::DrawPlan;
+use super::flows::{Executor, LimitLocks};
+use super::query::Query;
+use super::schedules::clock;
+use crate::error::{Error, Result};
+use crate::model::Task;
+use crate::store::{
+    ClaimParams, KeyUsage, LimitRow, LimitUsage, LimitUsageParams, LimitWaitParams, LimitsQuery, RemoveLimitParams,
+    SetLimitParams,
+};
+
+/// A limit row as its statements return it.
+#[derive(Deserialize)]
+struct StoredLimit {
+    key: String,
+    concurrency: Option<i64>,
+    rate_count: Option<i64>,
+    rate_period_ms: Option<i64>,
+    burst: Option<i64>,
+    updated_at_ms: i64,
+}
+
+pub(super) fn decode<T: for<'de> Deserialize<'de>>(what: &str, text: &str) -> Result<T> {
+    serde_json::from_str(text).map_err(|e| Error::corrupt_row(format!("a {what} row: {e}")))
+}
+
+fn decode_limits(texts: Vec<String>) -> Result<Vec<LimitRow>> {
+    texts
+        .iter()
+        .map(|text| {
+            let s: StoredLimit = decode("limit", text)?;
+            let mut row = LimitRow::new(s.key);
+            (row.concurrency, row.rate_count, row.rate_period_ms, row.burst) =
+                (s.concurrency, s.rate_count, s.rate_period_ms, s.burst);
+            row.updated_at_ms = s.updated_at_ms;
+            Ok(row)
+        })
+        .collect()
+}
+
+/// Limits as asked, by key.
+pub async fn limits(exec: &impl Executor, query: &LimitsQuery) -> Result<Vec<LimitRow>> {
+    let q = match &query.key {
+        Some(key) => Query::new(Sql::SelectLimits).flag("by_key").arg("key", key),
+        None => Query::new(Sql::SelectLimits),
+    };
+    decode_limits(exec.ids(q).await?)
+}
+
+/// Creates or replaces a limit; the row as stored.
+pub async fn set_limit(exec: &impl Executor, params: &SetLimitParams) -> Result<LimitRow> {
+    let r = &params.row;
+    let q = Query::new(Sql::UpsertLimit)
+        .arg("key", &r.key)
+        .arg("concurrency", r.concurrency)
+        .arg("rate_count", r.rate_count)
+        .arg("rate_period_ms", r.rate_period_ms)
+        .arg("burst", r.burst);
+    decode_limits(exec.ids(q).await?)?.pop().ok_or_else(|| Error::corrupt_row("a limit upsert returned no row"))
+}
+
+/// Deletes a limit; whether it existed.
+pub async fn remove_limit(exec: &impl Executor, params: &RemoveLimitParams) -> Result<bool> {
+    Ok(!exec.ids(Query::new(Sql::DeleteLimit).arg("key", &params.key)).await?.is_empty())
+}
+
+/// Whether any limit is set (the query [`flows::claim_with`](super::flows::claim_with)
+/// sends with lease recovery).
+pub(super) fn any_limits() -> Query {
+    Query::new(Sql::AnyLimits)
+}
+
+/// `(key, count)` of the running rows of `keys` (all keys: `None`).
+async fn running(exec: &impl Executor, keys: Option<&[String]>) -> Result<Vec<(String, u64)>> {
+    counts(exec, with_keys(Query::new(Sql::CountRunningByLimitKey), keys)).await
+}
+
+/// `(key, count)` rows of a counting statement (a key that is no text
+/// limits nothing and is left out).
+async fn counts(exec: &impl Executor, q: Query) -> Result<Vec<(String, u64)>> {
+    #[derive(Deserialize)]
+    struct Count {
+        key: Value,
+        n: u64,
+    }
+    let rows = exec.ids(q).await?;
+    rows.iter()
+        .map(|t| decode::<Count>("key count", t))
+        .filter_map(|r| r.map(|r| text_key(r.key).map(|k| (k, r.n))).transpose())
+        .collect()
+}
+
+/// Every key with running or queued tasks or rate state, and how many of
+/// each (see [`Store::limit_usage`](crate::Store::limit_usage)).
+pub async fn limit_usage(exec: &impl Executor, params: &LimitUsageParams) -> Result<LimitUsage> {
+    let _ = params;
+    let now_ms = clock(exec).await?;
+    let (running, waiting, states) = futures::try_join!(
+        running(exec, None),
+        counts(exec, Query::new(Sql::CountQueuedByLimitKey)),
+        states(exec, None, now_ms),
+    )?;
+    let mut keys: BTreeMap<String, KeyUsage> = BTreeMap::new();
+    fn usage(keys: &mut BTreeMap<String, KeyUsage>, key: String) -> &mut KeyUsage {
+        keys.entry(key.clone()).or_insert_with(|| KeyUsage::new(key))
+    }
+    for (key, n) in running {
+        usage(&mut keys, key).running = n;
+    }
+    for (key, n) in waiting {
+        usage(&mut keys, key).waiting = n;
+    }
+    for (key, tat) in states {
+        usage(&mut keys, key).tat_ms = Some(tat);
+    }
+    Ok(LimitUsage::new(now_ms, keys.into_values().collect()))
+}
+
+/// Milliseconds until the soonest rate-held key may start again (see
+/// [`Store::limit_wait`](crate::Store::limit_wait)); `None` when no rate
+/// holds a key back.
+pub async fn limit_wait(exec: &impl Executor, params: &LimitWaitParams) -> Result<Option<i64>> {
+    let _ = params;
+    let now_ms = clock(exec).await?;
+    let (limits, states) = futures::try_join!(
+        async { decode_limits(exec.ids(Query::new(Sql::SelectLimits)).await?) },
+        states(exec, None, now_ms)
+    )?;
+    let book = LimitBook::new(&limits);
+    Ok(states
+        .iter()
+        .filter_map(|(key, tat)| book.rate(key).map(|rate| rate.next_admit(Some(*tat), now_ms) - now_ms))
+        .filter(|wait| *wait > 0)
+        .min())
+}
+
+/// `(key, theoretical arrival time)` of the rate states of `keys` that
+/// can still hold a start back at `now_ms`.
+async fn states(exec: &impl Executor, keys: Option<&[String]>, now_ms: i64) -> Result<Vec<(String, i64)>> {
+    #[derive(Deserialize)]
+    struct State {
+        key: String,
+        tat_ms: i64,
+    }
+    let q = with_keys(Query::new(Sql::SelectLimitState).arg("now_ms", now_ms), keys);
+    let rows = exec.ids(q).await?;
+    rows.iter().map(|t| decode::<State>("rate state", t).map(|s| (s.key, s.tat_ms))).collect()
+}
+
+fn with_keys(q: Query, keys: Option<&[String]>) -> Query {
+    match keys {
+        Some(keys) => q.flag("keys").arg("keys", keys.to_vec()),
+        None => q,
+    }
+}
+
+/// The limit key a `limit_key` value stands for: a string as it is, a
+/// number as its text (as SQL reads `limit_key` as text); any other value
+/// limits nothing.
+pub(super) fn text_key(value: Value) -> Option<String> {
+    match value {
+        Value::String(key) => Some(key),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// The limit-aware draws of one claim, after lease recovery: each draw of
+/// `params` from `first` on, within `plan`; the rate state of every key
+/// that started tasks is written before returning.
+pub(super) async fn claim_limited(
+    exec: &impl Executor,
+    params: &ClaimParams,
+    plan: &mut DrawPlan<'_>,
+    first: usize,
+) -> Result<Vec<Task>> {
+    let (now_ms, limits) =
+        futures::try_join!(clock(exec), async { decode_limits(exec.ids(Query::new(Sql::SelectLimits)).await?) })?;
+    let mut claim = LimitedClaim { admission: Admission::new(&limits, now_ms), seen: HashSet::new(), now_ms };
+    let mut claimed = Vec::new();
+    for (index, draw) in params.draws.iter().enumerate().skip(first) {
+        let (taken, drawn) = claim.draw(exec, params, draw, plan.limit(index)).await?;
+        plan.took(index, drawn);
+        claimed.extend(taken);
+    }
+    let (keys, tats): (Vec<String>, Vec<i64>) = claim.admission.rate_states().into_iter().unzip();
+    if !keys.is_empty() {
+        exec.ids(Query::new(Sql::UpsertLimitState).arg("keys", keys).arg("tats", tats)).await?;
+    }
+    Ok(claimed)
+}
+
+/// The admissions of one claim and the keys it holds (its draws are
+/// [`limit_walk`](super::limit_walk)'s).
+pub(super) struct LimitedClaim {
+    pub(super) admission: Admission,
+    /// Limited keys met so far: counted (and, where claimers run at once,
+    /// locked), or found held by another claimer.
+    seen: HashSet<String>,
+    now_ms: i64,
+}
+
+impl LimitedClaim {
+    /// Counts the running rows and reads the rate state of the limited
+    /// keys among `keys` met for the first time, each after locking it
+    /// where claimers run at once (a count read before the lock could be
+    /// stale by the commit); a key another claimer holds is skipped this
+    /// round. Only the keys a claim meets are read, through the running
+    /// rows of each.
+    pub(super) async fn meet_keys<'k>(
+        &mut self,
+        exec: &impl Executor,
+        keys: impl Iterator<Item = &'k str>,
+    ) -> Result<()> {
+        let book = self.admission.book();
+        let mut wanted: Vec<String> =
+            keys.filter(|k| book.limits(k) && !self.seen.contains(*k)).map(str::to_string).collect();
+        wanted.sort();
+        wanted.dedup();
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        self.seen.extend(wanted.iter().cloned());
+        let fresh = match exec.lock_limit_keys(&wanted).await? {
+            LimitLocks::Exclusive => wanted,
+            LimitLocks::Granted(granted) => {
+                let granted: HashSet<String> = granted.into_iter().collect();
+                let (fresh, held): (Vec<String>, Vec<String>) = wanted.into_iter().partition(|k| granted.contains(k));
+                held.iter().for_each(|key| self.admission.hold(key));
+                fresh
+            }
+        };
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        let (running, states) =
+            futures::try_join!(running(exec, Some(&fresh)), states(exec, Some(&fresh), self.now_ms))?;
+        for key in &fresh {
+            let n = running.iter().find(|(k, _)| k == key).map_or(0, |(_, n)| *n);
+            let tat = states.iter().find(|(k, _)| k == key).map(|(_, t)| *t);
+            self.admission.observe_running(key, n);
+            self.admission.observe_tat(key, tat);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,143 @@
+-- Flow control (extension ext_0006, README "Flow control"). A limit row is
+-- read back as one JSON object in a column named id, as schedules are, so
+-- the shared flows read it through the executor's text rows. A task's
+-- limit key is `metadata ->> 'limit_key'`, spelled exactly as the running
+-- index of ext_0006 is, so the planner matches it. Times are the database
+-- clock's.
+
+-- name: select_limits
+select json_build_object('key', key, 'concurrency', concurrency, 'rate_count', rate_count, 'rate_period_ms', rate_period_ms, 'burst', burst, 'updated_at_ms', updated_at_ms)::text as id
+from cairnq_ext_limits
+where true
+  and key = :key::text -- when: by_key
+order by key
+
+-- Whether any limit is set: a claim takes the limit-aware path only then.
+-- name: any_limits
+select (exists (select 1 from cairnq_ext_limits))::int::text as id
+
+-- name: upsert_limit
+with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms)
+insert into cairnq_ext_limits as l (key, concurrency, rate_count, rate_period_ms, burst, updated_at_ms)
+select :key::text, :concurrency::integer, :rate_count::integer, :rate_period_ms::bigint, :burst::integer, now_ms
+from clock
+on conflict (key) do update set
+    concurrency = excluded.concurrency, rate_count = excluded.rate_count,
+    rate_period_ms = excluded.rate_period_ms, burst = excluded.burst, updated_at_ms = excluded.updated_at_ms
+returning json_build_object('key', l.key, 'concurrency', l.concurrency, 'rate_count', l.rate_count, 'rate_period_ms', l.rate_period_ms, 'burst', l.burst, 'updated_at_ms', l.updated_at_ms)::text as id
+
+-- name: delete_limit
+delete from cairnq_ext_limits where key = :key::text returning key as id
+
+-- How many rows of each limit key run now (of the keys given, with
+-- `keys`), from the running rows alone: the only count there is.
+-- name: count_running_by_limit_key
+select json_build_object('key', metadata ->> 'limit_key', 'n', count(*))::text as id
+from cairnq_tasks
+where status = 'running' and (metadata ->> 'limit_key') is not null
+  and (metadata ->> 'limit_key') = any(:keys::text[]) -- when: keys
+group by metadata ->> 'limit_key'
+
+-- The rate state that can still hold a start back (a theoretical arrival
+-- time in the past is the same as none).
+-- name: select_limit_state
+select json_build_object('key', key, 'tat_ms', tat_ms)::text as id
+from cairnq_ext_limit_state
+where tat_ms > :now_ms::bigint
+  and key = any(:keys::text[]) -- when: keys
+
+-- name: upsert_limit_state
+insert into cairnq_ext_limit_state (key, tat_ms)
+select * from unnest(:keys::text[], :tats::bigint[])
+on conflict (key) do update set tat_ms = excluded.tat_ms
+returning key as id
+
+-- The best due rows of a draw whose limit key is not in :blocked (keys at
+-- their limit), in claim order, each with its key, locked (skipping rows
+-- another claimer holds, as claim_due_tasks does): the claim picks from
+-- these, then claims by id.
+-- name: select_limit_candidates
+with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms)
+select json_build_object('id', id, 'key', metadata -> 'limit_key')::text as id
+from cairnq_tasks
+where queue = :queue -- when: one_queue
+where queue = any(:queues::text[]) -- when: many_queues
+  and status = 'queued'
+  and name = :name -- when: one_name
+  and name = any(:names::text[]) -- when: many_names
+  and run_at_ms <= (select now_ms from clock)
+  and not coalesce((metadata ->> 'limit_key') = any(:blocked::text[]), false)
+order by priority desc, run_at_ms, id
+limit :limit::bigint
+for update skip locked
+
+-- The rows picked, claimed as claim_due_tasks claims: only those still
+-- queued, skipping a row another claimer holds.
+-- name: claim_tasks_by_id
+with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms),
+picked as materialized (
+    select id from cairnq_tasks
+    where id = any(:ids::text[]) and status = 'queued'
+    for update skip locked
+)
+update cairnq_tasks t set
+    status = 'running',
+    worker_id = :worker_id,
+    lease_until_ms = clock.now_ms + :lease_ms::bigint,
+    attempt = t.attempt + 1,
+    updated_at_ms = clock.now_ms
+from clock, picked
+where t.id = picked.id
+returning t.*
+
+-- The groups of one queue's queued rows after the cursor (:priority,
+-- :after), in the order of the queued index of ext_0007 (priority desc,
+-- then limit key as text, the empty text for none), at most :max_groups,
+-- each as [priority, key]. A skip scan: every step is a few seeks in that
+-- index, however many rows a group holds, so a key with a huge throttled
+-- backlog costs one step. Start above the top priority (2147483648, '')
+-- to begin with the first group.
+-- name: select_limit_groups
+with recursive groups(priority, lk, n) as (
+    select :priority::bigint, :after::text, 0
+    union all
+    select
+        case when (select min(coalesce(metadata ->> 'limit_key', '')) from cairnq_tasks
+                   where queue = :queue and status = 'queued' and priority = g.priority and coalesce(metadata ->> 'limit_key', '') > g.lk) is not null
+             then g.priority
+             else (select max(priority) from cairnq_tasks
+                   where queue = :queue and status = 'queued' and priority < g.priority) end,
+        coalesce(
+            (select min(coalesce(metadata ->> 'limit_key', '')) from cairnq_tasks
+                   where queue = :queue and status = 'queued' and priority = g.priority and coalesce(metadata ->> 'limit_key', '') > g.lk),
+            (select min(coalesce(metadata ->> 'limit_key', '')) from cairnq_tasks
+             where queue = :queue and status = 'queued' and priority = (select max(priority) from cairnq_tasks
+                   where queue = :queue and status = 'queued' and priority < g.priority))),
+        g.n + 1
+    from groups g
+    where g.n < :max_groups::bigint and g.priority is not null
+)
+select json_build_array(priority, lk)::text as id from groups where n > 0 and priority is not null order by n
+
+-- One group's due rows (see select_limit_groups), oldest first, at most
+-- :limit: a range of the queued index, locked, skipping rows another
+-- claimer holds (so claimers of one group take different rows).
+-- name: select_limit_group_rows
+with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms)
+select id from cairnq_tasks
+where queue = :queue and status = 'queued' and priority = :priority::integer
+  and coalesce(metadata ->> 'limit_key', '') = :key::text
+  and run_at_ms <= (select now_ms from clock)
+  and name = :name -- when: one_name
+  and name = any(:names::text[]) -- when: many_names
+order by run_at_ms, id
+limit :limit::bigint
+for update skip locked
+
+-- How many rows of each limit key are queued (due or not), from the queued
+-- index of ext_0007.
+-- name: count_queued_by_limit_key
+select json_build_object('key', coalesce(metadata ->> 'limit_key', ''), 'n', count(*))::text as id
+from cairnq_tasks
+where status = 'queued' and coalesce(metadata ->> 'limit_key', '') <> ''
+group by coalesce(metadata ->> 'limit_key', '')
