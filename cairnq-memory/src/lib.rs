@@ -32,8 +32,8 @@ use cairnq_core::store::{
     DeleteScheduleParams, FailParams, FeedParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams,
     LimitRow, LimitUsage, LimitUsageParams, LimitWaitParams, LimitsQuery, ListFilter, NewTask, PauseScheduleParams,
     ProbeParams, ProgressParams, PurgeFilter, RemoveLimitParams, RepairParams, RetryParams, SaveScheduleParams,
-    ScheduleQuery, ScheduleRead, ScheduleRow, SetLimitParams, SettleParams, StatsParams, SubmitManyParams,
-    TaskKeyParams, TaskRow,
+    ScheduleQuery, ScheduleRead, ScheduleRow, ScheduleStore, SetLimitParams, SettleParams, StatsParams,
+    SubmitManyParams, TaskKeyParams, TaskRow,
 };
 use cairnq_core::{
     Capabilities, ChangeWatch, Clock, Error, HeldLease, QueueAge, Repaired, Result, Store, SystemClock, Task,
@@ -154,24 +154,8 @@ impl Store for MemoryStore {
         self.write(|txn| task_ops::submit(txn, task))
     }
 
-    async fn schedules(&self, query: &ScheduleQuery) -> Result<ScheduleRead> {
-        self.read_schedules(query)
-    }
-
-    async fn save_schedule(&self, params: &SaveScheduleParams) -> Result<ScheduleRow> {
-        self.upsert_schedule(params)
-    }
-
-    async fn pause_schedule(&self, params: &PauseScheduleParams) -> Result<Option<ScheduleRow>> {
-        self.set_schedule_paused(params)
-    }
-
-    async fn delete_schedule(&self, params: &DeleteScheduleParams) -> Result<bool> {
-        self.remove_schedule(params)
-    }
-
-    async fn fire_schedule(&self, params: &FireScheduleParams) -> Result<Option<Vec<Task>>> {
-        self.fire(params)
+    fn schedule_store(&self) -> Option<&dyn ScheduleStore> {
+        Some(self)
     }
 
     async fn submit_many(&self, params: &SubmitManyParams) -> Result<Vec<Task>> {
@@ -302,5 +286,28 @@ impl Store for MemoryStore {
     async fn close(&self) -> Result<()> {
         self.tables.lock().unwrap_or_else(PoisonError::into_inner).take();
         Ok(())
+    }
+}
+
+#[async_trait]
+impl ScheduleStore for MemoryStore {
+    async fn schedules(&self, query: &ScheduleQuery) -> Result<ScheduleRead> {
+        self.read_schedules(query)
+    }
+
+    async fn save_schedule(&self, params: &SaveScheduleParams) -> Result<ScheduleRow> {
+        self.upsert_schedule(params)
+    }
+
+    async fn pause_schedule(&self, params: &PauseScheduleParams) -> Result<Option<ScheduleRow>> {
+        self.set_schedule_paused(params)
+    }
+
+    async fn delete_schedule(&self, params: &DeleteScheduleParams) -> Result<bool> {
+        self.remove_schedule(params)
+    }
+
+    async fn fire_schedule(&self, params: &FireScheduleParams) -> Result<Option<Vec<Task>>> {
+        self.fire(params)
     }
 }

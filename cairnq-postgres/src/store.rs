@@ -10,8 +10,8 @@ use cairnq_core::store::{
     DeleteScheduleParams, FailParams, FeedParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams,
     LimitRow, LimitUsage, LimitUsageParams, LimitWaitParams, LimitsQuery, ListFilter, NewTask, PauseScheduleParams,
     ProbeParams, ProgressParams, PurgeFilter, RemoveLimitParams, RepairParams, Repaired, RetryParams,
-    SaveScheduleParams, ScheduleQuery, ScheduleRead, ScheduleRow, SetLimitParams, SettleParams, StatsParams,
-    SubmitManyParams, TaskKeyParams, TaskRow, WakeupsLost,
+    SaveScheduleParams, ScheduleQuery, ScheduleRead, ScheduleRow, ScheduleStore, SetLimitParams, SettleParams,
+    StatsParams, SubmitManyParams, TaskKeyParams, TaskRow, WakeupsLost,
 };
 use cairnq_core::{
     Capabilities, ChangeWatch, HeldLease, Install, QueueAge, Result, Store, Task, TaskCount, TaskRef, Wake,
@@ -393,25 +393,8 @@ impl Store for PostgresStore {
         }
     }
 
-    async fn schedules(&self, params: &ScheduleQuery) -> Result<ScheduleRead> {
-        on_connection!(self, schedules::schedules, params)
-    }
-
-    async fn save_schedule(&self, params: &SaveScheduleParams) -> Result<ScheduleRow> {
-        on_connection!(self, schedules::save_schedule, params)
-    }
-
-    async fn pause_schedule(&self, params: &PauseScheduleParams) -> Result<Option<ScheduleRow>> {
-        on_connection!(self, schedules::pause_schedule, params)
-    }
-
-    async fn delete_schedule(&self, params: &DeleteScheduleParams) -> Result<bool> {
-        on_connection!(self, schedules::delete_schedule, params)
-    }
-
-    // The compare-and-set and the submits commit together or not at all.
-    async fn fire_schedule(&self, params: &FireScheduleParams) -> Result<Option<Vec<Task>>> {
-        in_transaction!(self, schedules::fire_schedule, params)
+    fn schedule_store(&self) -> Option<&dyn ScheduleStore> {
+        Some(self)
     }
 
     async fn limits(&self, query: &LimitsQuery) -> Result<Vec<LimitRow>> {
@@ -445,5 +428,29 @@ impl Store for PostgresStore {
             self.inner.pool.close();
         }
         Ok(())
+    }
+}
+
+#[async_trait]
+impl ScheduleStore for PostgresStore {
+    async fn schedules(&self, params: &ScheduleQuery) -> Result<ScheduleRead> {
+        on_connection!(self, schedules::schedules, params)
+    }
+
+    async fn save_schedule(&self, params: &SaveScheduleParams) -> Result<ScheduleRow> {
+        on_connection!(self, schedules::save_schedule, params)
+    }
+
+    async fn pause_schedule(&self, params: &PauseScheduleParams) -> Result<Option<ScheduleRow>> {
+        on_connection!(self, schedules::pause_schedule, params)
+    }
+
+    async fn delete_schedule(&self, params: &DeleteScheduleParams) -> Result<bool> {
+        on_connection!(self, schedules::delete_schedule, params)
+    }
+
+    // The compare-and-set and the submits commit together or not at all.
+    async fn fire_schedule(&self, params: &FireScheduleParams) -> Result<Option<Vec<Task>>> {
+        in_transaction!(self, schedules::fire_schedule, params)
     }
 }

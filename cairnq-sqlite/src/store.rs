@@ -11,8 +11,8 @@ use cairnq_core::store::{
     DeleteScheduleParams, FailParams, FeedParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams,
     LimitRow, LimitUsage, LimitUsageParams, LimitWaitParams, LimitsQuery, ListFilter, NewTask, PauseScheduleParams,
     ProbeParams, ProgressParams, PurgeFilter, RemoveLimitParams, RepairParams, Repaired, RetryParams,
-    SaveScheduleParams, ScheduleQuery, ScheduleRead, ScheduleRow, SetLimitParams, SettleParams, StatsParams,
-    SubmitManyParams, TaskKeyParams, TaskRow,
+    SaveScheduleParams, ScheduleQuery, ScheduleRead, ScheduleRow, ScheduleStore, SetLimitParams, SettleParams,
+    StatsParams, SubmitManyParams, TaskKeyParams, TaskRow,
 };
 use cairnq_core::{
     Capabilities, ChangeWatch, Error, HeldLease, Json, QueueAge, Result, Store, Task, TaskCount, TaskRef, Wake,
@@ -432,26 +432,8 @@ impl Store for SqliteStore {
         self.wakes.feed()
     }
 
-    // Schedules run on the writer: a due check is one indexed read, and a
-    // fire's compare-and-set and submits must be one write transaction.
-    async fn schedules(&self, params: &ScheduleQuery) -> Result<ScheduleRead> {
-        write_flow!(self, schedules::schedules, params)
-    }
-
-    async fn save_schedule(&self, params: &SaveScheduleParams) -> Result<ScheduleRow> {
-        write_flow!(self, schedules::save_schedule, params)
-    }
-
-    async fn pause_schedule(&self, params: &PauseScheduleParams) -> Result<Option<ScheduleRow>> {
-        write_flow!(self, schedules::pause_schedule, params)
-    }
-
-    async fn delete_schedule(&self, params: &DeleteScheduleParams) -> Result<bool> {
-        write_flow!(self, schedules::delete_schedule, params)
-    }
-
-    async fn fire_schedule(&self, params: &FireScheduleParams) -> Result<Option<Vec<Task>>> {
-        write_flow!(self, schedules::fire_schedule, params)
+    fn schedule_store(&self) -> Option<&dyn ScheduleStore> {
+        Some(self)
     }
 
     async fn limits(&self, query: &LimitsQuery) -> Result<Vec<LimitRow>> {
@@ -488,5 +470,30 @@ impl Store for SqliteStore {
             last.shutdown().await;
         }
         Ok(())
+    }
+}
+
+#[async_trait]
+impl ScheduleStore for SqliteStore {
+    // Schedules run on the writer: a due check is one indexed read, and a
+    // fire's compare-and-set and submits must be one write transaction.
+    async fn schedules(&self, params: &ScheduleQuery) -> Result<ScheduleRead> {
+        write_flow!(self, schedules::schedules, params)
+    }
+
+    async fn save_schedule(&self, params: &SaveScheduleParams) -> Result<ScheduleRow> {
+        write_flow!(self, schedules::save_schedule, params)
+    }
+
+    async fn pause_schedule(&self, params: &PauseScheduleParams) -> Result<Option<ScheduleRow>> {
+        write_flow!(self, schedules::pause_schedule, params)
+    }
+
+    async fn delete_schedule(&self, params: &DeleteScheduleParams) -> Result<bool> {
+        write_flow!(self, schedules::delete_schedule, params)
+    }
+
+    async fn fire_schedule(&self, params: &FireScheduleParams) -> Result<Option<Vec<Task>>> {
+        write_flow!(self, schedules::fire_schedule, params)
     }
 }

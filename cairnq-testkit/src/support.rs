@@ -30,6 +30,11 @@ pub fn session(client: &CairnQ, worker_id: &str, lease: Duration) -> WorkerSessi
     client.worker_session(worker_id, lease).expect("a valid worker id and lease")
 }
 
+/// The schedules of a store the test knows keeps them.
+pub fn schedules_of(store: &dyn cairnq_core::Store) -> &dyn cairnq_core::store::ScheduleStore {
+    store.schedule_store().expect("this store keeps schedules")
+}
+
 /// Polls `probe` every 10 ms until it is true; panics naming `what` after
 /// [`PATIENCE`].
 pub async fn eventually<F, Fut>(what: &str, probe: F)

@@ -17,7 +17,7 @@ use crate::observe;
 use crate::schedule::{FirePlan, Overlap, Schedule, ScheduleInfo, ScheduleOwner, plan_fire, slot_key};
 use crate::store::{
     DeleteScheduleParams, FireScheduleParams, NewTask, PauseScheduleParams, SaveScheduleParams, ScheduleQuery,
-    ScheduleRow,
+    ScheduleRow, ScheduleStore,
 };
 
 /// What one pass of [`CairnQ::fire_due_schedules`] did.
@@ -65,9 +65,12 @@ impl CairnQ {
 
     async fn save_owned(&self, schedule: &Schedule, owner: ScheduleOwner) -> Result<ScheduleInfo> {
         schedule.to_row(owner, 0)?;
-        let now_ms = self.store.schedules(&ScheduleQuery::named(&schedule.name)).await?.now_ms;
+        let now_ms = self.schedule_store("schedules")?.schedules(&ScheduleQuery::named(&schedule.name)).await?.now_ms;
         let next = schedule.spec.next_after(now_ms)?.unwrap_or(i64::MAX);
-        let row = self.store.save_schedule(&SaveScheduleParams::new(schedule.to_row(owner, next)?)).await?;
+        let row = self
+            .schedule_store("save_schedule")?
+            .save_schedule(&SaveScheduleParams::new(schedule.to_row(owner, next)?))
+            .await?;
         ScheduleInfo::from_row(&row)
     }
 
@@ -79,7 +82,7 @@ impl CairnQ {
             declared.saved.push(self.save_owned(schedule, ScheduleOwner::Code).await?);
         }
         let names: BTreeSet<&str> = schedules.iter().map(|s| s.name.as_str()).collect();
-        let rows = self.store.schedules(&ScheduleQuery::all()).await?.rows;
+        let rows = self.schedule_store("schedules")?.schedules(&ScheduleQuery::all()).await?.rows;
         declared.undeclared = rows
             .into_iter()
             .filter(|r| r.owner == ScheduleOwner::Code && !names.contains(r.name.as_str()))
@@ -91,7 +94,13 @@ impl CairnQ {
     /// Every schedule, by name. A row this version cannot read (a spec it
     /// cannot parse) is an error naming it.
     pub async fn schedules(&self) -> Result<Vec<ScheduleInfo>> {
-        self.store.schedules(&ScheduleQuery::all()).await?.rows.iter().map(ScheduleInfo::from_row).collect()
+        self.schedule_store("schedules")?
+            .schedules(&ScheduleQuery::all())
+            .await?
+            .rows
+            .iter()
+            .map(ScheduleInfo::from_row)
+            .collect()
     }
 
     /// One schedule, or `None`.
@@ -101,24 +110,28 @@ impl CairnQ {
 
     /// Pauses a schedule (it stops firing); `None` when there is none.
     pub async fn pause_schedule(&self, name: &str) -> Result<Option<ScheduleInfo>> {
-        let row = self.store.pause_schedule(&PauseScheduleParams::pause(name)).await?;
+        let row = self.schedule_store("pause_schedule")?.pause_schedule(&PauseScheduleParams::pause(name)).await?;
         row.map(|row| ScheduleInfo::from_row(&row)).transpose()
     }
 
     /// Resumes a schedule; it fires next at the first slot after now (the
     /// slots while paused are not caught up). `None` when there is none.
     pub async fn resume_schedule(&self, name: &str) -> Result<Option<ScheduleInfo>> {
-        let read = self.store.schedules(&ScheduleQuery::named(name)).await?;
+        let read = self.schedule_store("schedules")?.schedules(&ScheduleQuery::named(name)).await?;
         let Some(row) = read.rows.first() else { return Ok(None) };
         let info = ScheduleInfo::from_row(row)?;
         let next = info.schedule.spec.next_after(read.now_ms)?.unwrap_or(i64::MAX);
         let params = PauseScheduleParams::resume(name).next_fire_ms(next);
-        self.store.pause_schedule(&params).await?.map(|row| ScheduleInfo::from_row(&row)).transpose()
+        self.schedule_store("pause_schedule")?
+            .pause_schedule(&params)
+            .await?
+            .map(|row| ScheduleInfo::from_row(&row))
+            .transpose()
     }
 
     /// Deletes a schedule (its fired tasks stay); whether there was one.
     pub async fn delete_schedule(&self, name: &str) -> Result<bool> {
-        self.store.delete_schedule(&DeleteScheduleParams::new(name)).await
+        self.schedule_store("delete_schedule")?.delete_schedule(&DeleteScheduleParams::new(name)).await
     }
 
     /// Fires a schedule now, once, paused or not, for the slot "now" (the
@@ -128,7 +141,7 @@ impl CairnQ {
         // A regular fire may move the row between the read and the write;
         // the compare-and-set then fails and the trigger reads again.
         for _ in 0..5 {
-            let read = self.store.schedules(&ScheduleQuery::named(name)).await?;
+            let read = self.schedule_store("schedules")?.schedules(&ScheduleQuery::named(name)).await?;
             let Some(row) = read.rows.first() else { return Ok(None) };
             let task = fired_task(row, read.now_ms, 0)?;
             let params = FireScheduleParams::new(name, row.next_fire_ms)
@@ -147,7 +160,7 @@ impl CairnQ {
     /// each in its own transaction that wins its slot or changes nothing.
     /// Applications without a worker may call it on a timer of their own.
     pub async fn fire_due_schedules(&self) -> Result<FireReport> {
-        let read = self.store.schedules(&ScheduleQuery::due()).await?;
+        let read = self.schedule_store("schedules")?.schedules(&ScheduleQuery::due()).await?;
         let mut report = FireReport::default();
         for row in &read.rows {
             match self.fire_one(row, read.now_ms).await {
@@ -183,7 +196,7 @@ impl CairnQ {
     /// as submitted, with the schedule's fires and misses, when it won.
     async fn fire(&self, mut params: FireScheduleParams, missed: u64) -> Result<Option<Vec<Task>>> {
         let _spans: Vec<_> = params.tasks.iter_mut().map(observe::send_span).collect();
-        let fired = self.store.fire_schedule(&params).await?;
+        let fired = self.schedule_store("fire_schedule")?.fire_schedule(&params).await?;
         if let Some(tasks) = &fired {
             observe::schedule_fired(&params.name, tasks, missed);
         }
@@ -197,7 +210,7 @@ impl CairnQ {
 
     /// The row named `name`, if any.
     async fn named(&self, name: &str) -> Result<Option<ScheduleRow>> {
-        Ok(self.store.schedules(&ScheduleQuery::named(name)).await?.rows.into_iter().next())
+        Ok(self.schedule_store("schedules")?.schedules(&ScheduleQuery::named(name)).await?.rows.into_iter().next())
     }
 }
 
@@ -219,4 +232,13 @@ fn fired_task(row: &ScheduleRow, slot_ms: i64, jitter_ms: i64) -> Result<NewTask
         .delay(std::time::Duration::from_millis(u64::try_from(delay_ms).unwrap_or(0)))
         .metadata(Json::from(metadata));
     options.to_new_task(&row.task_name, row.payload.clone())
+}
+
+impl CairnQ {
+    /// The store's schedules, or [`Error::UnsupportedBackend`] naming
+    /// `operation` when the store keeps none.
+    fn schedule_store(&self, operation: &'static str) -> Result<&dyn ScheduleStore> {
+        let backend = self.store.backend();
+        self.store.schedule_store().ok_or(Error::UnsupportedBackend { operation, backend })
+    }
 }

@@ -28,6 +28,7 @@ mod limit_params;
 mod listing;
 mod read_params;
 mod schedule_params;
+mod schedule_store;
 mod task_params;
 mod worker_params;
 
@@ -47,6 +48,7 @@ pub use schedule_params::{
     DeleteScheduleParams, FireScheduleParams, PauseScheduleParams, SaveScheduleParams, ScheduleQuery, ScheduleRead,
     ScheduleRow,
 };
+pub use schedule_store::ScheduleStore;
 pub use task_params::{
     CancelParams, CountQueuedParams, GetParams, ListFilter, NewTask, PurgeFilter, RepairParams, Repaired, RetryParams,
     StatsParams, SubmitManyParams, TaskSelector,
@@ -302,40 +304,12 @@ pub trait Store: Send + Sync + 'static {
         Box::pin(std::future::pending())
     }
 
-    /// Schedules (extension `ext_0001_schedules`) as [`ScheduleQuery`]
-    /// asks, with the store's now (SQLite: its clock; Postgres: the
-    /// database clock). The default: [`Error::UnsupportedBackend`] (a store
-    /// without schedules; workers then fire none).
-    async fn schedules(&self, query: &ScheduleQuery) -> Result<ScheduleRead> {
-        let _ = query;
-        Err(unsupported(self.backend(), "schedules"))
-    }
-
-    /// Creates or updates a schedule (see [`SaveScheduleParams`]); the row
-    /// as stored.
-    async fn save_schedule(&self, params: &SaveScheduleParams) -> Result<ScheduleRow> {
-        let _ = params;
-        Err(unsupported(self.backend(), "save_schedule"))
-    }
-
-    /// Pauses or resumes; the row after, or `None` when there is none.
-    async fn pause_schedule(&self, params: &PauseScheduleParams) -> Result<Option<ScheduleRow>> {
-        let _ = params;
-        Err(unsupported(self.backend(), "pause_schedule"))
-    }
-
-    /// Deletes a schedule; whether there was one.
-    async fn delete_schedule(&self, params: &DeleteScheduleParams) -> Result<bool> {
-        let _ = params;
-        Err(unsupported(self.backend(), "delete_schedule"))
-    }
-
-    /// One fire in one transaction (see [`FireScheduleParams`]): the tasks
-    /// submitted, or `None` when the row no longer held the slot read
-    /// (another process fired it) and nothing changed.
-    async fn fire_schedule(&self, params: &FireScheduleParams) -> Result<Option<Vec<Task>>> {
-        let _ = params;
-        Err(unsupported(self.backend(), "fire_schedule"))
+    /// The store's schedules (extension `ext_0001_schedules`), when it
+    /// keeps any: a capability, so a store without them implements nothing
+    /// for them. `None` by default: the client answers
+    /// [`Error::UnsupportedBackend`] and workers fire no schedules.
+    fn schedule_store(&self) -> Option<&dyn ScheduleStore> {
+        None
     }
 
     /// Limits (extension `ext_0006_limits`) as [`LimitsQuery`] asks, by

@@ -16,7 +16,7 @@ use cairnq_core::{
 
 use super::support::{eventually, fresh, session};
 use crate::BackendFactory;
-use crate::support::{ManualClock, count};
+use crate::support::{ManualClock, count, schedules_of};
 
 const MINUTE: i64 = 60_000;
 
@@ -28,7 +28,7 @@ pub(super) fn slot_of(task: &Task) -> i64 {
 
 /// The store's now (the database clock on Postgres).
 async fn store_now(store: &dyn Store) -> i64 {
-    store.schedules(&ScheduleQuery::all()).await.expect("read the store's clock").now_ms
+    schedules_of(store).schedules(&ScheduleQuery::all()).await.expect("read the store's clock").now_ms
 }
 
 /// A once-a-minute spec (seconds first) whose slots lie half a minute from
@@ -46,7 +46,7 @@ pub(super) async fn half_a_minute_off(store: &dyn Store) -> (String, i64) {
 /// slot nobody fired, as if every process had been down since.
 pub(super) async fn rewind(store: &dyn Store, name: &str, slot: i64) {
     let params = PauseScheduleParams::resume(name).next_fire_ms(slot);
-    store.pause_schedule(&params).await.expect("rewind").expect("the schedule exists");
+    schedules_of(store).pause_schedule(&params).await.expect("rewind").expect("the schedule exists");
 }
 
 /// Saves `skip`, `latest` and `all` (window 5 min, cap 3) on `spec`, each
@@ -206,14 +206,23 @@ pub async fn a_fire_holding_a_stale_slot_changes_nothing(factory: &dyn BackendFa
             .missed(3)
             .tasks(vec![task.expect("a valid task")])
     };
-    let won = fresh.store.fire_schedule(&fire(held)).await.expect("fire").expect("the first fire wins");
+    let won = schedules_of(fresh.store.as_ref())
+        .fire_schedule(&fire(held))
+        .await
+        .expect("fire")
+        .expect("the first fire wins");
     assert_eq!(won.len(), 1);
-    let stale = fresh.store.fire_schedule(&fire(held + 1)).await.expect("a stale fire is no error");
+    let stale =
+        schedules_of(fresh.store.as_ref()).fire_schedule(&fire(held + 1)).await.expect("a stale fire is no error");
     assert_eq!(stale, None, "the slot was taken");
     client.pause_schedule("cas").await.expect("pause");
     let mut paused = fire(held + 2);
     paused.expected_ms = held + MINUTE;
-    assert_eq!(fresh.store.fire_schedule(&paused).await.expect("fire"), None, "a paused row is not fired");
+    assert_eq!(
+        schedules_of(fresh.store.as_ref()).fire_schedule(&paused).await.expect("fire"),
+        None,
+        "a paused row is not fired"
+    );
     for refused in [held + 1, held + 2] {
         assert_eq!(client.get_by_key(&slot_key("cas", refused)).await.expect("by key"), None, "no task written");
     }
@@ -240,7 +249,7 @@ pub async fn a_redeclared_schedule_keeps_its_next_fire_unless_its_spec_or_zone_c
     };
     let first = declared(nightly.clone()).await;
     let moved = FireScheduleParams::new("nightly", first.next_fire_ms).next_fire_ms(first.next_fire_ms + DAY);
-    fresh.store.fire_schedule(&moved).await.expect("fire").expect("won");
+    schedules_of(fresh.store.as_ref()).fire_schedule(&moved).await.expect("fire").expect("won");
     let again = declared(nightly.clone().queue("reports")).await;
     assert_eq!((again.next_fire_ms, again.schedule.queue.as_str()), (first.next_fire_ms + DAY, "reports"));
     let recomputed = nightly.spec.next_after(again.updated_at_ms).expect("in range");

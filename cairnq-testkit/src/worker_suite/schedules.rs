@@ -13,6 +13,7 @@ use super::schedule_policies::slot_of;
 use super::support::fresh;
 use crate::BackendFactory;
 use crate::child::{ChildArgs, ChildMode, ChildProcess};
+use crate::support::schedules_of;
 
 /// How long the fleet shares the schedule, as the issue asks.
 const WINDOW: Duration = Duration::from_secs(30);
@@ -135,9 +136,13 @@ pub async fn schedules_are_managed_through_the_client(factory: &dyn BackendFacto
 
     // A row a foreign or broken writer left (a spec this build cannot
     // parse), due now: reported by name, the other schedules unaffected.
-    let mut row = fresh.store.schedules(&ScheduleQuery::named("kept")).await.expect("read").rows.remove(0);
+    let mut row =
+        schedules_of(fresh.store.as_ref()).schedules(&ScheduleQuery::named("kept")).await.expect("read").rows.remove(0);
     (row.name, row.spec, row.next_fire_ms) = ("broken".into(), "every tuesday".into(), 0);
-    fresh.store.save_schedule(&SaveScheduleParams::new(row)).await.expect("a store takes any text");
+    schedules_of(fresh.store.as_ref())
+        .save_schedule(&SaveScheduleParams::new(row))
+        .await
+        .expect("a store takes any text");
     let report = client.fire_due_schedules().await.expect("the pass goes on");
     let failed: Vec<(&str, String)> = report.failed.iter().map(|(n, e)| (n.as_str(), e.to_string())).collect();
     assert!(failed.len() == 1 && failed[0].0 == "broken" && failed[0].1.contains("schedule broken"), "{failed:?}");
