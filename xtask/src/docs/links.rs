@@ -1,5 +1,6 @@
 //! The book's link check, offline: every relative link of a page of
-//! `docs/src` (and of the README) must name a file that exists and, with a
+//! `docs/src` (and of the root's README, PARITY, ARCHITECTURE and
+//! BENCHMARKS, which link into it) must name a file that exists and, with a
 //! `#fragment`, a heading of that page, spelled as mdBook and GitHub make
 //! heading ids. A page of the book may not link outside `docs/src`: the
 //! built book would not have the file. Links inside code are not links.
@@ -8,11 +9,14 @@ use std::collections::HashMap;
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
-/// Every broken link, as `file: [target] why`.
+/// The root's pages whose links are checked with the book's.
+const ROOT_PAGES: &[&str] = &["README.md", "PARITY.md", "ARCHITECTURE.md", "BENCHMARKS.md"];
+
+/// Every broken link, as `file: (target) why`.
 pub(crate) fn check(root: &Path) -> Result<Vec<String>, String> {
     let src = root.join("docs").join("src");
     let mut pages = markdown_files(&src)?;
-    pages.push(root.join("README.md"));
+    pages.extend(ROOT_PAGES.iter().map(|page| root.join(page)));
     let mut headings: HashMap<PathBuf, Vec<String>> = HashMap::new();
     let mut problems = Vec::new();
     for page in &pages {
