@@ -13,6 +13,8 @@
 //! another process, the RSS of a draining worker) is the [`cairnq_testkit::child`]
 //! protocol's child, run by the bench binary itself (`process`).
 
+#[cfg(doctest)]
+mod book;
 mod claims;
 mod cpu;
 mod process;

@@ -48,3 +48,10 @@ mod time;
 
 pub use options::{Access, DEFAULT_BIND, MIN_TOKEN_LEN, TOKEN_ENV, WebError, WebOptions, parse_bind};
 pub use server::{Server, bind, router, serve};
+
+/// The book's dashboard chapter (`docs/src/operating/dashboard.md`),
+/// compiled as doc tests here because its snippets mount the router in
+/// axum; the other chapters are compiled by cairnq-bench.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/src/operating/dashboard.md")]
+struct BookDashboard;

@@ -6,8 +6,11 @@
 //!   holding the reference peer SDK, and a throwaway Postgres server.
 //! - `bench`: the benchmark workloads and micro-benchmarks, recorded in
 //!   BENCHMARKS.md with the machine and settings.
+//! - `docs`: the book (mdBook, `docs/`) built into `target/book`, its links
+//!   checked; `--test` also runs every Rust snippet in it.
 
 mod bench;
+mod docs;
 mod test_env;
 mod tidy;
 
@@ -20,6 +23,7 @@ fn main() -> ExitCode {
         Some("tidy") => tidy::run(&project_root()),
         Some("test") => test_env::run_tests(&project_root(), &args[1..]),
         Some("bench") => bench::run(&project_root(), &args[1..]),
+        Some("docs") => docs::run(&project_root(), &args[1..]),
         _ => Err(USAGE.to_string()),
     };
     match result {
@@ -31,7 +35,7 @@ fn main() -> ExitCode {
     }
 }
 
-const USAGE: &str = "usage: cargo xtask <tidy | test [cargo test args] | bench [--quick] [--peers] [--scale] [--soak DURATION] [--no-standard] [--only scale|processes|soak] [--no-record] | bench --compare REV [--rounds N] [--workloads W,..] [--backends sqlite,postgres] [--quick] [--no-record]>";
+const USAGE: &str = "usage: cargo xtask <tidy | test [cargo test args] | docs [--test] | bench [--quick] [--peers] [--scale] [--soak DURATION] [--no-standard] [--only scale|processes|soak] [--no-record] | bench --compare REV [--rounds N] [--workloads W,..] [--backends sqlite,postgres] [--quick] [--no-record]>";
 
 /// The workspace root: the parent of this crate's directory.
 pub(crate) fn project_root() -> PathBuf {
