@@ -120,14 +120,15 @@
 //! and its task's success commit together or not at all, comes from the
 //! backend crates over the context's one settle hook
 //! ([`cairnq_core::SettleHook`], which [`TaskContext`] implements):
-//! `cairnq_postgres::SucceedIn` gives `ctx.succeed_in(&store, &tx,
-//! &result)` (the application's tokio-postgres or deadpool transaction),
+//! `cairnq_postgres::SucceedIn` gives `ctx.succeed_in(&tx, &result)` (the
+//! application's tokio-postgres or deadpool transaction),
 //! `cairnq_sqlite::SucceedWith` gives `ctx.succeed_with(&store, |conn| ..)`
 //! (a closure run on the store's writer thread inside the settle's own
 //! transaction). Either way the worker counts the task settled from then
 //! on: nothing is written after it, and no lost lease is reported for it. A
-//! lost lease rolls the application's writes back (README: "The
-//! application's own Postgres").
+//! lost lease rolls the application's writes back (the book's "SQLite vs
+//! Postgres" chapter, `docs/src/sqlite-vs-postgres.md`: "The application's
+//! own Postgres").
 //!
 //! `exec` (Unix) adds the `exec` module: a shell command line as a handler,
 //! run once per task with the payload on stdin and the result on stdout
