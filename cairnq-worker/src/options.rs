@@ -87,7 +87,7 @@ pub struct WorkerOptions {
     /// would move ([`Store::repair`](cairnq_core::Store::repair)), starting
     /// at once; `None`: never. Default 60 s.
     pub repair_every: Option<Duration>,
-    /// How often the worker fires due schedules (README "Schedules"),
+    /// How often the worker fires due schedules (the book's "Schedules" chapter),
     /// starting at once; `None`: this worker fires none. Default 1 s.
     pub schedules_every: Option<Duration>,
     /// Schedules declared in code: upserted at start (owner `code`).

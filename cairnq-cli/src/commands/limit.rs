@@ -1,5 +1,5 @@
 //! `cairnq limit set|ls|rm`: the flow-control limits in the database
-//! (README "Flow control"), managed as an application would through
+//! (the book's "Flow control" chapter), managed as an application would through
 //! `CairnQ`. `set` checks the key and numbers before the database opens,
 //! so bad input writes nothing; like `submit` it creates and migrates a
 //! database where there is none (a limit needs its table). `rm` of a key

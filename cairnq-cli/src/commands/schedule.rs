@@ -1,5 +1,5 @@
 //! `cairnq schedule ls|add|pause|resume|trigger|rm`: the schedules in the
-//! database (README "Schedules"), managed as an application would through
+//! database (the book's "Schedules" chapter), managed as an application would through
 //! `CairnQ`. `add` checks the spec, zone and payload before the database
 //! opens, so bad input writes nothing; a name that matches nothing exits 3.
 //! `add` is a write like `submit` and, like it, creates and migrates a

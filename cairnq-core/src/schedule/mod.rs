@@ -1,4 +1,4 @@
-//! Schedules (an extension of this SDK, README "Schedules"): tasks submitted
+//! Schedules (an extension of this SDK, the book's "Schedules" chapter): tasks submitted
 //! by the clock, kept in the database so any number of processes can fire
 //! them with no leader.
 //!

@@ -1,5 +1,5 @@
 //! Parameters of the schedule operations of the seam (extension
-//! `ext_0001_schedules`, README "Schedules"): the row as stored, in integer
+//! `ext_0001_schedules`, the book's "Schedules" chapter): the row as stored, in integer
 //! milliseconds and stored names; `CairnQ` checks and computes everything
 //! above it.
 

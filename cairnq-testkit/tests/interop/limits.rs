@@ -2,7 +2,7 @@
 //! nothing of it: its producer submits limited work with nothing but
 //! metadata, its writes of those rows go through our running index (an
 //! expression on the metadata) on its own SQLite, and its worker claims
-//! them unlimited, as the README says; those runs still count against the
+//! them unlimited, as the book's "Flow control" chapter says; those runs still count against the
 //! limit for our claims.
 
 use std::future::Future;

@@ -171,7 +171,7 @@ pub(crate) fn python_task_matches(ours: &Task, theirs: &Value) {
     }
 }
 
-/// The file names of this SDK's extension migrations (README "Schedules"):
+/// The file names of this SDK's extension migrations (the book's "Schedules" chapter):
 /// the only ledger rows Rust adds to a database the Python SDK created, and
 /// the only ones Python never applies.
 pub(crate) fn extension_migrations(dialect: cairnq_protocol::Dialect) -> Vec<&'static str> {

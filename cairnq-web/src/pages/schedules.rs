@@ -1,4 +1,4 @@
-//! The schedules page (README "Schedules"): every schedule with its spec,
+//! The schedules page (the book's "Schedules" chapter): every schedule with its spec,
 //! zone, next fire, last fired slot, missed slots, policies, owner and
 //! whether it is paused, with pause / resume / trigger-now buttons, and a
 //! delete behind a confirmation for the ones made through the API (a

@@ -1,4 +1,4 @@
-//! DST vectors (README "Schedules" documents them) and the spec grammar.
+//! DST vectors (the book's "Schedules" chapter documents them) and the spec grammar.
 
 use chrono::{TimeZone, Utc};
 
