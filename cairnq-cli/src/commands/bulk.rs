@@ -3,7 +3,7 @@
 //! rule (`CairnQ::cancel_matching` / `retry_matching`: which statuses it
 //! takes, one task at a time, so a task that changed state meanwhile is
 //! left alone) and the confirm/preview rule every destructive command
-//! shares ([`confirm`](crate::commands::confirm)).
+//! shares ([`confirm`]).
 
 use cairnq_core::{BulkAction, BulkOutcome, CairnQ, Task, TaskStatus};
 

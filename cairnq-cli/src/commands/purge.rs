@@ -3,7 +3,7 @@
 //! never holds the write lock for long), with a progress bar on a terminal.
 //! What it would delete is read first (the library's `purgeable`, by the
 //! purge's own rule) for the confirm/preview rule every destructive command
-//! shares ([`confirm`](crate::commands::confirm)).
+//! shares ([`confirm`]).
 
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
