@@ -20,7 +20,7 @@ use tokio::sync::{broadcast, watch};
 use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::snapshot::{Snapshot, SnapshotCache};
-use crate::time::now_ms;
+use cairnq_core::now_ms;
 
 /// How often the hub looks at its clock when the store pushes nothing.
 const TICK: Duration = Duration::from_secs(1);

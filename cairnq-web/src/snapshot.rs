@@ -12,7 +12,7 @@ use cairnq_core::{CairnQ, ListFilter, Result, Stats, Task, TaskStatus};
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
-use crate::time::now_ms;
+use cairnq_core::now_ms;
 
 /// The most running tasks one reading holds.
 const RUNNING_SHOWN: u32 = 500;

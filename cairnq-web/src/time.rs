@@ -2,13 +2,6 @@
 //! (`2026-12-01 10:30:53Z`) from and to epoch milliseconds, and ages
 //! (`3m 12s`). Small enough to own rather than pull in a calendar crate.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
-/// The wall clock in epoch milliseconds.
-pub(crate) fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
 /// `days_from_civil`).
 fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {

@@ -10,7 +10,7 @@ use crate::html::{
     PageCtx, error_page, json_block, layout, progress, refusal, status_badge, task_link, tasks_href, when,
 };
 use crate::state::AppState;
-use crate::time::now_ms;
+use cairnq_core::now_ms;
 
 /// The most children listed on a task's page.
 const CHILDREN_SHOWN: u32 = 200;

@@ -11,7 +11,9 @@ use crate::chart;
 use crate::html::{PageCtx, count, error_page, layout, progress, status_badge, task_link, tasks_href, when};
 use crate::snapshot::Snapshot;
 use crate::state::AppState;
-use crate::time::{format_age, format_ms, now_ms};
+use cairnq_core::now_ms;
+
+use crate::time::{format_age, format_ms};
 
 /// `GET /`.
 pub(crate) async fn page(State(state): State<AppState>, ctx: PageCtx) -> Response {

@@ -15,7 +15,7 @@ use crate::html::{PageCtx, error_page, layout, refusal, when};
 use crate::pages::tasks::Notice;
 use crate::schedule_ops::{Acted, ScheduleAction, act, next_fire};
 use crate::state::AppState;
-use crate::time::now_ms;
+use cairnq_core::now_ms;
 
 /// `GET /schedules`.
 pub(crate) async fn page(State(state): State<AppState>, ctx: PageCtx, Query(notice): Query<Notice>) -> Response {

@@ -10,7 +10,7 @@ use maud::{Markup, html};
 use crate::filter::{TaskQuery, query_string};
 use crate::html::{PageCtx, error_page, layout, status_badge, task_link, when};
 use crate::state::AppState;
-use crate::time::now_ms;
+use cairnq_core::now_ms;
 
 /// What a page says after an action (`?notice=`).
 #[derive(serde::Deserialize)]

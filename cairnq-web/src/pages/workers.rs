@@ -11,7 +11,7 @@ use maud::html;
 
 use crate::html::{PageCtx, error_page, layout, task_link, when};
 use crate::state::AppState;
-use crate::time::now_ms;
+use cairnq_core::now_ms;
 
 /// `GET /workers`.
 pub(crate) async fn page(State(state): State<AppState>, ctx: PageCtx) -> Response {
