@@ -8,6 +8,7 @@ use cairnq_core::store::CountTasksParams;
 use cairnq_core::{CairnQ, Error, ListCursor, ListFilter, Result, Task, TaskStatus};
 use serde::Deserialize;
 
+use crate::href;
 use crate::time::parse_time;
 
 /// Rows per page unless `limit` says otherwise, and the most a page shows.
@@ -255,16 +256,7 @@ impl Selection {
 /// A query string of the set filter fields plus `extra`, each escaped.
 pub(crate) fn query_string(query: &TaskQuery, extra: &[(&str, &str)]) -> String {
     let set = query.set_fields();
-    let pairs = set.iter().map(|(k, v)| (*k, *v)).chain(extra.iter().copied().filter(|(_, v)| !v.is_empty()));
-    pairs.map(|(k, v)| format!("{k}={}", encode(v))).collect::<Vec<_>>().join("&")
-}
-
-/// Percent-encodes everything but unreserved characters.
-pub(crate) fn encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+    let pairs: Vec<(&str, &str)> =
+        set.into_iter().chain(extra.iter().copied().filter(|(_, v)| !v.is_empty())).collect();
+    href::query(&pairs)
 }

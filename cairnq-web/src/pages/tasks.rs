@@ -4,13 +4,12 @@
 
 use axum::extract::{Query, State};
 use axum::response::Response;
-use cairnq_core::TaskStatus;
+use cairnq_core::{TaskStatus, now_ms};
 use maud::{Markup, html};
 
 use crate::filter::{TaskQuery, query_string};
 use crate::html::{PageCtx, error_page, layout, status_badge, task_link, when};
 use crate::state::AppState;
-use cairnq_core::now_ms;
 
 /// What a page says after an action (`?notice=`).
 #[derive(serde::Deserialize)]
