@@ -31,11 +31,11 @@ pub(crate) async fn page(
     Query(query): Query<TaskQuery>,
     Query(notice): Query<Notice>,
 ) -> Response {
-    let selection = match query.selection() {
-        Ok(selection) => selection,
+    let filter = match query.filter() {
+        Ok(filter) => filter,
         Err(error) => return error_page(&ctx, &error),
     };
-    let page = match selection.page(&state.client).await {
+    let page = match state.client.list(&filter).await {
         Ok(page) => page,
         Err(error) => return error_page(&ctx, &error),
     };
