@@ -1,7 +1,7 @@
 //! Times for people: durations on the command line ("30s", "7d", "1h 30m")
 //! and relative times in tables ("3m ago", "in 20s").
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 /// Parses a duration argument (clap's `value_parser`): a number and a unit,
 /// e.g. `500ms`, `30s`, `10m`, `2h`, `7d`, `1h 30m`.
@@ -55,11 +55,6 @@ fn split_offset(text: &str) -> (&str, i64) {
     (local, sign * (hours * 3600 + minutes * 60))
 }
 
-/// Now, in Unix milliseconds (the protocol's time).
-pub(crate) fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
 /// `at_ms` relative to `now_ms`: "3m ago", "in 20s", "now".
 pub(crate) fn relative(at_ms: i64, now_ms: i64) -> String {
     let delta = now_ms.saturating_sub(at_ms);
@@ -90,7 +85,7 @@ mod tests {
 
     #[test]
     fn times_are_a_duration_ago_or_a_timestamp() {
-        let ms = |at: SystemTime| at.duration_since(UNIX_EPOCH).expect("after 1970").as_millis();
+        let ms = |at: SystemTime| at.duration_since(std::time::UNIX_EPOCH).expect("after 1970").as_millis();
         assert_eq!(ms(time("2024-12-01T00:00:00Z").expect("utc")), 1_733_011_200_000);
         assert_eq!(ms(time("2024-12-01 02:00:00+02:00").expect("an offset")), 1_733_011_200_000);
         assert_eq!(ms(time("2024-11-30T22:30:00-01:30").expect("behind utc")), 1_733_011_200_000);

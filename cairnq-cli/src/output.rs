@@ -4,11 +4,11 @@
 
 use std::io::{IsTerminal, Write};
 
-use cairnq_core::{Task, TaskStatus};
+use cairnq_core::{Task, TaskStatus, now_ms};
 use serde::Serialize;
 
 use crate::exit::Failure;
-use crate::humanize::{now_ms, relative};
+use crate::humanize::relative;
 use crate::table::{Cell, Table, Tone, truncated};
 
 /// The `-o` choices.

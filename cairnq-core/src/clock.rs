@@ -87,9 +87,18 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now_ms(&self) -> i64 {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-            .unwrap_or(0)
+        now_ms()
     }
+}
+
+/// The system wall clock in epoch milliseconds (the protocol's time): what
+/// [`SystemClock`] reads, for code that shows or compares times on this
+/// host (ages, "3m ago") rather than writing them through a store. A clock
+/// set before 1970 reads 0.
+///
+/// ```
+/// assert!(cairnq_core::now_ms() > 1_700_000_000_000);
+/// ```
+pub fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }

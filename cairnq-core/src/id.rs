@@ -1,7 +1,7 @@
 //! Task and worker ids: a prefix plus a ULID (48-bit millisecond time, 80
 //! random bits, Crockford base32, upper case), sortable by creation time.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use crate::clock::now_ms;
 
 const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
@@ -13,9 +13,8 @@ fn ulid_at(time_ms: u64, random80: u128) -> String {
 
 /// A fresh ULID for the current time.
 fn ulid() -> String {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
     let random = (u128::from(fastrand::u64(..)) << 16) | u128::from(fastrand::u16(..));
-    ulid_at(u64::try_from(now).unwrap_or(u64::MAX), random)
+    ulid_at(u64::try_from(now_ms()).unwrap_or(0), random)
 }
 
 /// A fresh task id: `task_` + ULID.

@@ -55,7 +55,7 @@ pub use client::{
     BulkAction, BulkOutcome, CairnQ, Call, DEFAULT_GAUGE_INTERVAL, Declared, FireReport, GaugeHandle, QueueGauges,
     Retry, Signal, Submit, SubmitOptions, TaskSpec, WaitOptions, Watch, WorkerSession, task_outcome,
 };
-pub use clock::{Clock, MAX_DELAY, SystemClock};
+pub use clock::{Clock, MAX_DELAY, SystemClock, now_ms};
 pub use envelope::{ErrorEnvelope, codes};
 pub use error::{BoxError, Error, ErrorKind, Result, StepError, could_not, find_cause};
 pub use human::{human_duration, human_duration_coarse};

@@ -71,12 +71,6 @@ pub async fn count(client: &CairnQ, status: TaskStatus) -> u64 {
     stats.values().map(|c| c.get(status)).sum()
 }
 
-/// Epoch milliseconds now, by this host's clock.
-pub fn now_ms() -> i64 {
-    use cairnq_core::Clock;
-    cairnq_core::SystemClock.now_ms()
-}
-
 /// A clock a test sets by hand (for stores that take a
 /// [`Clock`](cairnq_core::Clock): SQLite's options, `MemoryStore::with_clock`).
 #[derive(Debug, Default)]

@@ -33,11 +33,11 @@ pub(crate) async fn stats(State(state): State<AppState>) -> Response {
 /// `GET /api/tasks?status&queue&name&key&root&correlation&since&until&limit&after`:
 /// `{"tasks": [...], "undecodable": [...], "next": "<cursor>" | null}`.
 pub(crate) async fn list(State(state): State<AppState>, Query(query): Query<TaskQuery>) -> Response {
-    let selection = match query.selection() {
-        Ok(selection) => selection,
+    let filter = match query.filter() {
+        Ok(filter) => filter,
         Err(error) => return core_failure(&error),
     };
-    match selection.page(&state.client).await {
+    match state.client.list(&filter).await {
         Ok(page) => Json(page).into_response(),
         Err(error) => core_failure(&error),
     }

@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use maud::html;
 use serde::Deserialize;
 
-use crate::filter::encode;
+use crate::href;
 use crate::html::{PageCtx, layout, refusal};
 use crate::session::Session;
 use crate::state::AppState;
@@ -122,7 +122,7 @@ pub(crate) async fn guard(State(state): State<AppState>, ctx: PageCtx, request: 
         }
         // Back here after the login: the path within the dashboard.
         let asked = request.uri().path_and_query().map_or("/", |p| p.as_str());
-        return Redirect::to(&format!("{}/login?next={}", ctx.base, encode(asked))).into_response();
+        return Redirect::to(&format!("{}/login?{}", ctx.base, href::query(&[("next", asked)]))).into_response();
     }
     next.run(request).await
 }

@@ -2,14 +2,16 @@
 //! the refusal page, and small renderers of task fields. maud escapes every
 //! interpolated value, so nothing here marks text as pre-escaped.
 
+use std::time::Duration;
+
 use axum::extract::{FromRequestParts, OriginalUri};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Json, Response};
-use cairnq_core::{Json as TaskJson, Task, TaskStatus};
+use cairnq_core::{Json as TaskJson, Task, TaskStatus, human_duration};
 use maud::{DOCTYPE, Markup, html};
 
-use crate::time::{format_age, format_ms};
+use crate::time::format_ms;
 
 /// The request header the page script sends to get only a page's `<main>`.
 const PARTIAL_HEADER: &str = "x-cairnq-partial";
@@ -129,7 +131,7 @@ pub(crate) fn status_badge(status: TaskStatus) -> Markup {
 
 /// A link to a task's page.
 pub(crate) fn task_link(ctx: &PageCtx, id: &str) -> Markup {
-    html! { a.id href={ (ctx.base) "/tasks/" (id) } { (id) } }
+    html! { a.id href={ (ctx.base) "/tasks/" (crate::href::segment(id)) } { (id) } }
 }
 
 /// A time, with how long ago (or ahead) it is.
@@ -137,11 +139,8 @@ pub(crate) fn when(ms: Option<i64>, now_ms: i64) -> Markup {
     match ms {
         None => html! { span.muted { "—" } },
         Some(ms) => {
-            let relation = if ms <= now_ms {
-                format!("{} ago", format_age(now_ms - ms))
-            } else {
-                format!("in {}", format_age(ms - now_ms))
-            };
+            let span = human_duration(Duration::from_millis(now_ms.abs_diff(ms)));
+            let relation = if ms <= now_ms { format!("{span} ago") } else { format!("in {span}") };
             html! { time title=(relation) { (format_ms(ms)) } " " span.muted { "(" (relation) ")" } }
         }
     }
@@ -167,8 +166,7 @@ pub(crate) fn progress(task: &Task) -> Markup {
 
 /// A link to the tasks page filtered by `fields`.
 pub(crate) fn tasks_href(ctx: &PageCtx, fields: &[(&str, &str)]) -> String {
-    let query: Vec<String> = fields.iter().map(|(k, v)| format!("{k}={}", crate::filter::encode(v))).collect();
-    format!("{}/tasks?{}", ctx.base, query.join("&"))
+    format!("{}/tasks?{}", ctx.base, crate::href::query(fields))
 }
 
 /// Thousands separators, for counts.

@@ -35,6 +35,7 @@ mod auth;
 mod chart;
 mod events;
 mod filter;
+mod href;
 mod html;
 mod live;
 mod options;

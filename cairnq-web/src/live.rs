@@ -13,14 +13,13 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use cairnq_core::store::{ChangeFeed, FeedParams};
-use cairnq_core::{CairnQ, Result, Stats};
+use cairnq_core::{CairnQ, Result, Stats, now_ms};
 use futures::{Stream, StreamExt};
 use parking_lot::Mutex;
 use tokio::sync::{broadcast, watch};
 use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::snapshot::{Snapshot, SnapshotCache};
-use crate::time::now_ms;
 
 /// How often the hub looks at its clock when the store pushes nothing.
 const TICK: Duration = Duration::from_secs(1);

@@ -8,11 +8,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cairnq_core::{CairnQ, ListFilter, Result, Stats, Task, TaskStatus};
+use cairnq_core::{CairnQ, ListFilter, Result, Stats, Task, TaskStatus, now_ms};
 use tokio::sync::Mutex;
 use tokio::time::Instant;
-
-use crate::time::now_ms;
 
 /// The most running tasks one reading holds.
 const RUNNING_SHOWN: u32 = 500;

@@ -44,6 +44,10 @@ async fn every_endpoint(client: CairnQ) {
     assert_eq!(future["tasks"].as_array().map(Vec::len), Some(0), "since excludes every older task");
     let past = http(addr, "GET", "/api/tasks?until=2000-01-01T00:00", &[], "").await.json();
     assert_eq!(past["tasks"].as_array().map(Vec::len), Some(0), "until excludes every newer task");
+    let keyed_later = http(addr, "GET", "/api/tasks?key=mail-1&since=2999-01-01", &[], "").await.json();
+    assert_eq!(keyed_later["tasks"].as_array().map(Vec::len), Some(0), "a key and a created range both apply");
+    let backwards = http(addr, "GET", "/api/tasks?since=2024-12-02&until=2024-12-01", &[], "").await;
+    assert_eq!(backwards.status, 400, "a range that ends before it starts is refused: {}", backwards.body);
 
     let one = http(addr, "GET", &format!("/api/tasks/{}", failed.id), &[], "").await;
     assert_eq!(one.status, 200);
@@ -269,6 +273,19 @@ async fn the_bulk_preview_counts_before_anything_changes() {
     for task in &failed {
         assert_eq!(client.get(&task.id).await.expect("reads").expect("exists").status, TaskStatus::Canceled);
     }
+    // The library's rule, as `cairnq retry` has it: a canceled task was
+    // stopped on purpose, so retrying it takes asking for it by status.
+    let preview = |query: &'static str| http(addr, "GET", query, &[], "");
+    let unasked = preview("/tasks/preview?action=retry&queue=failing").await;
+    assert!(unasked.body.contains("<strong>0</strong>"), "only failed tasks without a status: {}", unasked.body);
+    let asked = preview("/tasks/preview?action=retry&queue=failing&status=canceled").await;
+    assert!(asked.body.contains("<strong>2</strong>"), "{}", asked.body);
+    let unmovable = preview("/tasks/preview?action=retry&status=succeeded").await;
+    assert_eq!(unmovable.status, 400, "a status the action cannot move: {}", unmovable.body);
+    assert!(unmovable.body.contains("only failed or canceled tasks can be retried"), "{}", unmovable.body);
+    let everything = preview("/tasks/preview?action=cancel").await;
+    assert_eq!(everything.status, 400, "a filter that sets nothing: {}", everything.body);
+    assert!(everything.body.contains("sets nothing"), "{}", everything.body);
     let purge = http(addr, "GET", "/tasks/preview?action=purge&queue=failing&status=canceled", &[], "").await;
     assert!(purge.body.contains("<strong>2</strong>"), "{}", purge.body);
     let body = "scope=matching&action=purge&queue=failing&status=canceled";

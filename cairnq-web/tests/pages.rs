@@ -37,6 +37,16 @@ async fn an_action_on_selected_rows_returns_to_the_filtered_list() {
     let body = "scope=selected&action=retry&queue=a%2F%2Fevil.example&next=http%3A%2F%2Fevil.example";
     let odd = http(addr, "POST", "/tasks/bulk", &[("Origin", &own), FORM], body).await;
     assert_eq!(odd.header("location").map(|l| l.starts_with("/tasks?queue=a%2F%2Fevil.example&notice=")), Some(true));
+
+    // A value with a space or a separator in it comes back as the same value
+    // (form-encoded, as the filter form itself sends it).
+    let spaced =
+        http(addr, "POST", "/tasks/bulk", &[("Origin", &own), FORM], "scope=selected&action=retry&queue=a%20b%26c")
+            .await;
+    let back = spaced.header("location").expect("a redirect").to_string();
+    assert!(back.starts_with("/tasks?queue=a+b%26c&notice="), "{back}");
+    let list = http(addr, "GET", &back, &[], "").await;
+    assert!(list.body.contains(r#"name="queue" value="a b&amp;c""#), "the filter reads back as sent: {}", list.body);
 }
 
 /// A token good enough for a network bind.

@@ -12,9 +12,10 @@ use serde::Serialize;
 
 use crate::commands::Context;
 use crate::exit::{Exit, Failure};
-use crate::humanize::{self, now_ms, relative};
+use crate::humanize::{self, relative};
 use crate::output::Format;
 use crate::table::{Cell, Table, Tone};
+use cairnq_core::now_ms;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {

@@ -3,13 +3,13 @@
 //! for teams whose schema changes go through their own tool. Status and
 //! SQL only read: they create and migrate nothing.
 
-use cairnq_core::{Install, MigrationStatus};
+use cairnq_core::{Install, MigrationStatus, now_ms};
 use serde::Serialize;
 
 use crate::commands::Context;
 use crate::db::Target;
 use crate::exit::{Exit, Failure};
-use crate::humanize::{now_ms, relative};
+use crate::humanize::relative;
 use crate::output::{Format, hint};
 use crate::table::{Cell, Table, Tone};
 

@@ -8,12 +8,12 @@
 
 use std::time::Duration;
 
-use cairnq_core::{CatchUp, Overlap, Schedule, ScheduleInfo};
+use cairnq_core::{CatchUp, Overlap, Schedule, ScheduleInfo, now_ms};
 use serde::Serialize;
 
 use crate::commands::{Context, json_arg};
 use crate::exit::{Exit, Failure};
-use crate::humanize::{self, now_ms, relative};
+use crate::humanize::{self, relative};
 use crate::output::Format;
 use crate::table::{Cell, Table, Tone, truncated};
 

@@ -7,11 +7,10 @@ use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::time::{Duration, SystemTime};
 
-use cairnq_core::TaskStatus;
+use cairnq_core::{TaskStatus, now_ms};
 use serde_json::json;
 
 use crate::support::Fixture;
-use crate::waiting::now_ms;
 
 const VALID: &str = "valid values: queued, running, succeeded, failed, canceled";
 

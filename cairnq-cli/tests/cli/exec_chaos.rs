@@ -17,8 +17,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use cairnq_core::{ListFilter, SubmitOptions, TaskSpec, TaskStatus};
-use cairnq_testkit::support::now_ms;
+use cairnq_core::{ListFilter, SubmitOptions, TaskSpec, TaskStatus, now_ms};
 use serde_json::json;
 
 use crate::marked::{MARK_VAR, Mark};

@@ -5,10 +5,10 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
+use cairnq_core::now_ms;
 use serde_json::{Value, json};
 
 use crate::support::Fixture;
-use crate::waiting::now_ms;
 
 const HOUR: i64 = 3_600_000;
 

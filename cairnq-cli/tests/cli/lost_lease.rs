@@ -39,7 +39,7 @@ async fn get_and_doctor_show_an_attempt_lost_with_its_killed_worker() {
 
     // Once the lease ran out, any claim recovers it (here one on another queue).
     eventually_within("the lease runs out", Duration::from_secs(30), || async {
-        read(&fixture, &task.id).await.lease_until_ms.is_some_and(|lease| lease < crate::waiting::now_ms())
+        read(&fixture, &task.id).await.lease_until_ms.is_some_and(|lease| lease < cairnq_core::now_ms())
     })
     .await;
     let bystander = fixture.client.worker_session("bystander", Duration::from_secs(1)).expect("a session");

@@ -3,9 +3,9 @@
 //! and its creation), so a delayed task is not waiting yet and a task is
 //! never waiting from before it existed.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use cairnq_core::Task;
+use cairnq_core::{Task, now_ms};
 use serde_json::{Value, json};
 
 use crate::support::Fixture;
@@ -42,11 +42,6 @@ impl Scene {
         fixture.set_times(&early_due.id, now - 120 * MINUTE, now - 120 * MINUTE).await;
         Self { later, lonely, early_written, early_due }
     }
-}
-
-pub(crate) fn now_ms() -> i64 {
-    let since = SystemTime::now().duration_since(UNIX_EPOCH).expect("a clock after 1970");
-    i64::try_from(since.as_millis()).expect("ms")
 }
 
 /// Whether `ms` is `minutes` and at most a few more (the test's own run).

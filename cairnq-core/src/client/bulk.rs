@@ -8,13 +8,19 @@
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 
+use futures::{StreamExt, TryStreamExt};
+
 use crate::client::{CairnQ, check_filter};
 use crate::error::{Error, Result};
 use crate::model::{Task, TaskPage, TaskStatus};
-use crate::store::{ListFilter, PurgeFilter};
+use crate::store::{CountTasksParams, ListFilter, PurgeFilter};
 
 /// Tasks are read in pages of this many.
 const PAGE: u32 = 500;
+
+/// One-task operations of one bulk action in flight at once, so a store
+/// that commits in groups writes them in few transactions.
+const IN_FLIGHT: usize = 16;
 
 /// What a bulk cancel or retry did, or in a dry run would do.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -102,20 +108,61 @@ impl<'a> BulkAction<'a> {
         self
     }
 
-    async fn run(self) -> Result<BulkOutcome> {
+    /// How many tasks the action would take, counted by the store without
+    /// reading them (a preview's number, where a [`dry_run`](Self::dry_run)
+    /// reads every row), at most `cap + 1`: more than `cap` says a run takes
+    /// only the first `cap`. Refused as the action itself would be.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: &cairnq_core::CairnQ) -> cairnq_core::Result<()> {
+    /// use cairnq_core::{ListFilter, TaskStatus};
+    /// let failed = ListFilter::new().status(TaskStatus::Failed);
+    /// let n = client.retry_matching(&failed, 10_000).count().await?;
+    /// println!("{}", if n > 10_000 { "10,000+".to_string() } else { n.to_string() });
+    /// # Ok(()) }
+    /// ```
+    pub async fn count(self) -> Result<u64> {
+        let statuses = self.checked()?;
+        let at_most = u64::try_from(self.cap).unwrap_or(u64::MAX).saturating_add(1);
+        let mut total = 0;
+        for status in statuses {
+            let mut filter = self.filter.clone();
+            filter.status = Some(status);
+            filter.offset = 0;
+            total += self.client.count_tasks(&CountTasksParams::new(filter, at_most - total)).await?;
+            if total >= at_most {
+                break;
+            }
+        }
+        Ok(total)
+    }
+
+    /// The statuses the action takes, refusing a filter or cap it cannot run with.
+    fn checked(&self) -> Result<Vec<TaskStatus>> {
         let statuses = statuses(&self.filter, self.action)?;
         if self.cap == 0 {
             return Err(Error::validation("cap", "must be at least 1"));
         }
+        Ok(statuses)
+    }
+
+    async fn run(self) -> Result<BulkOutcome> {
+        let statuses = self.checked()?;
         let (matched, capped) = self.matching(&statuses).await?;
         if self.dry_run {
             return Ok(BulkOutcome { tasks: matched, skipped: Vec::new(), capped });
         }
+        let (client, action) = (self.client, self.action);
+        let applied: Vec<(String, Option<Task>)> = futures::stream::iter(matched)
+            .map(|task| async move { action.apply(client, &task.id).await.map(|changed| (task.id, changed)) })
+            .buffered(IN_FLIGHT)
+            .try_collect()
+            .await?;
         let mut outcome = BulkOutcome { capped, ..BulkOutcome::default() };
-        for task in matched {
-            match self.action.apply(self.client, &task.id).await? {
+        for (id, changed) in applied {
+            match changed {
                 Some(changed) => outcome.tasks.push(changed),
-                None => outcome.skipped.push(task.id),
+                None => outcome.skipped.push(id),
             }
         }
         Ok(outcome)
@@ -200,8 +247,10 @@ impl CairnQ {
     /// refused. Its limit and offset are not used: the tasks are read in
     /// keyset pages, each status newest first, and the first `cap` taken
     /// ([`BulkOutcome::capped`] says more matched). Each is canceled as
-    /// [`cancel`](Self::cancel) would, so a task that finished meanwhile
-    /// is left alone ([`BulkOutcome::skipped`]).
+    /// [`cancel`](Self::cancel) would, a few at once (the outcome keeps
+    /// the order read), so a task that finished meanwhile is left alone
+    /// ([`BulkOutcome::skipped`]). [`count`](BulkAction::count) says how
+    /// many it would take without reading them.
     ///
     /// ```no_run
     /// # async fn demo(client: &cairnq_core::CairnQ) -> cairnq_core::Result<()> {

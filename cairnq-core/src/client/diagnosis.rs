@@ -2,8 +2,9 @@
 //! "not finished", but what the last snapshot of the task suggests, in
 //! terms a newcomer can act on.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
+use crate::clock::now_ms;
 use crate::human::human_duration;
 use crate::model::{Task, TaskStatus};
 
@@ -17,7 +18,7 @@ pub(crate) fn diagnose(last_seen: Option<&Task>, by_key: bool) -> String {
             "no task with this id is visible: was it submitted to this database (and this schema)?".to_string()
         };
     };
-    let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(0));
+    let now_ms = now_ms();
     match task.status {
         TaskStatus::Queued if task.run_at_ms > now_ms => {
             let due_in = Duration::from_millis((task.run_at_ms - now_ms).unsigned_abs());

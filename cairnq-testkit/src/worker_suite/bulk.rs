@@ -1,5 +1,5 @@
 //! The library's bulk actions and previews (`cancel_matching`,
-//! `retry_matching`, `purgeable`): the one rule every caller shares for
+//! `retry_matching`, their `count`, `purgeable`): the one rule every caller shares for
 //! which tasks a filter takes, checked against the rows on each backend.
 
 use std::collections::BTreeSet;
@@ -13,7 +13,8 @@ use crate::BackendFactory;
 
 /// A filter takes the statuses its action moves (its own, or the
 /// action's default), at most `cap` of them; a dry run reads and changes
-/// nothing; a key is a filter; a purge's preview is what it then deletes.
+/// nothing, a count says as much without reading the rows; a key is a
+/// filter; a purge's preview is what it then deletes.
 pub async fn bulk_actions_take_what_their_filter_matches(factory: &dyn BackendFactory) {
     let (client, _fresh) = fresh(factory).await;
     let spec = |queue: &str, key: Option<&str>| {
@@ -42,6 +43,11 @@ pub async fn bulk_actions_take_what_their_filter_matches(factory: &dyn BackendFa
     assert!(!preview.capped);
     let capped = client.cancel_matching(&queue_a, 2).dry_run().await.expect("preview");
     assert_eq!((capped.tasks.len(), capped.capped), (2, true), "at most the cap, and it says more matched");
+    assert_eq!(client.cancel_matching(&queue_a, 10).count().await.expect("count"), 5, "what the dry run read");
+    assert_eq!(client.cancel_matching(&queue_a, 2).count().await.expect("count"), 3, "at most the cap and one more");
+    assert_eq!(client.retry_matching(&queue_a, 10).count().await.expect("count"), 0, "none failed");
+    let refused = client.retry_matching(&queue_a.clone().status(TaskStatus::Queued), 10).count().await;
+    assert!(matches!(refused, Err(Error::Validation { field: "status", .. })), "refused as the retry is: {refused:?}");
     assert_eq!(client.stats(None).await.expect("stats"), before, "dry runs change nothing");
 
     let by_key = client.cancel_matching(&ListFilter::new().key("bulk-k"), 10).await.expect("cancel");

@@ -9,7 +9,9 @@ use std::time::Duration;
 use cairnq_core::{CairnQ, Json, ListFilter, Task};
 use cairnq_worker::{Worker, WorkerHandle, WorkerOptions};
 
-pub(crate) use crate::support::{count, eventually, finished, fresh, now_ms, session};
+pub(crate) use cairnq_core::now_ms;
+
+pub(crate) use crate::support::{count, eventually, finished, fresh, session};
 
 /// Every task `filter` lists, page by page through cursors (each page of
 /// the filter's limit); every row must decode.

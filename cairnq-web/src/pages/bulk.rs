@@ -1,21 +1,31 @@
 //! Bulk actions: retry or cancel the selected tasks, or retry / cancel /
 //! purge every task matching the filters, after a preview page says how
-//! many that is.
+//! many that is. Which tasks a retry or cancel of all matching takes, and
+//! how many at most, is the library's one rule (`CairnQ::retry_matching` /
+//! `cancel_matching`, as `cairnq retry` and `cairnq cancel` use it).
 
 use axum::Form;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use cairnq_core::{CairnQ, PurgeFilter, Result, Task, TaskStatus};
+use cairnq_core::store::CountTasksParams;
+use cairnq_core::{BulkAction, CairnQ, ListFilter, PurgeFilter, Result, Task, TaskStatus};
 use futures::StreamExt;
 use maud::html;
 
-use crate::filter::{MATCH_CAP, Selection, TaskQuery, query_string};
+use crate::filter::{TaskQuery, query_string};
 use crate::html::{PageCtx, count, error_page, layout, refusal};
 use crate::state::AppState;
 
-/// Retries or cancels of one bulk apply in flight at once.
+/// The most tasks one "apply to all matching" changes (the library's cap
+/// argument), and so the most a preview counts: more show as "10,000+".
+const MATCH_CAP: usize = 10_000;
+
+/// Retries or cancels of selected rows in flight at once.
 const IN_FLIGHT: usize = 16;
+
+/// What a purge of all matching refuses, in the preview and on apply.
+const PURGE_FILTERS: &str = "purge filters by queue, name and a terminal status only; clear the other filters";
 
 /// A bulk action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,18 +53,14 @@ impl Action {
         }
     }
 
-    /// Whether the action can change a task in this status.
-    fn applies_to(self, status: TaskStatus) -> bool {
+    /// The library's retry or cancel of every task `filter` matches (`None`
+    /// for a purge).
+    fn matching<'a>(self, client: &'a CairnQ, filter: &ListFilter) -> Option<BulkAction<'a>> {
         match self {
-            Self::Retry => matches!(status, TaskStatus::Failed | TaskStatus::Canceled),
-            Self::Cancel => !status.is_terminal(),
-            Self::Purge => status.is_terminal(),
+            Self::Retry => Some(client.retry_matching(filter, MATCH_CAP)),
+            Self::Cancel => Some(client.cancel_matching(filter, MATCH_CAP)),
+            Self::Purge => None,
         }
-    }
-
-    /// The statuses the action can change a task in.
-    fn statuses(self) -> Vec<TaskStatus> {
-        TaskStatus::ALL.into_iter().filter(|s| self.applies_to(*s)).collect()
     }
 }
 
@@ -78,16 +84,18 @@ pub(crate) async fn preview(
     if !state.writable() {
         return refusal(&ctx, false, StatusCode::FORBIDDEN, "this dashboard is read-only");
     }
-    let selection = match query.selection() {
-        Ok(selection) => selection,
+    let filter = match query.filter() {
+        Ok(filter) => filter,
         Err(error) => return error_page(&ctx, &error),
     };
-    if action == Action::Purge && !selection.purgeable() {
-        let message = "purge filters by queue, name and a terminal status only; clear the other filters";
-        return refusal(&ctx, false, StatusCode::BAD_REQUEST, message);
-    }
-    let (affected, at_least) = match selection.count_in(&state.client, &action.statuses()).await {
-        Ok(found) => found,
+    let counted = match (action.matching(&state.client, &filter), purge_filter(&filter)) {
+        // The library counts up to the cap and one more.
+        (Some(bulk), _) => bulk.count().await.map(|n| (n.min(MATCH_CAP as u64), n > MATCH_CAP as u64)),
+        (None, Some(purge)) => purge_count(&state.client, &purge).await,
+        (None, None) => return refusal(&ctx, false, StatusCode::BAD_REQUEST, PURGE_FILTERS),
+    };
+    let (affected, at_least) = match counted {
+        Ok(counted) => counted,
         Err(error) => return error_page(&ctx, &error),
     };
     let shown = if at_least { format!("{}+", count(affected)) } else { count(affected) };
@@ -125,8 +133,8 @@ pub(crate) async fn apply(
             let ids: Vec<&str> = pairs.iter().filter(|(k, _)| k == "id").map(|(_, v)| v.as_str()).collect();
             apply_to_ids(&state.client, action, &ids).await
         }
-        "matching" => match query.selection() {
-            Ok(selection) => apply_to_matching(&state.client, action, &selection).await,
+        "matching" => match query.filter() {
+            Ok(filter) => apply_to_matching(&state.client, action, &filter).await,
             Err(error) => Err(error),
         },
         _ => {
@@ -145,10 +153,9 @@ pub(crate) async fn apply(
     }
 }
 
-/// Acts on each task with the library's own retry or cancel (as `cairnq
-/// retry` and `cairnq cancel` do; a task that moved meanwhile is left
-/// alone), several at once so a store that commits in groups writes them
-/// in few transactions.
+/// Acts on each selected task with the library's own retry or cancel (a
+/// task that moved meanwhile is left alone), several at once so a store
+/// that commits in groups writes them in few transactions.
 async fn apply_to_ids(client: &CairnQ, action: Action, ids: &[&str]) -> Result<u64> {
     // Owned ids: a stream of futures borrowing `ids` is not Send for every
     // lifetime the handler future needs (a known limit of the compiler).
@@ -165,24 +172,55 @@ async fn apply_to_ids(client: &CairnQ, action: Action, ids: &[&str]) -> Result<u
     Ok(changed)
 }
 
-async fn apply_to_matching(client: &CairnQ, action: Action, selection: &Selection) -> Result<u64> {
-    if action == Action::Purge {
-        if !selection.purgeable() {
-            return Err(cairnq_core::Error::validation(
-                "action",
-                "purge filters by queue, name and terminal status only",
-            ));
-        }
-        let f = &selection.filter;
-        let mut filter = PurgeFilter::new().limit(MATCH_CAP as u32);
-        filter.queue = f.queue.clone();
-        filter.name = f.name.clone();
-        filter.status = f.status;
-        return Ok(client.purge(&filter).await?.len() as u64);
+/// Retries or cancels by the library's rule, or purges; how many tasks changed.
+async fn apply_to_matching(client: &CairnQ, action: Action, filter: &ListFilter) -> Result<u64> {
+    if let Some(bulk) = action.matching(client, filter) {
+        return Ok(bulk.await?.tasks.len() as u64);
     }
-    let (tasks, _) = selection.all(client).await?;
-    let ids: Vec<&str> = tasks.iter().filter(|t| action.applies_to(t.status)).map(|t| t.id.as_str()).collect();
-    apply_to_ids(client, action, &ids).await
+    let Some(purge) = purge_filter(filter) else {
+        return Err(cairnq_core::Error::validation("action", PURGE_FILTERS));
+    };
+    Ok(client.purge(&purge.limit(MATCH_CAP as u32)).await?.len() as u64)
+}
+
+/// The purge of what `filter` matches, when only the filters a purge
+/// applies (queue, name, a terminal status) are set.
+fn purge_filter(filter: &ListFilter) -> Option<PurgeFilter> {
+    let purgeable = filter.key.is_none()
+        && filter.created_since_ms.is_none()
+        && filter.created_until_ms.is_none()
+        && filter.root_id.is_none()
+        && filter.correlation_id.is_none()
+        && filter.after.is_none()
+        && filter.status.is_none_or(TaskStatus::is_terminal);
+    purgeable.then(|| {
+        let mut purge = PurgeFilter::new();
+        purge.queue = filter.queue.clone();
+        purge.name = filter.name.clone();
+        purge.status = filter.status;
+        purge
+    })
+}
+
+/// How many tasks `purge` would delete, and whether more than
+/// [`MATCH_CAP`] might (the count is then a lower bound): exact from the
+/// store's counts unless a name filters, else one bounded count per status.
+async fn purge_count(client: &CairnQ, purge: &PurgeFilter) -> Result<(u64, bool)> {
+    let statuses = TaskStatus::ALL.into_iter().filter(|s| s.is_terminal() && purge.status.is_none_or(|w| w == *s));
+    if purge.name.is_none() {
+        let stats = client.stats(purge.queue.as_deref()).await?;
+        let total = statuses.map(|s| stats.values().map(|c| c.get(s)).sum::<u64>()).sum();
+        return Ok((total, false));
+    }
+    let cap = MATCH_CAP as u64;
+    let mut total = 0;
+    for status in statuses {
+        let mut filter = ListFilter::new().status(status);
+        filter.queue = purge.queue.clone();
+        filter.name = purge.name.clone();
+        total += client.count_tasks(&CountTasksParams::new(filter, cap + 1)).await?;
+    }
+    Ok((total.min(cap), total > cap))
 }
 
 /// One task's retry or cancel; `None` when it did not apply.

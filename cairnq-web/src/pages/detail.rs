@@ -3,14 +3,13 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use cairnq_core::{Result, Task};
+use cairnq_core::{Result, Task, now_ms};
 use maud::{Markup, html};
 
 use crate::html::{
     PageCtx, error_page, json_block, layout, progress, refusal, status_badge, task_link, tasks_href, when,
 };
 use crate::state::AppState;
-use crate::time::now_ms;
 
 /// The most children listed on a task's page.
 const CHILDREN_SHOWN: u32 = 200;
@@ -112,7 +111,7 @@ pub(crate) async fn cancel(State(state): State<AppState>, ctx: PageCtx, Path(id)
 
 fn after_action(ctx: &PageCtx, id: &str, outcome: Result<Option<Task>>, refused: &str) -> Response {
     match outcome {
-        Ok(Some(_)) => Redirect::to(&format!("{}/tasks/{}", ctx.base, crate::filter::encode(id))).into_response(),
+        Ok(Some(_)) => Redirect::to(&format!("{}/tasks/{}", ctx.base, crate::href::segment(id))).into_response(),
         Ok(None) => refusal(ctx, false, StatusCode::CONFLICT, refused),
         Err(error) => error_page(ctx, &error),
     }

@@ -4,14 +4,14 @@
 
 use axum::extract::State;
 use axum::response::Response;
-use cairnq_core::TaskStatus;
+use cairnq_core::{TaskStatus, human_duration, now_ms};
 use maud::{Markup, html};
 
 use crate::chart;
 use crate::html::{PageCtx, count, error_page, layout, progress, status_badge, task_link, tasks_href, when};
 use crate::snapshot::Snapshot;
 use crate::state::AppState;
-use crate::time::{format_age, format_ms, now_ms};
+use crate::time::format_ms;
 
 /// `GET /`.
 pub(crate) async fn page(State(state): State<AppState>, ctx: PageCtx) -> Response {
@@ -77,7 +77,7 @@ fn queues(ctx: &PageCtx, snapshot: &Snapshot) -> Markup {
                             }
                         }
                         td.oldest { @match snapshot.oldest_due.get(queue) {
-                            Some(waited) => (format_age(i64::try_from(waited.as_millis()).unwrap_or(i64::MAX))),
+                            Some(waited) => (human_duration(*waited)),
                             None => span.muted { "—" },
                         } }
                     }

@@ -7,15 +7,14 @@
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use cairnq_core::{ErrorKind, ScheduleInfo, ScheduleOwner};
+use cairnq_core::{ErrorKind, ScheduleInfo, ScheduleOwner, now_ms};
 use maud::{Markup, html};
 
-use crate::filter::encode;
+use crate::href;
 use crate::html::{PageCtx, error_page, layout, refusal, when};
 use crate::pages::tasks::Notice;
 use crate::schedule_ops::{Acted, ScheduleAction, act, next_fire};
 use crate::state::AppState;
-use crate::time::now_ms;
 
 /// `GET /schedules`.
 pub(crate) async fn page(State(state): State<AppState>, ctx: PageCtx, Query(notice): Query<Notice>) -> Response {
@@ -72,7 +71,7 @@ fn table(ctx: &PageCtx, schedules: &[ScheduleInfo], writable: bool) -> Markup {
 
 /// The buttons of one schedule (each a POST form to its action).
 fn actions(ctx: &PageCtx, info: &ScheduleInfo) -> Markup {
-    let path = format!("{}/schedules/{}", ctx.base, encode(&info.schedule.name));
+    let path = format!("{}/schedules/{}", ctx.base, href::segment(&info.schedule.name));
     let toggle = if info.paused { ScheduleAction::Resume } else { ScheduleAction::Pause };
     html! {
         @for action in [toggle, ScheduleAction::Trigger] {
@@ -98,7 +97,7 @@ pub(crate) async fn confirm_delete(State(state): State<AppState>, ctx: PageCtx, 
     if !state.writable() {
         return refusal(&ctx, false, StatusCode::FORBIDDEN, "this dashboard is read-only");
     }
-    let path = format!("{}/schedules/{}", ctx.base, encode(&name));
+    let path = format!("{}/schedules/{}", ctx.base, href::segment(&name));
     let body = html! {
         h1 { "Delete schedule " code { (name) } "?" }
         p { "It stops firing for good; the tasks it already submitted stay." }
@@ -136,5 +135,5 @@ async fn acted(state: &AppState, ctx: &PageCtx, name: &str, action: ScheduleActi
         Ok(Err(refused)) => return refusal(ctx, false, refused.status(), &refused.message(name)),
         Err(error) => return error_page(ctx, &error),
     };
-    Redirect::to(&format!("{}/schedules?notice={}", ctx.base, encode(&notice))).into_response()
+    Redirect::to(&format!("{}/schedules?{}", ctx.base, href::query(&[("notice", &notice)]))).into_response()
 }

@@ -4,13 +4,12 @@
 
 use axum::extract::{Query, State};
 use axum::response::Response;
-use cairnq_core::TaskStatus;
+use cairnq_core::{TaskStatus, now_ms};
 use maud::{Markup, html};
 
 use crate::filter::{TaskQuery, query_string};
 use crate::html::{PageCtx, error_page, layout, status_badge, task_link, when};
 use crate::state::AppState;
-use crate::time::now_ms;
 
 /// What a page says after an action (`?notice=`).
 #[derive(serde::Deserialize)]
@@ -32,11 +31,11 @@ pub(crate) async fn page(
     Query(query): Query<TaskQuery>,
     Query(notice): Query<Notice>,
 ) -> Response {
-    let selection = match query.selection() {
-        Ok(selection) => selection,
+    let filter = match query.filter() {
+        Ok(filter) => filter,
         Err(error) => return error_page(&ctx, &error),
     };
-    let page = match selection.page(&state.client).await {
+    let page = match state.client.list(&filter).await {
         Ok(page) => page,
         Err(error) => return error_page(&ctx, &error),
     };

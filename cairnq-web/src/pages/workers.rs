@@ -6,12 +6,11 @@ use std::collections::BTreeMap;
 
 use axum::extract::State;
 use axum::response::Response;
-use cairnq_core::Task;
+use cairnq_core::{Task, now_ms};
 use maud::html;
 
 use crate::html::{PageCtx, error_page, layout, task_link, when};
 use crate::state::AppState;
-use crate::time::now_ms;
 
 /// `GET /workers`.
 pub(crate) async fn page(State(state): State<AppState>, ctx: PageCtx) -> Response {

@@ -2,9 +2,11 @@
 //! compact form (runs of consecutive migrations as `0004..0010`), then the
 //! problems. `-o json` carries every entry in full.
 
+use cairnq_core::now_ms;
+
 use super::tasks::{LostLease, SCAN_CAP};
 use super::{LedgerEntry, Report};
-use crate::humanize::{now_ms, relative, short};
+use crate::humanize::{relative, short};
 
 pub(super) fn report(report: &Report) -> String {
     let versions = &report.protocol_version;

@@ -10,12 +10,12 @@
 
 use std::collections::BTreeMap;
 
-use cairnq_core::{CairnQ, ListFilter, Task, TaskStatus};
+use cairnq_core::{CairnQ, ListFilter, Task, TaskStatus, now_ms};
 use serde::Serialize;
 
 use crate::db::Target;
 use crate::exit::Failure;
-use crate::humanize::{now_ms, short};
+use crate::humanize::short;
 
 /// Rows read per page when scanning running and queued tasks.
 const PAGE: u32 = 1000;

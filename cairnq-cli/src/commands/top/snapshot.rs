@@ -7,10 +7,9 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use cairnq_core::{CairnQ, ListFilter, QueueCounts, Task, TaskStatus};
+use cairnq_core::{CairnQ, ListFilter, QueueCounts, Task, TaskStatus, now_ms};
 
 use crate::exit::Failure;
-use crate::humanize::now_ms;
 
 /// Running tasks and failures shown, at most.
 const SHOWN: u32 = 50;
