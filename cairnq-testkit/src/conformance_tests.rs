@@ -95,6 +95,7 @@ macro_rules! worker_suite_tests {
             "multi_thread": a_fleet_never_runs_more_of_a_key_than_its_limit,
             "multi_thread": a_rate_limit_paces_the_starts_of_a_fleet,
             "multi_thread": a_backlogged_key_starves_no_other_key,
+            "multi_thread": random_sigkills_never_break_a_limit,
             "multi_thread": a_task_knows_its_children_and_its_key,
             "multi_thread": counts_agree_with_the_rows_and_stop_at_their_bound,
             "multi_thread": a_created_range_lists_and_counts_only_its_rows,

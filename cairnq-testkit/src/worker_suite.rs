@@ -44,7 +44,7 @@ mod waits;
 mod wakeups;
 
 pub use bulk::bulk_actions_take_what_their_filter_matches;
-pub use chaos::random_sigkills_lose_no_task;
+pub use chaos::{random_sigkills_lose_no_task, random_sigkills_never_break_a_limit};
 pub use clients::{
     a_closed_store_refuses_every_call, a_killed_submitter_loses_no_acknowledged_submit,
     concurrent_claimers_never_take_the_same_row, keyed_submits_from_concurrent_producers_keep_one_live_task_per_key,
