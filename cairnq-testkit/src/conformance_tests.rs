@@ -117,6 +117,7 @@ macro_rules! worker_suite_tests {
             "multi_thread": metrics_count_a_canceled_attempt,
             "current_thread": worker_events_name_their_attempt,
             "multi_thread": queue_gauges_read_depth_and_age,
+            "multi_thread": limit_metrics_count_running_and_throttled,
             "multi_thread": a_process_span_continues_the_send_span_across_processes,
         );
     };

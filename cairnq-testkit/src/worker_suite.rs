@@ -110,8 +110,8 @@ pub use settling::{
     complete_batch_settles_each_task_as_complete_would,
 };
 pub use telemetry::{
-    metrics_count_a_canceled_attempt, metrics_count_a_lost_lease, metrics_count_each_task_once,
-    metrics_count_retried_and_failed_attempts, queue_gauges_read_depth_and_age,
+    limit_metrics_count_running_and_throttled, metrics_count_a_canceled_attempt, metrics_count_a_lost_lease,
+    metrics_count_each_task_once, metrics_count_retried_and_failed_attempts, queue_gauges_read_depth_and_age,
 };
 pub use traces::a_process_span_continues_the_send_span_across_processes;
 pub use waits::{
