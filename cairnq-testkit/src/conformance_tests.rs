@@ -80,6 +80,7 @@ macro_rules! worker_suite_tests {
             "multi_thread": a_wait_by_id_waits_for_a_task_not_visible_yet,
             "multi_thread": a_timed_out_wait_says_what_the_task_is_doing,
             "multi_thread": a_timed_out_wait_names_the_worker_or_the_next_attempt,
+            "multi_thread": a_timed_out_wait_says_when_the_task_waits_on_its_limit,
             "multi_thread": a_closed_store_refuses_every_call,
             "multi_thread": submit_many_is_all_or_nothing,
             "multi_thread": keyed_submits_from_concurrent_producers_keep_one_live_task_per_key,

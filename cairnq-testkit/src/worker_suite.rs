@@ -116,7 +116,8 @@ pub use telemetry::{
 pub use traces::a_process_span_continues_the_send_span_across_processes;
 pub use waits::{
     a_timed_out_wait_names_the_worker_or_the_next_attempt, a_timed_out_wait_says_what_the_task_is_doing,
-    a_wait_by_id_waits_for_a_task_not_visible_yet, a_wait_by_key_waits_for_the_key_and_follows_a_replace,
+    a_timed_out_wait_says_when_the_task_waits_on_its_limit, a_wait_by_id_waits_for_a_task_not_visible_yet,
+    a_wait_by_key_waits_for_the_key_and_follows_a_replace,
 };
 pub use wakeups::{
     push_wakeups_complete_watches_taken_before_a_change, waits_are_woken_by_the_finish_not_the_poll,
