@@ -17,6 +17,7 @@
 mod book;
 mod claims;
 mod cpu;
+mod limits;
 mod process;
 mod processes;
 mod roles;
@@ -67,6 +68,7 @@ pub struct Sizes {
     backlog_small: usize,
     backlog_large: usize,
     backing_off: usize,
+    throttled: usize,
     idle: Duration,
     rss_tasks: usize,
     scale: &'static [usize],
@@ -89,6 +91,7 @@ impl Sizes {
             backlog_small: 1_000,
             backlog_large: 100_000,
             backing_off: 20_000,
+            throttled: 100_000,
             idle: Duration::from_secs(10),
             rss_tasks: 10_000,
             scale: &[10_000, 100_000, 1_000_000],
@@ -117,6 +120,7 @@ impl Sizes {
             backlog_small: 100,
             backlog_large: 1_000,
             backing_off: 200,
+            throttled: 1_000,
             idle: Duration::from_secs(1),
             rss_tasks: 100,
             scale: &[1_000, 5_000],
@@ -157,10 +161,12 @@ pub const WORKLOADS: &[&str] = &[
     "burn_down_c64",
     "burn_down_c8_telemetry",
     "burn_down_c64_telemetry",
+    "burn_down_limited",
     "call_in_process",
     "call_two_processes",
     "wakeup_latency",
     "claim_backlog",
+    "claim_beside_throttled",
     "idle_worker_cpu",
     "idle_worker_schedules",
     "worker_rss",
@@ -227,6 +233,20 @@ pub async fn run_workload(
             let detail = format!("as burn_down_c{concurrency}, with a metrics recorder and a span subscriber on");
             vec![m(name, "tasks_per_s", rate, detail)]
         }
+        "burn_down_limited" => {
+            let mut out = Vec::new();
+            for concurrency in [8, 64] {
+                let rate = limits::burn_down_limited(factory, sizes.burn, concurrency).await?;
+                let detail = format!(
+                    "as burn_down_c{concurrency}, every task keyed (tenant:0..{}) under a tenant:* concurrency of {} \
+                     (never binds)",
+                    limits::BURN_KEYS - 1,
+                    limits::ROOMY
+                );
+                out.push(m(name, &format!("c{concurrency}_tasks_per_s"), rate, detail));
+            }
+            out
+        }
         "call_in_process" => {
             let (p50, p95) = call_in_process(factory, sizes.calls).await?;
             vec![
@@ -257,6 +277,23 @@ pub async fn run_workload(
                 m(name, "small_backlog_ms", small, detail(sizes.backlog_small)),
                 m(name, "large_backlog_ms", large, detail(sizes.backlog_large)),
                 m(name, "large_over_small", large / small.max(1e-9), "ratio".to_string()),
+            ]
+        }
+        "claim_beside_throttled" => {
+            let (queued, throttled) = (sizes.backlog_small, sizes.throttled);
+            let claims = 200.min(queued);
+            let none = limits::claim_beside_throttled(factory, queued, 0, claims).await?;
+            let beside = limits::claim_beside_throttled(factory, queued, throttled, claims).await?;
+            let detail = |n| {
+                format!(
+                    "claim 1 of {queued} unlimited tasks beside {n} older tasks of a key at its limit, median of \
+                     {claims}"
+                )
+            };
+            vec![
+                m(name, "none_ms", none, detail(0)),
+                m(name, "throttled_ms", beside, detail(throttled)),
+                m(name, "throttled_over_none", beside / none.max(1e-9), "ratio".to_string()),
             ]
         }
         "idle_worker_cpu" => {

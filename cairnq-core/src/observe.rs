@@ -46,6 +46,15 @@ pub const QUEUE_DEPTH: &str = "cairnq_queue_depth";
 /// Gauge `{queue}`: seconds the oldest due queued task has waited since it
 /// became due (0 when none waits), from [`QueueGauges`](crate::QueueGauges).
 pub const QUEUE_OLDEST_AGE: &str = "cairnq_queue_oldest_age_seconds";
+/// Gauge `{key}`: tasks running under each limit (a prefix default's
+/// `tenant:*` sums its keys), from [`QueueGauges`](crate::QueueGauges).
+/// The label is a limit's key: as many series as limits are set.
+pub const LIMIT_RUNNING: &str = "cairnq_limit_running";
+/// Counter `{key}`: claims that passed over queued tasks of a key because
+/// its limit left no room, one per claim and key passed over, labelled
+/// with the limit's key (`tenant:*` for a prefix default). Counted by the
+/// claiming process, before the claim commits (see [`limits_throttled`]).
+pub const LIMIT_THROTTLED: &str = "cairnq_limit_throttled_total";
 /// Counter `{schedule}`: slots a schedule fired, one task each (a
 /// trigger-now included), counted by the process whose fire won. The label
 /// is the schedule's name: as many series as the application declares.
@@ -117,6 +126,29 @@ pub fn leases_recovered<'a>(queues: impl Iterator<Item = &'a str>) {
     }
     for (queue, n) in per_queue {
         metrics::counter!(LEASES_RECOVERED, "queue" => queue.to_string()).increment(n);
+    }
+}
+
+/// Counts the keys one claim passed over at their limit, given the key of
+/// the limit that applies to each ([`LIMIT_THROTTLED`],
+/// [`Admission::throttled`](crate::backend::Admission::throttled)). The
+/// shared claim flow calls it; a backend with a claim of its own calls it
+/// too. What a claim learns is approximate, and says so: a claim meets
+/// only the keys it walks to (on one queue, the keys of the priorities it
+/// reaches; a key that reaches its limit inside a claim counts from the
+/// next claim that meets it), the group walk counts a key whose queued
+/// tasks are not due yet, and a claim that then fails over-counts.
+///
+/// ```
+/// cairnq_core::observe::limits_throttled(["tenant:*", "tenant:*", "api"].into_iter());
+/// ```
+pub fn limits_throttled<'a>(keys: impl Iterator<Item = &'a str>) {
+    let mut per_key: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
+    for key in keys {
+        *per_key.entry(key).or_default() += 1;
+    }
+    for (key, n) in per_key {
+        metrics::counter!(LIMIT_THROTTLED, "key" => key.to_string()).increment(n);
     }
 }
 

@@ -105,6 +105,7 @@ pub(super) fn claim(txn: &mut Txn<'_>, params: &ClaimParams, limits: &mut Limits
     }
     if let Some(admission) = &admission {
         limits.record(admission);
+        cairnq_core::observe::limits_throttled(admission.throttled().iter().map(String::as_str));
     }
     claimed
 }

@@ -80,6 +80,7 @@ macro_rules! worker_suite_tests {
             "multi_thread": a_wait_by_id_waits_for_a_task_not_visible_yet,
             "multi_thread": a_timed_out_wait_says_what_the_task_is_doing,
             "multi_thread": a_timed_out_wait_names_the_worker_or_the_next_attempt,
+            "multi_thread": a_timed_out_wait_says_when_the_task_waits_on_its_limit,
             "multi_thread": a_closed_store_refuses_every_call,
             "multi_thread": submit_many_is_all_or_nothing,
             "multi_thread": keyed_submits_from_concurrent_producers_keep_one_live_task_per_key,
@@ -95,6 +96,7 @@ macro_rules! worker_suite_tests {
             "multi_thread": a_fleet_never_runs_more_of_a_key_than_its_limit,
             "multi_thread": a_rate_limit_paces_the_starts_of_a_fleet,
             "multi_thread": a_backlogged_key_starves_no_other_key,
+            "multi_thread": random_sigkills_never_break_a_limit,
             "multi_thread": a_task_knows_its_children_and_its_key,
             "multi_thread": counts_agree_with_the_rows_and_stop_at_their_bound,
             "multi_thread": a_created_range_lists_and_counts_only_its_rows,
@@ -116,6 +118,7 @@ macro_rules! worker_suite_tests {
             "multi_thread": metrics_count_a_canceled_attempt,
             "current_thread": worker_events_name_their_attempt,
             "multi_thread": queue_gauges_read_depth_and_age,
+            "multi_thread": limit_metrics_count_running_and_throttled,
             "multi_thread": a_process_span_continues_the_send_span_across_processes,
         );
     };

@@ -44,7 +44,7 @@ mod waits;
 mod wakeups;
 
 pub use bulk::bulk_actions_take_what_their_filter_matches;
-pub use chaos::random_sigkills_lose_no_task;
+pub use chaos::{random_sigkills_lose_no_task, random_sigkills_never_break_a_limit};
 pub use clients::{
     a_closed_store_refuses_every_call, a_killed_submitter_loses_no_acknowledged_submit,
     concurrent_claimers_never_take_the_same_row, keyed_submits_from_concurrent_producers_keep_one_live_task_per_key,
@@ -110,13 +110,14 @@ pub use settling::{
     complete_batch_settles_each_task_as_complete_would,
 };
 pub use telemetry::{
-    metrics_count_a_canceled_attempt, metrics_count_a_lost_lease, metrics_count_each_task_once,
-    metrics_count_retried_and_failed_attempts, queue_gauges_read_depth_and_age,
+    limit_metrics_count_running_and_throttled, metrics_count_a_canceled_attempt, metrics_count_a_lost_lease,
+    metrics_count_each_task_once, metrics_count_retried_and_failed_attempts, queue_gauges_read_depth_and_age,
 };
 pub use traces::a_process_span_continues_the_send_span_across_processes;
 pub use waits::{
     a_timed_out_wait_names_the_worker_or_the_next_attempt, a_timed_out_wait_says_what_the_task_is_doing,
-    a_wait_by_id_waits_for_a_task_not_visible_yet, a_wait_by_key_waits_for_the_key_and_follows_a_replace,
+    a_timed_out_wait_says_when_the_task_waits_on_its_limit, a_wait_by_id_waits_for_a_task_not_visible_yet,
+    a_wait_by_key_waits_for_the_key_and_follows_a_replace,
 };
 pub use wakeups::{
     push_wakeups_complete_watches_taken_before_a_change, waits_are_woken_by_the_finish_not_the_poll,

@@ -6,7 +6,7 @@
 //! what it read inside the claim transaction; a backend without SQL (the
 //! testkit's `MemoryStore`) feeds it from its own tables.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use crate::store::LimitRow;
 
@@ -165,12 +165,15 @@ pub struct Admission {
     book: LimitBook,
     now_ms: i64,
     keys: HashMap<String, KeyState>,
+    /// Keys whose queued tasks this claim passed over because of their
+    /// limit (not because another claimer held them).
+    throttled: BTreeSet<String>,
 }
 
 impl Admission {
     /// Admissions under these limits at `now_ms` (the store's clock).
     pub fn new(limits: &[LimitRow], now_ms: i64) -> Self {
-        Self { book: LimitBook::new(limits), now_ms, keys: HashMap::new() }
+        Self { book: LimitBook::new(limits), now_ms, keys: HashMap::new(), throttled: BTreeSet::new() }
     }
 
     /// The limits in force.
@@ -221,12 +224,33 @@ impl Admission {
     /// may.
     pub fn try_start(&mut self, key: Option<&str>) -> bool {
         let now_ms = self.now_ms;
-        let Some(state) = key.and_then(|k| self.state(k)) else { return true };
+        let Some(key) = key else { return true };
+        let Some(state) = self.state(key) else { return true };
         if state.budget(now_ms) == 0 {
+            self.pass_over(key);
             return false;
         }
         state.started += 1;
         true
+    }
+
+    /// Records that the claim passed over queued tasks of `key` it may not
+    /// start: a throttle ([`throttled`](Self::throttled)) when the key's
+    /// limit left it no room, nothing when another claimer held it or it
+    /// still had room.
+    pub fn pass_over(&mut self, key: &str) {
+        let now_ms = self.now_ms;
+        let at_limit = self.keys.get(key).is_some_and(|s| !s.held && s.budget(now_ms) == 0);
+        if at_limit && !self.throttled.contains(key) {
+            self.throttled.insert(key.to_string());
+        }
+    }
+
+    /// The keys this claim passed over because of their limit, each as the
+    /// key of the limit that applies (`tenant:*` for a prefix default),
+    /// one entry per key passed over, sorted.
+    pub fn throttled(&self) -> Vec<String> {
+        self.throttled.iter().filter_map(|key| self.book.governing(key)).collect()
     }
 
     /// Takes back a start [`try_start`](Self::try_start) allowed that did
@@ -318,5 +342,20 @@ mod tests {
         held.hold("k");
         assert!(!held.try_start(Some("k")));
         assert!(held.try_start(Some("free")), "no limit applies");
+        assert!(held.throttled().is_empty(), "a key another claimer holds is not throttled by its limit");
+    }
+
+    #[test]
+    fn keys_passed_over_at_their_limit_are_throttled_under_their_limits_key() {
+        let mut a = Admission::new(&[row("t:*", Some(1), None), row("solo", Some(5), None)], 0);
+        a.observe_running("t:1", 1);
+        assert!(!a.try_start(Some("t:1")));
+        assert!(!a.try_start(Some("t:1")), "counted once per claim");
+        assert!(a.try_start(Some("t:2")));
+        a.pass_over("t:2");
+        a.pass_over("t:3");
+        a.pass_over("solo");
+        assert!(a.try_start(Some("solo")), "room left: passing over it was no throttle");
+        assert_eq!(a.throttled(), ["t:*", "t:*"], "t:1 and t:2, under the default's key");
     }
 }

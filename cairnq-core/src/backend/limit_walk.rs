@@ -94,6 +94,9 @@ impl LimitedClaim {
                 cursor = last.clone();
             }
             self.meet_keys(exec, groups.iter().map(|(_, key)| key.as_str()).filter(|k| !k.is_empty())).await?;
+            for (_, key) in groups.iter().filter(|(_, key)| !key.is_empty()) {
+                self.admission.pass_over(key);
+            }
             let wanted: Vec<(i64, Option<String>, usize)> = groups
                 .into_iter()
                 .map(|(priority, key)| (priority, Some(key).filter(|k| !k.is_empty())))

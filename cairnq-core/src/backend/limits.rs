@@ -214,6 +214,7 @@ pub(super) async fn claim_limited(
     if !keys.is_empty() {
         exec.ids(Query::new(Sql::UpsertLimitState).arg("keys", keys).arg("tats", tats)).await?;
     }
+    crate::observe::limits_throttled(claim.admission.throttled().iter().map(String::as_str));
     Ok(claimed)
 }
 

@@ -1,9 +1,11 @@
 //! The queue gauges (`cairnq_queue_depth{queue,status}`,
-//! `cairnq_queue_oldest_age_seconds{queue}`), read from the store by one
-//! cached collector per store: however many workers and dashboards of a
-//! process share a store, it is read (two grouped statements) at most once
-//! per interval, so a scrape every second or twenty workers cost the same,
-//! and a second store (another database) keeps its own turn.
+//! `cairnq_queue_oldest_age_seconds{queue}`) and the limit gauge
+//! (`cairnq_limit_running{key}`), read from the store by one cached
+//! collector per store: however many workers and dashboards of a process
+//! share a store, it is read (two grouped statements, and the limits with
+//! their running counts where any limit is set) at most once per interval,
+//! so a scrape every second or twenty workers cost the same, and a second
+//! store (another database) keeps its own turn.
 
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -11,19 +13,28 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use super::CairnQ;
-use crate::TaskStatus;
-use crate::error::Result;
-use crate::observe::{Outage, QUEUE_DEPTH, QUEUE_OLDEST_AGE};
+use crate::error::{ErrorKind, Result};
+use crate::observe::{LIMIT_RUNNING, Outage, QUEUE_DEPTH, QUEUE_OLDEST_AGE};
 use crate::store::Store;
+use crate::{LimitStatus, TaskStatus};
 
 /// How often the queue gauges are read by default.
 pub const DEFAULT_GAUGE_INTERVAL: Duration = Duration::from_secs(10);
 
-/// When each store's gauges were last read, by store. The store is known
-/// by its `Arc` (every client and worker over it holds the same one): the
-/// `Weak` keeps that allocation, so no other store can take its address
-/// while the entry lives, and an entry whose store is gone is dropped.
-static LAST_READ: Mutex<Vec<(Weak<dyn Store>, Instant)>> = Mutex::new(Vec::new());
+/// When each store's gauges were last read, by store, and the limit keys
+/// that read set a gauge for (so a removed limit's gauge reads 0, not its
+/// last count). The store is known by its `Arc` (every client and worker
+/// over it holds the same one): the `Weak` keeps that allocation, so no
+/// other store can take its address while the entry lives, and an entry
+/// whose store is gone is dropped.
+static LAST_READ: Mutex<Vec<Turn>> = Mutex::new(Vec::new());
+
+/// One store's entry in [`LAST_READ`].
+struct Turn {
+    store: Weak<dyn Store>,
+    at: Instant,
+    limit_keys: Vec<String>,
+}
 
 /// The collector of the queue gauges for one client.
 ///
@@ -69,22 +80,53 @@ impl QueueGauges {
             let age = ages.iter().find(|a| &a.queue == queue).map_or(Duration::ZERO, |a| a.age);
             metrics::gauge!(QUEUE_OLDEST_AGE, "queue" => queue.clone()).set(age.as_secs_f64());
         }
+        match self.client.limit_statuses().await {
+            Ok(statuses) => self.set_limit_gauges(&statuses),
+            Err(error) if error.is_unreachable() => return Err(error),
+            // A backend without flow control, or a database without the
+            // limits table (installed by another SDK and opened as it
+            // is): no limit gauges, and the queue gauges stand.
+            Err(error) => {
+                if error.kind() != ErrorKind::UnsupportedBackend {
+                    tracing::debug!(%error, "cairnq queue gauges: no limit gauges");
+                }
+            }
+        }
         Ok(true)
+    }
+
+    /// Sets `cairnq_limit_running` for every limit, and to 0 for the
+    /// limits the last read saw that are gone.
+    fn set_limit_gauges(&self, statuses: &[LimitStatus]) {
+        for status in statuses {
+            metrics::gauge!(LIMIT_RUNNING, "key" => status.info.limit.key.clone()).set(status.running as f64);
+        }
+        let keys: Vec<String> = statuses.iter().map(|s| s.info.limit.key.clone()).collect();
+        let store = Arc::downgrade(self.client.store());
+        let gone: Vec<String> = {
+            let mut reads = LAST_READ.lock();
+            let Some(turn) = reads.iter_mut().find(|turn| turn.store.ptr_eq(&store)) else { return };
+            let before = std::mem::replace(&mut turn.limit_keys, keys.clone());
+            before.into_iter().filter(|key| !keys.contains(key)).collect()
+        };
+        for key in gone {
+            metrics::gauge!(LIMIT_RUNNING, "key" => key).set(0.0);
+        }
     }
 
     fn take_turn(&self) -> bool {
         let store = Arc::downgrade(self.client.store());
         let mut reads = LAST_READ.lock();
-        reads.retain(|(read, _)| read.strong_count() > 0);
+        reads.retain(|turn| turn.store.strong_count() > 0);
         let now = Instant::now();
-        match reads.iter_mut().find(|(read, _)| read.ptr_eq(&store)) {
-            Some((_, at)) if now.duration_since(*at) < self.interval => false,
-            Some((_, at)) => {
-                *at = now;
+        match reads.iter_mut().find(|turn| turn.store.ptr_eq(&store)) {
+            Some(turn) if now.duration_since(turn.at) < self.interval => false,
+            Some(turn) => {
+                turn.at = now;
                 true
             }
             None => {
-                reads.push((store, now));
+                reads.push(Turn { store, at: now, limit_keys: Vec::new() });
                 true
             }
         }

@@ -40,6 +40,10 @@ impl CairnQ {
     /// limits and counts the running and queued tasks that carry a key.
     pub async fn limit_statuses(&self) -> Result<Vec<LimitStatus>> {
         let rows = self.store.limits(&LimitsQuery::all()).await?;
+        if rows.is_empty() {
+            // Nothing to count for (the queue gauges ask every interval).
+            return Ok(Vec::new());
+        }
         let usage = self.store.limit_usage(&LimitUsageParams::new()).await?;
         let book = LimitBook::new(&rows);
         let mut statuses: BTreeMap<String, LimitStatus> = BTreeMap::new();

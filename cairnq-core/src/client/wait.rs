@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::client::diagnosis::diagnose;
+use crate::client::diagnosis::{diagnose, limit_hold};
 use crate::client::{CairnQ, Call, by_id, by_key};
 use crate::envelope::ErrorEnvelope;
 use crate::error::{Error, Result};
@@ -136,9 +136,13 @@ impl CairnQ {
             TaskSelector::Id(id) => Some(id.clone()),
             _ => current,
         };
+        let hold = match &last_seen {
+            Some(task) => limit_hold(self, task).await,
+            None => None,
+        };
         Error::TaskTimeout {
             task_id,
-            diagnosis: diagnose(last_seen.as_ref(), key.is_some()),
+            diagnosis: diagnose(last_seen.as_ref(), key.is_some(), hold),
             key,
             timeout: options.timeout,
             last_seen: last_seen.map(Box::new),

@@ -27,7 +27,8 @@
 //!   in the log file, so a test that SIGKILLs workers can tell afterwards
 //!   which runs happened and who cut them short (see [`RecordLine`]). It
 //!   appends `start <task id> <attempt> <worker id> <epoch ms>`, sleeps
-//!   `payload.ms`, appends `end <task id> <attempt> <worker id>`, and returns
+//!   `payload.ms`, appends `end <task id> <attempt> <worker id> <epoch ms>`,
+//!   and returns
 //!   `{"worker": <worker id>, "pid": <pid>, "attempt": <attempt>}`. The log
 //!   opens with `child <pid> <worker id>` and gets an `issue <text>` line per
 //!   [`WorkerIssue`](cairnq_worker::WorkerIssue). Each line is one

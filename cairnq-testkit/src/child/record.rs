@@ -28,8 +28,8 @@ pub enum RecordLine {
         /// When, by the host's clock.
         at_ms: i64,
     },
-    /// `end <task id> <attempt> <worker id>`: the run's handler is returning
-    /// its result (the worker has not settled it yet).
+    /// `end <task id> <attempt> <worker id> <epoch ms>`: the run's handler
+    /// is returning its result (the worker has not settled it yet).
     End {
         /// The task.
         task: String,
@@ -37,6 +37,9 @@ pub enum RecordLine {
         attempt: u32,
         /// The worker.
         worker: String,
+        /// When, by the host's clock (so a test can tell which runs
+        /// overlapped).
+        at_ms: i64,
     },
     /// `issue <text>`: a [`WorkerIssue`](cairnq_worker::WorkerIssue), on one line.
     Issue(String),
@@ -61,9 +64,12 @@ impl RecordLine {
                 worker: worker.into(),
                 at_ms: number(at, bad)?,
             }),
-            ["end", task, n, worker] => {
-                Ok(Self::End { task: task.into(), attempt: number(n, bad)?, worker: worker.into() })
-            }
+            ["end", task, n, worker, at] => Ok(Self::End {
+                task: task.into(),
+                attempt: number(n, bad)?,
+                worker: worker.into(),
+                at_ms: number(at, bad)?,
+            }),
             _ => Err(bad()),
         }
     }
@@ -74,7 +80,7 @@ impl std::fmt::Display for RecordLine {
         match self {
             Self::Child { pid, worker } => write!(f, "child {pid} {worker}"),
             Self::Start { task, attempt, worker, at_ms } => write!(f, "start {task} {attempt} {worker} {at_ms}"),
-            Self::End { task, attempt, worker } => write!(f, "end {task} {attempt} {worker}"),
+            Self::End { task, attempt, worker, at_ms } => write!(f, "end {task} {attempt} {worker} {at_ms}"),
             Self::Issue(text) => write!(f, "issue {}", text.replace('\n', " ")),
         }
     }
@@ -105,7 +111,7 @@ mod tests {
         let lines = [
             RecordLine::Child { pid: 42, worker: "worker_A".into() },
             RecordLine::Start { task: "task_B".into(), attempt: 3, worker: "worker_A".into(), at_ms: 1_700 },
-            RecordLine::End { task: "task_B".into(), attempt: 3, worker: "worker_A".into() },
+            RecordLine::End { task: "task_B".into(), attempt: 3, worker: "worker_A".into(), at_ms: 1_715 },
             RecordLine::Issue("heartbeat failed: x y".into()),
         ];
         for line in lines {
@@ -113,5 +119,6 @@ mod tests {
         }
         assert!(RecordLine::parse("start task_B three worker_A 1700").is_err());
         assert!(RecordLine::parse("end task_B 3").is_err());
+        assert!(RecordLine::parse("end task_B 3 worker_A").is_err(), "an end names its time");
     }
 }

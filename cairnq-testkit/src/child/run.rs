@@ -278,11 +278,11 @@ async fn sleep(payload: Value) -> std::result::Result<Value, TaskError> {
 async fn record(ctx: TaskContext, payload: Value, log: Arc<RunLog>) -> std::result::Result<Value, TaskError> {
     let (task, attempt, worker) = (ctx.task_id().to_string(), ctx.attempt(), ctx.worker_id().to_string());
     let not_logged = |e: std::io::Error| TaskError::retryable(format!("cannot write the run log: {e}"));
-    let at_ms = cairnq_core::Clock::now_ms(&cairnq_core::SystemClock);
-    log.append(&RecordLine::Start { task: task.clone(), attempt, worker: worker.clone(), at_ms })
+    let now = || cairnq_core::Clock::now_ms(&cairnq_core::SystemClock);
+    log.append(&RecordLine::Start { task: task.clone(), attempt, worker: worker.clone(), at_ms: now() })
         .map_err(not_logged)?;
     tokio::time::sleep(Duration::from_millis(payload["ms"].as_u64().unwrap_or(0))).await;
-    log.append(&RecordLine::End { task, attempt, worker: worker.clone() }).map_err(not_logged)?;
+    log.append(&RecordLine::End { task, attempt, worker: worker.clone(), at_ms: now() }).map_err(not_logged)?;
     Ok(json!({ "worker": worker, "pid": std::process::id(), "attempt": attempt }))
 }
 

@@ -9,15 +9,15 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use cairnq_core::observe::{
-    LEASES_RECOVERED, QUEUE_DEPTH, QUEUE_OLDEST_AGE, TASK_DURATION, TASK_QUEUE_WAIT, TASKS_CLAIMED, TASKS_SETTLED,
-    TASKS_SUBMITTED,
+    LEASES_RECOVERED, LIMIT_RUNNING, LIMIT_THROTTLED, QUEUE_DEPTH, QUEUE_OLDEST_AGE, TASK_DURATION, TASK_QUEUE_WAIT,
+    TASKS_CLAIMED, TASKS_SETTLED, TASKS_SUBMITTED,
 };
-use cairnq_core::store::HeartbeatBatchParams;
-use cairnq_core::{CairnQ, HeldLease, QueueGauges, Result, Store, TaskStatus};
+use cairnq_core::store::{ClaimDraw, HeartbeatBatchParams};
+use cairnq_core::{CairnQ, HeldLease, Limit, QueueGauges, Result, Store, TaskStatus};
 use cairnq_worker::{TaskContext, TaskError, WorkerHandle, WorkerOptions};
 use serde_json::{Value, json};
 
-use super::support::{eventually, finished, fresh, quick_options, start};
+use super::support::{eventually, finished, fresh, quick_options, session, start};
 use crate::BackendFactory;
 use crate::forwarding::{Forward, Forwarding};
 use crate::telemetry::{CountingRecorder, recorder};
@@ -127,6 +127,50 @@ pub async fn queue_gauges_read_depth_and_age(factory: &dyn BackendFactory) {
         return eprintln!("skipped the age: {} stores report no queue age", factory.name());
     }
     assert!(age >= 0.05, "the oldest due task waited at least the 50 ms slept: {age}");
+}
+
+/// The flow-control metrics. `cairnq_limit_throttled_total{key}` counts
+/// each claim that passed over a key at its limit, once per claim and key,
+/// under the limit's key (a prefix default's `t:*` counts each of its keys
+/// passed over). `cairnq_limit_running{key}` is set by the gauge collector
+/// to each limit's running tasks, and to 0 once the limit is removed.
+pub async fn limit_metrics_count_running_and_throttled(factory: &dyn BackendFactory) {
+    let recorder = recorder();
+    let (client, _fresh) = fresh(factory).await;
+    let tag = format!("{:016x}", fastrand::u64(..));
+    let (solo, tenants) = (format!("solo-{tag}"), format!("t-{tag}:*"));
+    for key in [&solo, &tenants] {
+        client.set_limit(&Limit::new(key.as_str()).concurrency(1)).await.expect("set a limit");
+    }
+    let queue = own_queue("limits");
+    for key in [solo.clone(), format!("t-{tag}:a"), format!("t-{tag}:b")] {
+        for n in 0..2 {
+            client.submit("limited", &n).queue(&queue).limit_key(&key).await.expect("submit");
+        }
+    }
+    let worker = session(&client, "limit-metrics", Duration::from_secs(60));
+    let claim = || worker.claim(vec![ClaimDraw::new(vec![queue.clone()]).limit(10)], Vec::new());
+    assert_eq!(claim().await.expect("claim").len(), 3, "one task of each key");
+    let throttled = |key: &str| recorder.counter(LIMIT_THROTTLED, &[("key", key)]);
+    // Whether the first claim already counted the keys it filled is the
+    // backend's (a walk that reads only what it may start learns it at the
+    // next claim); from here on every key is at its limit as a claim begins.
+    let before = (throttled(&solo), throttled(&tenants));
+    for round in 1..=2 {
+        assert!(claim().await.expect("claim").is_empty(), "every key is at its limit");
+        assert_eq!(throttled(&solo), before.0 + round, "one per claim for the exact limit");
+        assert_eq!(throttled(&tenants), before.1 + 2 * round, "both keys of the default, each claim");
+    }
+
+    let running = |key: &str| recorder.gauges(LIMIT_RUNNING, &[("key", key)]).first().map(|(_, v)| *v);
+    let collector = QueueGauges::new(client.clone()).interval(Duration::from_millis(1));
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    assert!(collector.collect().await.expect("collect"), "the collector's turn");
+    assert_eq!((running(&solo), running(&tenants)), (Some(1.0), Some(2.0)));
+    client.remove_limit(&solo).await.expect("remove the limit");
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    assert!(collector.collect().await.expect("collect"), "the collector's turn");
+    assert_eq!((running(&solo), running(&tenants)), (Some(0.0), Some(2.0)), "a removed limit reads 0");
 }
 
 /// A handler that returns after a cancel reached it is counted `canceled`

@@ -2,12 +2,12 @@
 //! resolved again on every poll (a `replace` moves the wait onto the new
 //! task; a key with no task yet is waited for), by id a task not visible
 //! yet is waited for, and a wait that runs out of time says what the last
-//! snapshot suggests.
+//! snapshot suggests (and when the task waits on its flow-control limit).
 
 use std::time::Duration;
 
 use cairnq_core::store::ClaimDraw;
-use cairnq_core::{Conflict, Error, Json, SubmitOptions, TaskStatus, WaitOptions};
+use cairnq_core::{Conflict, Error, Json, Limit, SubmitOptions, TaskStatus, WaitOptions};
 use serde_json::json;
 
 use super::support::{fresh, session};
@@ -112,4 +112,40 @@ pub async fn a_timed_out_wait_names_the_worker_or_the_next_attempt(factory: &dyn
         }
         other => panic!("expected TaskTimeout with a snapshot, got {other:?}"),
     }
+}
+
+/// A timed-out wait on a queued task its limit holds back says so: its
+/// key runs all its concurrency allows (named with the prefix default that
+/// applies), or its rate admits the next start only later. A task of a
+/// limited key with room left is diagnosed as any other.
+pub async fn a_timed_out_wait_says_when_the_task_waits_on_its_limit(factory: &dyn BackendFactory) {
+    let (client, _fresh) = fresh(factory).await;
+    client.set_limit(&Limit::new("tenant:*").concurrency(1)).await.expect("set a limit");
+    client.set_limit(&Limit::new("hourly").rate(1, Duration::from_secs(3_600))).await.expect("set a limit");
+    let roomy = client.submit("limited", &json!({})).queue("roomy").limit_key("tenant:9").await.expect("submit");
+    let worker = session(&client, "w-limits", Duration::from_secs(60));
+    for key in ["tenant:7", "hourly"] {
+        let mut ids = Vec::new();
+        for _ in 0..2 {
+            ids.push(client.submit("limited", &json!({})).queue("held").limit_key(key).await.expect("submit").id);
+        }
+        let claimed = worker.claim(vec![ClaimDraw::new(vec!["held".into()]).limit(5)], vec![]).await;
+        let claimed = claimed.expect("claim");
+        assert_eq!(claimed.len(), 1, "{key}: the limit admits one");
+        let waiting = ids.iter().find(|id| **id != claimed[0].id).expect("one task waits");
+        match client.wait(waiting, &within(Duration::from_millis(200))).await {
+            Err(Error::TaskTimeout { diagnosis, .. }) => {
+                assert!(diagnosis.starts_with("waiting on its limit"), "{key}: {diagnosis}");
+                assert!(diagnosis.contains(&format!("{key:?}")), "{key}: {diagnosis}");
+                if key == "hourly" {
+                    assert!(diagnosis.contains("1 starts per 1h") && diagnosis.contains("next in 59"), "{diagnosis}");
+                } else {
+                    assert!(diagnosis.contains("runs 1 of the 1 the limit \"tenant:*\" allows"), "{diagnosis}");
+                }
+            }
+            other => panic!("expected TaskTimeout, got {other:?}"),
+        }
+    }
+    let err = client.wait(&roomy.id, &within(Duration::from_millis(200))).await.expect_err("times out");
+    assert!(err.to_string().contains("never claimed"), "room left under its limit: {err}");
 }

@@ -17,8 +17,14 @@ struct Run {
     attempt: u32,
     /// When it started (epoch ms).
     at_ms: i64,
-    /// Whether the handler got as far as returning its result.
-    ended: bool,
+    /// When the handler returned its result (epoch ms), if it got that far.
+    ended_at_ms: Option<i64>,
+}
+
+impl Run {
+    fn ended(&self) -> bool {
+        self.ended_at_ms.is_some()
+    }
 }
 
 /// Every run of every task, from all the logs.
@@ -68,14 +74,14 @@ impl Runs {
                         runs.workers.insert(worker, member);
                     }
                     Ok(RecordLine::Start { task, attempt, at_ms, .. }) => {
-                        runs.by_task.entry(task).or_default().push(Run { member, attempt, at_ms, ended: false });
+                        runs.by_task.entry(task).or_default().push(Run { member, attempt, at_ms, ended_at_ms: None });
                     }
-                    Ok(RecordLine::End { task, attempt, .. }) => {
+                    Ok(RecordLine::End { task, attempt, at_ms, .. }) => {
                         let run = runs.by_task.get_mut(&task).and_then(|all| {
-                            all.iter_mut().find(|r| r.member == member && r.attempt == attempt && !r.ended)
+                            all.iter_mut().find(|r| r.member == member && r.attempt == attempt && !r.ended())
                         });
                         match run {
-                            Some(run) => run.ended = true,
+                            Some(run) => run.ended_at_ms = Some(at_ms),
                             None => runs.problems.push(format!("process {member}: {line:?} ends a run never started")),
                         }
                     }
@@ -138,7 +144,7 @@ impl Runs {
             }
             for run in runs.iter().enumerate().filter(|&(i, _)| Some(i) != winner).map(|(_, r)| r) {
                 if explained_by_kill(run, row, runs, members) {
-                    *(if run.ended { &mut report.unsettled } else { &mut report.cut }) += 1;
+                    *(if run.ended() { &mut report.unsettled } else { &mut report.cut }) += 1;
                 } else if winner.is_some() {
                     report.problems.push(format!(
                         "unexplained repeat: {id} attempt {} on process {} was not ended by a kill before the \
@@ -152,6 +158,34 @@ impl Runs {
             }
         }
         report
+    }
+
+    /// Every run's time on a live process, as `(task, from, until)` in epoch
+    /// ms: from its start until its handler returned or its process was
+    /// killed, whichever came first. A run that did neither (left behind by
+    /// a process the test did not kill) counts until the end of time.
+    pub(super) fn live_spans<'a>(&'a self, members: &'a [Member]) -> impl Iterator<Item = (&'a str, i64, i64)> + 'a {
+        self.by_task.iter().flat_map(move |(task, runs)| {
+            runs.iter().map(move |run| {
+                let killed = members[run.member].killed_at_ms.unwrap_or(i64::MAX);
+                (task.as_str(), run.at_ms, run.ended_at_ms.unwrap_or(i64::MAX).min(killed))
+            })
+        })
+    }
+
+    /// For each run a kill cut short inside its handler, how long after
+    /// the kill (ms) the next attempt of its task started; a cut run that
+    /// never ran again is the account's problem, not counted here.
+    pub(super) fn cut_waits(&self, members: &[Member]) -> Vec<i64> {
+        let mut waits = Vec::new();
+        for runs in self.by_task.values() {
+            for run in runs.iter().filter(|r| !r.ended()) {
+                let Some(killed_at) = members[run.member].killed_at_ms else { continue };
+                let next = runs.iter().filter(|r| r.attempt > run.attempt).map(|r| r.at_ms).min();
+                waits.extend(next.map(|at| at - killed_at));
+            }
+        }
+        waits
     }
 
     /// The position in `runs` of the run whose result the row holds: the
@@ -172,9 +206,24 @@ impl Runs {
             return Err(format!("result {result} names pid {pid}, process {member} was {}", members[member].pid));
         }
         runs.iter()
-            .position(|r| r.member == member && r.attempt == attempt && r.ended)
+            .position(|r| r.member == member && r.attempt == attempt && r.ended())
             .ok_or_else(|| format!("result {result} comes from no finished run in the logs"))
     }
+}
+
+/// How many runs the log at `path` started and has not ended yet (0 when
+/// there is no log yet).
+pub(super) fn open_runs(path: &std::path::Path) -> usize {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let (mut started, mut ended) = (0_usize, 0_usize);
+    for line in text.lines() {
+        match RecordLine::parse(line) {
+            Ok(RecordLine::Start { .. }) => started += 1,
+            Ok(RecordLine::End { .. }) => ended += 1,
+            _ => {}
+        }
+    }
+    started.saturating_sub(ended)
 }
 
 /// Whether a run other than the one whose result stands was ended by a
@@ -194,7 +243,7 @@ fn describe(runs: &[Run], members: &[Member]) -> String {
     let each = runs.iter().map(|r| {
         let member = &members[r.member];
         let killed = member.killed_at_ms.map_or(String::new(), |at| format!(", killed at {at}"));
-        let how = if r.ended { "ended" } else { "cut" };
+        let how = if r.ended() { "ended" } else { "cut" };
         format!(
             "attempt {} on process {} (pid {}, started at {}, {how}{killed})",
             r.attempt, r.member, member.pid, r.at_ms
