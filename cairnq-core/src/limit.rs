@@ -253,6 +253,27 @@ impl crate::model::Task {
     }
 }
 
+impl LimitInfo {
+    /// The limit among `limits` that applies to tasks of `key`: the exact
+    /// one, else the longest matching prefix default (see [`Limit`]).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: cairnq_core::CairnQ) -> cairnq_core::Result<()> {
+    /// use cairnq_core::{Limit, LimitInfo};
+    /// client.set_limit(&Limit::new("t:*").concurrency(2)).await?;
+    /// client.set_limit(&Limit::new("t:4*").concurrency(3)).await?;
+    /// let limits = client.limits().await?;
+    /// assert_eq!(LimitInfo::governing(&limits, "t:42").map(|l| l.limit.key.as_str()), Some("t:4*"));
+    /// assert!(LimitInfo::governing(&limits, "u").is_none());
+    /// # Ok(()) }
+    /// ```
+    pub fn governing<'a>(limits: &'a [LimitInfo], key: &str) -> Option<&'a LimitInfo> {
+        let rows: Vec<LimitRow> = limits.iter().filter_map(|l| l.limit.to_row().ok()).collect();
+        let stored = crate::backend::LimitBook::new(&rows).governing(key)?;
+        limits.iter().find(|l| l.limit.key == stored)
+    }
+}
+
 /// Where a limit key is used, for its validation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum KeyUse {
@@ -285,6 +306,20 @@ pub(crate) fn validate_key(field: &'static str, key: &str, usage: KeyUse) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_governing_limit_is_the_exact_one_else_the_longest_prefix() {
+        let infos: Vec<LimitInfo> = [Limit::new("t:*").concurrency(2), Limit::new("t:4*").concurrency(3)]
+            .into_iter()
+            .chain([Limit::new("t:42").concurrency(1)])
+            .map(|l| Limit::from_row(&l.to_row().expect("a valid limit")).expect("reads back"))
+            .collect();
+        let governing = |key| LimitInfo::governing(&infos, key).map(|l| l.limit.key.as_str());
+        assert_eq!(governing("t:42"), Some("t:42"));
+        assert_eq!(governing("t:43"), Some("t:4*"));
+        assert_eq!(governing("t:5"), Some("t:*"));
+        assert_eq!(governing("u"), None);
+    }
 
     #[test]
     fn bad_limits_are_refused_by_field() {

@@ -73,6 +73,7 @@ pub(crate) fn layout(ctx: &PageCtx, title: &str, live: bool, body: Markup) -> Re
                             a href={ (base) "/tasks" } { "Tasks" }
                             a href={ (base) "/workers" } { "Workers" }
                             a href={ (base) "/schedules" } { "Schedules" }
+                            a href={ (base) "/limits" } { "Limits" }
                         }
                         // Filled by the page script when it holds updates back.
                         button #updates.updates type="button" hidden {}

@@ -47,6 +47,7 @@ fn routes(state: AppState) -> Router {
         .route("/tasks/{id}/cancel", post(pages::detail::cancel))
         .route("/workers", get(pages::workers::page))
         .route("/schedules", get(pages::schedules::page))
+        .route("/limits", get(pages::limits::page))
         .route("/schedules/{name}/delete", get(pages::schedules::confirm_delete).post(pages::schedules::delete))
         .route("/schedules/{name}/{action}", post(pages::schedules::apply))
         .route("/login", get(auth::login_page).post(auth::login))

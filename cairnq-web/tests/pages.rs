@@ -1,13 +1,18 @@
 //! What the pages do for a person at the keyboard: an action on selected
 //! rows lands back on the list it was taken on, a login returns to the page
 //! asked for (and only to a page of this dashboard), the task list says why
-//! a task failed, and the login cookie never holds the token itself.
+//! a task failed, the login cookie never holds the token itself, and the
+//! limits page shows what runs and waits under each limit.
 
 mod common;
 
-use cairnq_core::{CairnQ, TaskStatus};
+use std::time::Duration;
+
+use cairnq_core::store::ClaimDraw;
+use cairnq_core::{CairnQ, Limit, TaskStatus};
 use cairnq_web::WebOptions;
 use common::{FORM, failed_task, form_body, hidden_fields, http, sqlite_client, start};
+use serde_json::json;
 
 #[tokio::test]
 async fn an_action_on_selected_rows_returns_to_the_filtered_list() {
@@ -147,4 +152,48 @@ async fn a_short_token_is_refused_and_the_cookie_holds_a_session_not_the_token()
     // Another dashboard with the same token has a key of its own.
     let other = guarded(client).await;
     assert_eq!(http(other, "GET", "/tasks", &[("Cookie", &cookie)], "").await.status, 303, "not valid elsewhere");
+}
+
+/// The row of `page`'s table whose `data-limit` is `key` (as rendered).
+fn limit_row<'p>(page: &'p str, key: &str) -> &'p str {
+    let start = page.find(&format!("data-limit=\"{key}\"")).unwrap_or_else(|| panic!("no row for {key}: {page}"));
+    let row = &page[start..];
+    &row[..row.find("</tr>").expect("the row ends")]
+}
+
+/// The limits page lists every limit with its bounds, the tasks running
+/// and waiting under it and when its rate next admits a start; a key is
+/// any text, so it is escaped.
+#[tokio::test]
+async fn the_limits_page_shows_what_runs_and_waits_under_each_limit() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let client = sqlite_client(&dir).await;
+    let addr = start(client.clone(), WebOptions::new()).await;
+    let empty = http(addr, "GET", "/limits", &[], "").await;
+    assert_eq!(empty.status, 200, "{}", empty.body);
+    assert!(empty.body.contains("No limits set"), "{}", empty.body);
+
+    let evil = "<script>alert(1)</script>:";
+    client.set_limit(&Limit::new(format!("{evil}*")).concurrency(1)).await.expect("set a limit");
+    client.set_limit(&Limit::new("api").rate(10, Duration::from_secs(60))).await.expect("set a limit");
+    for key in [format!("{evil}7"), "api".to_string()] {
+        for _ in 0..2 {
+            client.submit("limited", &json!({})).limit_key(&key).await.expect("submit");
+        }
+    }
+    let worker = client.worker_session("w-limits", Duration::from_secs(60)).expect("a session");
+    let claimed = worker.claim(vec![ClaimDraw::new(vec!["default".into()]).limit(10)], vec![]).await;
+    assert_eq!(claimed.expect("claim").len(), 2, "one of each key");
+
+    let page = http(addr, "GET", "/limits", &[], "").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains(r#"<a href="/limits">Limits</a>"#), "in the navigation: {}", page.body);
+    assert!(!page.body.contains("<script>alert"), "a key is never markup: {}", page.body);
+    let escaped = "&lt;script&gt;alert(1)&lt;/script&gt;:*";
+    let tenants = limit_row(&page.body, escaped);
+    assert!(tenants.contains(&format!("<code>{escaped}</code>")), "{tenants}");
+    assert!(tenants.contains(r#"<td class="num running">1</td><td class="num waiting">1</td>"#), "{tenants}");
+    let api = limit_row(&page.body, "api");
+    assert!(api.contains("10 per 1m") && api.contains(r#"<td class="num running">1</td>"#), "{api}");
+    assert!(api.contains(r#"<td class="next"><time"#) && api.contains("(in "), "the rate admits next later: {api}");
 }

@@ -69,26 +69,26 @@ fn rate(text: &str) -> Result<(u32, Duration), String> {
     Ok((count, humanize::duration(&per)?))
 }
 
-/// A limit as `-o json` writes it.
+/// A limit as `-o json` writes it (`limit ls`, and `doctor`'s limits).
 #[derive(Serialize)]
-struct View<'a> {
-    key: &'a str,
-    concurrency: Option<u32>,
-    rate_count: Option<u32>,
-    rate_period_ms: Option<u128>,
-    burst: Option<u32>,
-    updated_at_ms: i64,
-    running: u64,
-    waiting: u64,
-    keys: u64,
-    next_admit_ms: Option<i64>,
+pub(crate) struct View {
+    pub(crate) key: String,
+    pub(crate) concurrency: Option<u32>,
+    pub(crate) rate_count: Option<u32>,
+    pub(crate) rate_period_ms: Option<u128>,
+    pub(crate) burst: Option<u32>,
+    pub(crate) updated_at_ms: i64,
+    pub(crate) running: u64,
+    pub(crate) waiting: u64,
+    pub(crate) keys: u64,
+    pub(crate) next_admit_ms: Option<i64>,
 }
 
-impl<'a> View<'a> {
-    fn of(status: &'a LimitStatus) -> Self {
+impl View {
+    pub(crate) fn of(status: &LimitStatus) -> Self {
         let l = &status.info.limit;
         Self {
-            key: &l.key,
+            key: l.key.clone(),
             concurrency: l.concurrency,
             rate_count: l.rate.map(|r| r.count),
             rate_period_ms: l.rate.map(|r| r.period.as_millis()),

@@ -3,6 +3,7 @@
 
 pub(crate) mod bulk;
 pub(crate) mod detail;
+pub(crate) mod limits;
 pub(crate) mod overview;
 pub(crate) mod schedules;
 pub(crate) mod tasks;

@@ -3,14 +3,16 @@
 //! this SDK's, the schema version (the last shared migration applied) and
 //! the extensions, the whole migration ledger, Postgres installations (more
 //! than one splits a queue), SQLite integrity and WAL size, expired leases
-//! (a worker died), the task due longest ago, and task names that seem to
-//! have no worker. Exit 1 when it found a problem.
+//! (a worker died), the task due longest ago, task names that seem to
+//! have no worker, and the flow-control limits with keys running over
+//! theirs. Exit 1 when it found a problem.
 //!
 //! A database of another protocol version is reported, not refused: its
 //! versions and ledger are still read, only its tasks are not (no store of
 //! this SDK opens it).
 
 mod counts;
+mod limits;
 mod render;
 mod sqlite;
 mod tasks;
@@ -44,6 +46,10 @@ struct Report {
     /// damaged file).
     #[serde(flatten)]
     tasks: Option<tasks::Findings>,
+    /// Absent where the tasks were not read, or the database has no limits
+    /// table (no extension ext_0006: nothing is limited).
+    #[serde(flatten)]
+    limits: Option<limits::LimitFindings>,
     problems: Vec<String>,
 }
 
@@ -98,9 +104,17 @@ pub(crate) async fn run(context: &Context) -> Result<Exit, Failure> {
     if !migrations_pending.is_empty() {
         problems.push(format!("{} migration(s) pending: run `cairnq migrate`", migrations_pending.len()));
     }
-    let tasks = match &client {
-        Some(client) => Some(tasks::check(client, &target, &mut problems).await?),
-        None => None,
+    let (tasks, running) = match &client {
+        Some(client) => {
+            let (findings, running) = tasks::check(client, &target, &mut problems).await?;
+            (Some(findings), running)
+        }
+        None => (None, Vec::new()),
+    };
+    let limited = ledger.iter().any(|m| m.is_applied() && m.name.starts_with(LIMITS_EXTENSION));
+    let limits = match &client {
+        Some(client) if limited => Some(limits::check(client, &running, &mut problems).await?),
+        _ => None,
     };
     let report = Report {
         backend: target.backend(),
@@ -115,6 +129,7 @@ pub(crate) async fn run(context: &Context) -> Result<Exit, Failure> {
         postgres_installations,
         sqlite,
         tasks,
+        limits,
         problems,
     };
     match context.out.format {
@@ -123,6 +138,10 @@ pub(crate) async fn run(context: &Context) -> Result<Exit, Failure> {
     }
     Ok(if report.problems.is_empty() { Exit::Ok } else { Exit::Failed })
 }
+
+/// The extension migration that creates the limits table: a database
+/// without it has no limits to report.
+const LIMITS_EXTENSION: &str = "ext_0006_";
 
 fn schema_version(ledger: &[MigrationStatus], meta: &BTreeMap<String, String>) -> SchemaVersion {
     SchemaVersion {

@@ -6,6 +6,7 @@ use cairnq_core::now_ms;
 
 use super::tasks::{LostLease, SCAN_CAP};
 use super::{LedgerEntry, Report};
+use crate::commands::limit::View;
 use crate::humanize::{relative, short};
 
 pub(super) fn report(report: &Report) -> String {
@@ -64,12 +65,50 @@ pub(super) fn report(report: &Report) -> String {
             lines.push(format!("(scans stopped at {SCAN_CAP} tasks)"));
         }
     }
+    if let Some(limits) = &report.limits {
+        lines.push(self::limits(&limits.limits, limits.over_limit.len()));
+    }
     if report.problems.is_empty() {
         lines.push("no problems found".to_string());
     } else {
         lines.extend(report.problems.iter().map(|p| format!("problem: {p}")));
     }
     lines.join("\n") + "\n"
+}
+
+/// "2: tenant:* (concurrency 2) 3 running, 40 waiting over 5 keys;
+/// api:maps (100/1m) 0 running, 0 waiting, next start now; 1 key over its
+/// limit".
+fn limits(limits: &[View], over: usize) -> String {
+    if limits.is_empty() {
+        return "limits            none set".to_string();
+    }
+    let now = now_ms();
+    let each: Vec<String> = limits
+        .iter()
+        .map(|l| {
+            let rate = l
+                .rate_count
+                .zip(l.rate_period_ms)
+                .map(|(count, period)| format!("{count}/{}", short(u64::try_from(period).unwrap_or(u64::MAX))));
+            let bounds: Vec<String> =
+                l.concurrency.map(|c| format!("concurrency {c}")).into_iter().chain(rate).collect();
+            let next = l.next_admit_ms.map_or_else(String::new, |at| format!(", next start {}", relative(at, now)));
+            format!(
+                "{} ({}) {} running, {} waiting over {} key(s){next}",
+                l.key,
+                bounds.join(", "),
+                l.running,
+                l.waiting,
+                l.keys
+            )
+        })
+        .collect();
+    let over = if over == 0 { String::new() } else { format!("; {over} key(s) over their limit") };
+    const SHOWN: usize = 5;
+    let more = each.len().saturating_sub(SHOWN);
+    let more = if more > 0 { format!("; and {more} more (cairnq limit ls)") } else { String::new() };
+    format!("limits            {}: {}{more}{over}", limits.len(), each[..each.len().min(SHOWN)].join("; "))
 }
 
 /// "2 requeued after an expired lease (a worker died or stalled): task_a

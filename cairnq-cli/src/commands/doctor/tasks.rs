@@ -68,8 +68,13 @@ pub(super) struct Unclaimed {
     oldest_age_ms: i64,
 }
 
-/// Runs every task check, adding what looks wrong to `problems`.
-pub(super) async fn check(client: &CairnQ, target: &Target, problems: &mut Vec<String>) -> Result<Findings, Failure> {
+/// Runs every task check, adding what looks wrong to `problems`; the
+/// findings, and the running tasks read (for the limit check).
+pub(super) async fn check(
+    client: &CairnQ,
+    target: &Target,
+    problems: &mut Vec<String>,
+) -> Result<(Findings, Vec<Task>), Failure> {
     let now = now_ms();
     let (running, running_capped) = scan(client, TaskStatus::Running).await?;
     let expired_leases: Vec<String> =
@@ -99,7 +104,7 @@ pub(super) async fn check(client: &CairnQ, target: &Target, problems: &mut Vec<S
     }
     let miscounts = super::counts::check(client, target, problems).await?;
     let scan_capped = running_capped || queued_capped;
-    Ok(Findings { expired_leases, lost_leases, oldest_due, unclaimed_names, miscounts, scan_capped })
+    Ok((Findings { expired_leases, lost_leases, oldest_due, unclaimed_names, miscounts, scan_capped }, running))
 }
 
 /// The task due longest ago across the queues, named.
