@@ -125,10 +125,16 @@ impl Output {
 
     /// Many tasks: a table, one JSON array, or one task per line.
     pub(crate) fn tasks(&self, tasks: &[Task]) -> Result<(), Failure> {
+        self.list(tasks, || task_table(tasks))
+    }
+
+    /// A list as the format asks: `table` (built only then) rendered, one
+    /// JSON array of `items`, or one item per line.
+    pub(crate) fn list<T: Serialize>(&self, items: &[T], table: impl FnOnce() -> Table) -> Result<(), Failure> {
         match self.format {
-            Format::Table => self.text(&task_table(tasks).render(self.colour)),
-            Format::Json => self.json(tasks),
-            Format::Jsonl => tasks.iter().try_for_each(|task| self.json(task)),
+            Format::Table => self.text(&table().render(self.colour)),
+            Format::Json => self.json(items),
+            Format::Jsonl => items.iter().try_for_each(|item| self.json(item)),
         }
     }
 }

@@ -139,11 +139,7 @@ pub(crate) async fn run(context: &Context, args: Args) -> Result<Exit, Failure> 
 }
 
 fn print(context: &Context, limits: &[LimitStatus]) -> Result<(), Failure> {
-    match context.out.format {
-        Format::Table => context.out.text(&table(limits).render(context.out.colour)),
-        Format::Json => context.out.json(&limits.iter().map(View::of).collect::<Vec<_>>()),
-        Format::Jsonl => limits.iter().try_for_each(|l| context.out.json(&View::of(l))),
-    }
+    context.out.list(&limits.iter().map(View::of).collect::<Vec<_>>(), || table(limits))
 }
 
 fn table(limits: &[LimitStatus]) -> Table {

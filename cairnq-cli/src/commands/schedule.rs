@@ -222,11 +222,7 @@ fn schedule(add: AddArgs) -> Result<Schedule, Failure> {
 }
 
 fn print(context: &Context, schedules: &[ScheduleInfo]) -> Result<(), Failure> {
-    match context.out.format {
-        Format::Table => context.out.text(&table(schedules).render(context.out.colour)),
-        Format::Json => context.out.json(&schedules.iter().map(View::of).collect::<Vec<_>>()),
-        Format::Jsonl => schedules.iter().try_for_each(|s| context.out.json(&View::of(s))),
-    }
+    context.out.list(&schedules.iter().map(View::of).collect::<Vec<_>>(), || table(schedules))
 }
 
 fn table(schedules: &[ScheduleInfo]) -> Table {
