@@ -8,9 +8,12 @@
 //!   BENCHMARKS.md with the machine and settings.
 //! - `docs`: the book (mdBook, `docs/`) built into `target/book`, its links
 //!   checked; `--test` also runs every Rust snippet in it.
+//! - `package`: every published crate packaged and built from its package,
+//!   and the CLI installed from its packaged crate.
 
 mod bench;
 mod docs;
+mod package;
 mod test_env;
 mod tidy;
 
@@ -24,6 +27,7 @@ fn main() -> ExitCode {
         Some("test") => test_env::run_tests(&project_root(), &args[1..]),
         Some("bench") => bench::run(&project_root(), &args[1..]),
         Some("docs") => docs::run(&project_root(), &args[1..]),
+        Some("package") => package::run(&project_root(), &args[1..]),
         _ => Err(USAGE.to_string()),
     };
     match result {
@@ -35,7 +39,7 @@ fn main() -> ExitCode {
     }
 }
 
-const USAGE: &str = "usage: cargo xtask <tidy | test [cargo test args] | docs [--test] | bench [--quick] [--peers] [--scale] [--soak DURATION] [--no-standard] [--only scale|processes|soak] [--no-record] | bench --compare REV [--rounds N] [--workloads W,..] [--backends sqlite,postgres] [--quick] [--no-record]>";
+const USAGE: &str = "usage: cargo xtask <tidy | test [cargo test args] | docs [--test] | package | bench [--quick] [--peers] [--scale] [--soak DURATION] [--no-standard] [--only scale|processes|soak] [--no-record] | bench --compare REV [--rounds N] [--workloads W,..] [--backends sqlite,postgres] [--quick] [--no-record]>";
 
 /// The workspace root: the parent of this crate's directory.
 pub(crate) fn project_root() -> PathBuf {

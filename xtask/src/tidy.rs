@@ -102,7 +102,7 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
 }
 
 /// The workspace members, as the root manifest lists them.
-fn member_dirs(root: &Path) -> Vec<PathBuf> {
+pub(crate) fn member_dirs(root: &Path) -> Vec<PathBuf> {
     let manifest = fs::read_to_string(root.join("Cargo.toml")).unwrap_or_default();
     workspace_members(&manifest).into_iter().map(|member| root.join(member)).collect()
 }
