@@ -1,11 +1,12 @@
-//! The flows of `cairnq_core::backend::flows` on Postgres: [`PgExec`]
+//! The flows of `cairnq_sql::flows` on Postgres: [`PgExec`]
 //! implements the core's `Executor` over any [`Exec`] (a pooled connection,
 //! a pooled transaction, or the application's own session), so the same
 //! claim, keyed submit and lease-checked writes run in each.
 
-use cairnq_core::backend::{Executor, LimitLocks, Query, TaskRow};
+use cairnq_core::backend::TaskRow;
 use cairnq_core::store::NewTask;
 use cairnq_core::{HeldLease, Result, Task, TaskRef};
+use cairnq_sql::{Executor, LimitLocks, Query};
 
 use crate::exec::{Exec, rows, run_sql};
 use crate::row;
@@ -22,7 +23,7 @@ const LOCK_KEY: &str = "select pg_advisory_xact_lock(hashtextextended($1, 0))";
 const TRY_LOCK_LIMIT_KEYS: &str = "select k from unnest($1::text[]) as k \
     where pg_try_advisory_xact_lock(hashtextextended('cairnq_ext_limit:' || k, 0))";
 
-/// The shared flows of `cairnq_core::backend::flows` over any [`Exec`]: a
+/// The shared flows of `cairnq_sql::flows` over any [`Exec`]: a
 /// pooled connection, a pooled transaction, or the application's session.
 pub(crate) struct PgExec<'a, E>(pub(crate) &'a E);
 

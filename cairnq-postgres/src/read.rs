@@ -2,12 +2,13 @@
 //! count, and the claim probe, with the queries built once in
 //! `cairnq_core::backend`.
 
-use cairnq_core::backend::{ListProbe, Query, Sql, TaskRow};
+use cairnq_core::backend::TaskRow;
 use cairnq_core::store::{
     ChildrenParams, CountQueuedParams, CountTasksParams, GetParams, ListFilter, ProbeParams, PurgeFilter, StatsParams,
     TaskKeyParams,
 };
 use cairnq_core::{QueueAge, Result, Task, TaskCount, TaskRef};
+use cairnq_sql::{ListProbe, Query, Sql};
 
 use crate::exec::{Exec, answer, one_row, opt_row, rows};
 use crate::row::{self, col};

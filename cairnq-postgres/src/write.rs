@@ -1,14 +1,15 @@
 //! Writes whose statements are Postgres's own shape: inserts (one row, and
 //! many rows column-wise), the coalesced queue of plain submits, and
 //! `complete_batch`; plus the JSON check jsonb needs. Every other write is
-//! a flow of `cairnq_core::backend::flows` run over [`PgExec`](crate::exec::PgExec).
+//! a flow of `cairnq_sql::flows` run over [`PgExec`](crate::exec::PgExec).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use cairnq_core::backend::{Coalescer, Query, Sql, in_asked_order, purpose};
+use cairnq_core::backend::{Coalescer, in_asked_order};
 use cairnq_core::store::{CompleteBatchParams, NewTask};
 use cairnq_core::{Error, Json, Result, Task, TaskRef};
+use cairnq_sql::{Query, Sql, purpose};
 use deadpool_postgres::Pool;
 
 use crate::exec::{Exec, one_row, rows};

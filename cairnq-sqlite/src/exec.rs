@@ -1,5 +1,5 @@
 //! [`Executor`] over a SQLite connection, so the flows written once in
-//! `cairnq_core::backend::flows` run here: synchronously (every future is
+//! `cairnq_sql::flows` run here: synchronously (every future is
 //! ready when first polled), on the thread that owns the connection.
 //!
 //! On the writer it also records what each write changed for this store's
@@ -9,9 +9,10 @@
 
 use std::cell::RefCell;
 
-use cairnq_core::backend::{Arg, Executor, Query, Sql, TaskRow, in_asked_order};
+use cairnq_core::backend::{TaskRow, in_asked_order};
 use cairnq_core::store::{CompleteBatchParams, NewTask};
 use cairnq_core::{Error, HeldLease, Result, Task, TaskRef};
+use cairnq_sql::{Arg, Executor, Query, Sql};
 use rusqlite::{Connection, Row};
 
 use crate::group_commit::WriteCtx;
@@ -38,7 +39,7 @@ impl<'a> SqliteExec<'a> {
         Self { conn: ctx.conn, now_ms: ctx.now_ms, changes: Some(RefCell::new(&mut *ctx.changes)) }
     }
 
-    /// Runs a flow of `cairnq_core::backend::flows` to its end. Every
+    /// Runs a flow of `cairnq_sql::flows` to its end. Every
     /// statement here completes synchronously, so polling never waits.
     pub(crate) fn run<T>(&self, flow: impl std::future::Future<Output = T>) -> T {
         futures::executor::block_on(flow)

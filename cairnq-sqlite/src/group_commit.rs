@@ -27,8 +27,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use cairnq_core::backend::{Query, Sql};
 use cairnq_core::{Clock, Error, Result};
+use cairnq_sql::{Query, Sql};
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 

@@ -1,12 +1,13 @@
 //! The read operations, run on reader threads with the queries built once
 //! in `cairnq_core::backend`.
 
-use cairnq_core::backend::{LimitMode, ListProbe, Query, Sql, TaskRow};
+use cairnq_core::backend::TaskRow;
 use cairnq_core::store::{
     ChildrenParams, CountQueuedParams, CountTasksParams, GetParams, ListFilter, ProbeParams, PurgeFilter, StatsParams,
     TaskKeyParams,
 };
 use cairnq_core::{QueueAge, Result, Task, TaskCount, TaskRef};
+use cairnq_sql::{LimitMode, ListProbe, Query, Sql};
 use rusqlite::Connection;
 
 use crate::row;

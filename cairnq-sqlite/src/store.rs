@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use cairnq_core::backend::{flows, limits, schedules};
 use cairnq_core::store::{
     CancelParams, ChangeFeed, ChildrenParams, ClaimParams, CompleteBatchParams, CountQueuedParams, CountTasksParams,
     DeleteScheduleParams, FailParams, FeedParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams,
@@ -17,6 +16,7 @@ use cairnq_core::store::{
 use cairnq_core::{
     Capabilities, ChangeWatch, Error, HeldLease, Json, QueueAge, Result, Store, Task, TaskCount, TaskRef, Wake,
 };
+use cairnq_sql::{flows, limits, schedules};
 use parking_lot::Mutex;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
@@ -287,7 +287,7 @@ impl SqliteStore {
     }
 }
 
-/// One write job on the writer thread: a flow of `backend::flows` run on
+/// One write job on the writer thread: a flow of `cairnq_sql::flows` run on
 /// the writer's connection inside its group commit.
 macro_rules! write_flow {
     ($store:expr, $flow:ident, $params:expr) => {

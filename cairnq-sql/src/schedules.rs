@@ -8,17 +8,17 @@ use serde_json::Value;
 
 use super::flows::{Executor, submit};
 use super::query::{Arg, Query};
-use crate::error::{Error, Result};
-use crate::json::Json;
-use crate::model::Task;
-use crate::schedule_policy::{CatchUp, Overlap, ScheduleOwner};
-use crate::store::{
+use cairnq_core::Json;
+use cairnq_core::Task;
+use cairnq_core::store::{
     DeleteScheduleParams, FireScheduleParams, PauseScheduleParams, SaveScheduleParams, ScheduleQuery, ScheduleRead,
     ScheduleRow,
 };
+use cairnq_core::{CatchUp, Overlap, ScheduleOwner};
+use cairnq_core::{Error, Result};
 
 /// The store's now (the database clock on Postgres).
-pub(super) async fn clock(exec: &impl Executor) -> Result<i64> {
+pub(crate) async fn clock(exec: &impl Executor) -> Result<i64> {
     let text = exec.ids(Query::new(Sql::SelectClock)).await?.into_iter().next();
     text.and_then(|t| t.parse().ok()).ok_or_else(|| Error::corrupt_row("the store's clock read back no integer"))
 }
@@ -116,26 +116,25 @@ pub fn decode_row(text: &str) -> Result<ScheduleRow> {
         Some(Value::Number(n)) => n.as_i64() != Some(0),
         _ => return Err(bad("paused is not a boolean".into())),
     };
-    Ok(ScheduleRow {
-        name: text_of("name")?,
-        task_name: text_of("task_name")?,
-        queue: text_of("queue")?,
-        payload: json_of("payload")?,
-        priority: narrow("priority")?,
-        max_attempts: narrow("max_attempts")?,
-        metadata: json_of("metadata")?,
-        spec: text_of("spec")?,
-        tz: text_of("tz")?,
-        next_fire_ms: int_of("next_fire_ms")?,
-        last_slot_ms: value.get("last_slot_ms").and_then(Value::as_i64),
-        missed: int_of("missed")?,
-        catch_up: CatchUp::from_stored(&text_of("catch_up")?, int_of("catch_up_window_ms")?, int_of("catch_up_max")?)
-            .map_err(|e| bad(e.to_string()))?,
-        overlap: Overlap::parse(&text_of("overlap")?).map_err(|e| bad(e.to_string()))?,
-        jitter_ms: int_of("jitter_ms")?,
-        paused,
-        owner: ScheduleOwner::from_stored(&text_of("owner")?),
-        created_at_ms: int_of("created_at_ms")?,
-        updated_at_ms: int_of("updated_at_ms")?,
-    })
+    let mut row = ScheduleRow::new(text_of("name")?);
+    row.task_name = text_of("task_name")?;
+    row.queue = text_of("queue")?;
+    row.payload = json_of("payload")?;
+    row.priority = narrow("priority")?;
+    row.max_attempts = narrow("max_attempts")?;
+    row.metadata = json_of("metadata")?;
+    row.spec = text_of("spec")?;
+    row.tz = text_of("tz")?;
+    row.next_fire_ms = int_of("next_fire_ms")?;
+    row.last_slot_ms = value.get("last_slot_ms").and_then(Value::as_i64);
+    row.missed = int_of("missed")?;
+    row.catch_up = CatchUp::from_stored(&text_of("catch_up")?, int_of("catch_up_window_ms")?, int_of("catch_up_max")?)
+        .map_err(|e| bad(e.to_string()))?;
+    row.overlap = Overlap::parse(&text_of("overlap")?).map_err(|e| bad(e.to_string()))?;
+    row.jitter_ms = int_of("jitter_ms")?;
+    row.paused = paused;
+    row.owner = ScheduleOwner::from_stored(&text_of("owner")?);
+    row.created_at_ms = int_of("created_at_ms")?;
+    row.updated_at_ms = int_of("updated_at_ms")?;
+    Ok(row)
 }

@@ -24,9 +24,9 @@ use serde_json::Value;
 use super::flows::{Executor, take_claimed};
 use super::limits::{LimitedClaim, decode, text_key};
 use super::query::Query;
-use crate::error::Result;
-use crate::model::Task;
-use crate::store::{ClaimDraw, ClaimParams};
+use cairnq_core::Result;
+use cairnq_core::Task;
+use cairnq_core::store::{ClaimDraw, ClaimParams};
 
 /// Above every priority (a 32-bit column): the cursor of a walk's start.
 const ABOVE_TOP: i64 = 1 << 31;
@@ -51,7 +51,7 @@ struct Offer {
 impl LimitedClaim {
     /// One draw of up to `limit` rows; the tasks and how many rows were
     /// drawn (as [`take_claimed`] counts them).
-    pub(super) async fn draw(
+    pub(crate) async fn draw(
         &mut self,
         exec: &impl Executor,
         params: &ClaimParams,

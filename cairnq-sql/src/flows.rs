@@ -13,18 +13,18 @@ use std::future::Future;
 
 use cairnq_protocol::Sql;
 
-use crate::backend::helpers::{SubmitRun, fail_undecodable, in_asked_order, lost_lease, submit_runs};
-use crate::backend::limits;
-use crate::backend::query::Query;
-use crate::envelope::ErrorEnvelope;
-use crate::error::{Error, Result};
-use crate::keys::{KeyedSubmit, resolve_key_conflict};
-use crate::model::{HeldLease, Task, TaskRef, Undecodable};
-use crate::observe;
-use crate::store::{
+use crate::limits;
+use crate::query::Query;
+use cairnq_core::ErrorEnvelope;
+use cairnq_core::backend::{KeyedSubmit, resolve_key_conflict};
+use cairnq_core::backend::{SubmitRun, fail_undecodable, in_asked_order, lost_lease, submit_runs};
+use cairnq_core::observe;
+use cairnq_core::store::{
     CancelParams, ClaimDraw, ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, NewTask, ProgressParams,
     PurgeFilter, RepairParams, Repaired, RetryParams, SettleParams, SubmitManyParams, TaskRow, TaskSelector,
 };
+use cairnq_core::{Error, Result};
+use cairnq_core::{HeldLease, Task, TaskRef, Undecodable};
 
 /// Runs protocol statements inside one transaction of a backend. Each
 /// method runs one [`Query`] and decodes its rows the way its name says;
@@ -221,7 +221,7 @@ async fn draw_once(
 /// The tasks among rows a claim drew, and how many rows it drew; a row
 /// that does not decode is failed here, in the claim's transaction and
 /// owned by the claimer, and left out.
-pub(super) async fn take_claimed(
+pub(crate) async fn take_claimed(
     exec: &impl Executor,
     params: &ClaimParams,
     rows: Vec<TaskRow>,
@@ -304,13 +304,13 @@ pub async fn purge(exec: &impl Executor, filter: &PurgeFilter) -> Result<Vec<Str
 }
 
 /// Rows of the given queues no ordinary operation would move (see
-/// [`Store::repair`](crate::Store::repair)).
+/// [`Store::repair`](cairnq_core::Store::repair)).
 pub async fn repair(exec: &impl Executor, params: &RepairParams) -> Result<Repaired> {
     let queues = params.queues.clone();
-    Ok(Repaired {
-        expired: exec.ids(Query::new(Sql::ExpireUnleasedTasks).arg("queues", queues.clone())).await?,
-        scheduled: exec.ids(Query::new(Sql::ScheduleUnscheduledTasks).arg("queues", queues)).await?,
-    })
+    let mut repaired = Repaired::default();
+    repaired.expired = exec.ids(Query::new(Sql::ExpireUnleasedTasks).arg("queues", queues.clone())).await?;
+    repaired.scheduled = exec.ids(Query::new(Sql::ScheduleUnscheduledTasks).arg("queues", queues)).await?;
+    Ok(repaired)
 }
 
 /// Whether a database may be used, given the `protocol_version` its meta

@@ -24,17 +24,17 @@ use cairnq_protocol::Sql;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::admission::{Admission, LimitBook};
-use super::claim_plan::DrawPlan;
 use super::flows::{Executor, LimitLocks};
 use super::query::Query;
 use super::schedules::clock;
-use crate::error::{Error, Result};
-use crate::model::Task;
-use crate::store::{
+use cairnq_core::Task;
+use cairnq_core::backend::DrawPlan;
+use cairnq_core::backend::{Admission, LimitBook};
+use cairnq_core::store::{
     ClaimParams, KeyUsage, LimitRow, LimitUsage, LimitUsageParams, LimitWaitParams, LimitsQuery, RemoveLimitParams,
     SetLimitParams,
 };
+use cairnq_core::{Error, Result};
 
 /// A limit row as its statements return it.
 #[derive(Deserialize)]
@@ -47,7 +47,7 @@ struct StoredLimit {
     updated_at_ms: i64,
 }
 
-pub(super) fn decode<T: for<'de> Deserialize<'de>>(what: &str, text: &str) -> Result<T> {
+pub(crate) fn decode<T: for<'de> Deserialize<'de>>(what: &str, text: &str) -> Result<T> {
     serde_json::from_str(text).map_err(|e| Error::corrupt_row(format!("a {what} row: {e}")))
 }
 
@@ -93,7 +93,7 @@ pub async fn remove_limit(exec: &impl Executor, params: &RemoveLimitParams) -> R
 
 /// Whether any limit is set (the query [`flows::claim_with`](super::flows::claim_with)
 /// sends with lease recovery).
-pub(super) fn any_limits() -> Query {
+pub(crate) fn any_limits() -> Query {
     Query::new(Sql::AnyLimits)
 }
 
@@ -118,7 +118,7 @@ async fn counts(exec: &impl Executor, q: Query) -> Result<Vec<(String, u64)>> {
 }
 
 /// Every key with running or queued tasks or rate state, and how many of
-/// each (see [`Store::limit_usage`](crate::Store::limit_usage)).
+/// each (see [`Store::limit_usage`](cairnq_core::Store::limit_usage)).
 pub async fn limit_usage(exec: &impl Executor, params: &LimitUsageParams) -> Result<LimitUsage> {
     let _ = params;
     let now_ms = clock(exec).await?;
@@ -144,7 +144,7 @@ pub async fn limit_usage(exec: &impl Executor, params: &LimitUsageParams) -> Res
 }
 
 /// Milliseconds until the soonest rate-held key may start again (see
-/// [`Store::limit_wait`](crate::Store::limit_wait)); `None` when no rate
+/// [`Store::limit_wait`](cairnq_core::Store::limit_wait)); `None` when no rate
 /// holds a key back.
 pub async fn limit_wait(exec: &impl Executor, params: &LimitWaitParams) -> Result<Option<i64>> {
     let _ = params;
@@ -184,7 +184,7 @@ fn with_keys(q: Query, keys: Option<&[String]>) -> Query {
 /// The limit key a `limit_key` value stands for: a string as it is, a
 /// number as its text (as SQL reads `limit_key` as text); any other value
 /// limits nothing.
-pub(super) fn text_key(value: Value) -> Option<String> {
+pub(crate) fn text_key(value: Value) -> Option<String> {
     match value {
         Value::String(key) => Some(key),
         Value::Number(n) => Some(n.to_string()),
@@ -195,7 +195,7 @@ pub(super) fn text_key(value: Value) -> Option<String> {
 /// The limit-aware draws of one claim, after lease recovery: each draw of
 /// `params` from `first` on, within `plan`; the rate state of every key
 /// that started tasks is written before returning.
-pub(super) async fn claim_limited(
+pub(crate) async fn claim_limited(
     exec: &impl Executor,
     params: &ClaimParams,
     plan: &mut DrawPlan<'_>,
@@ -214,14 +214,14 @@ pub(super) async fn claim_limited(
     if !keys.is_empty() {
         exec.ids(Query::new(Sql::UpsertLimitState).arg("keys", keys).arg("tats", tats)).await?;
     }
-    crate::observe::limits_throttled(claim.admission.throttled().iter().map(String::as_str));
+    cairnq_core::observe::limits_throttled(claim.admission.throttled().iter().map(String::as_str));
     Ok(claimed)
 }
 
 /// The admissions of one claim and the keys it holds (its draws are
 /// [`limit_walk`](super::limit_walk)'s).
-pub(super) struct LimitedClaim {
-    pub(super) admission: Admission,
+pub(crate) struct LimitedClaim {
+    pub(crate) admission: Admission,
     /// Limited keys met so far: counted (and, where claimers run at once,
     /// locked), or found held by another claimer.
     seen: HashSet<String>,
@@ -235,7 +235,7 @@ impl LimitedClaim {
     /// stale by the commit); a key another claimer holds is skipped this
     /// round. Only the keys a claim meets are read, through the running
     /// rows of each.
-    pub(super) async fn meet_keys<'k>(
+    pub(crate) async fn meet_keys<'k>(
         &mut self,
         exec: &impl Executor,
         keys: impl Iterator<Item = &'k str>,
