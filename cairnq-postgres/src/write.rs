@@ -71,8 +71,7 @@ pub(crate) async fn insert_unkeyed(exec: &impl Exec, tasks: &[NewTask]) -> Resul
         .arg("parent_ids", column(tasks, |t| t.parent_id.clone()))
         .arg("root_ids", column(tasks, |t| t.root_id.clone()))
         .arg("correlation_ids", column(tasks, |t| t.correlation_id.clone()));
-    let inserted = rows(exec, &query).await?;
-    let inserted = inserted.iter().map(row::task).collect::<Result<Vec<_>>>()?;
+    let inserted: Vec<Task> = row::decode_all(&rows(exec, &query).await?)?;
     let ordered = in_asked_order(tasks.iter().map(|t| t.id.as_str()), inserted, |t| &t.id);
     if ordered.len() == tasks.len() {
         Ok(ordered)
@@ -84,7 +83,7 @@ pub(crate) async fn insert_unkeyed(exec: &impl Exec, tasks: &[NewTask]) -> Resul
 
 /// One `insert_task`; the row as the server wrote it.
 pub(crate) async fn insert(exec: &impl Exec, task: &NewTask) -> Result<Task> {
-    row::task(&one_row(exec, &Query::insert(task)).await?)
+    row::decode(&one_row(exec, &Query::insert(task)).await?)
 }
 
 /// Completes many tasks in one statement (results as one jsonb object by
@@ -97,7 +96,7 @@ pub(crate) async fn complete_batch(exec: &impl Exec, p: &CompleteBatchParams) ->
         .arg("ids", ids)
         .arg("results", Json::encode(&results)?)
         .arg("worker_id", &p.worker_id);
-    let settled = rows(exec, &query).await?.iter().map(row::task_ref).collect::<Result<Vec<_>>>()?;
+    let settled: Vec<TaskRef> = row::decode_all(&rows(exec, &query).await?)?;
     Ok(in_asked_order(p.completions.iter().map(|(id, _)| id.as_str()), settled, |t| &t.id))
 }
 

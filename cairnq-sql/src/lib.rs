@@ -1,7 +1,8 @@
 //! The SQL kit of cairnq's backends: the operations whose logic is the same
 //! in every SQL dialect, written once over an [`Executor`] ([`flows`],
 //! [`limits`], [`schedules`]), driver-neutral statement arguments
-//! ([`Query`], [`Arg`]), the list planner ([`ListProbe`]) and the words of
+//! ([`Query`], [`Arg`]), typed rows decoded once over any driver
+//! ([`SqlRow`], [`FromRow`]), the list planner ([`ListProbe`]) and the words of
 //! each statement for error messages ([`purpose`]).
 //!
 //! **Plumbing, exempt from semver.** This crate exists so `cairnq-sqlite`
@@ -23,6 +24,7 @@ pub mod limits;
 mod list_plan;
 mod purpose;
 mod query;
+mod rows;
 pub mod schedules;
 
 pub use cairnq_protocol::{PROTOCOL_VERSION, Sql};
@@ -30,3 +32,4 @@ pub use flows::{Executor, Installed, LimitLocks, LimitMode, check_protocol_versi
 pub use list_plan::{LIST_CURSOR_SORT_AT_MOST, LIST_SORT_AT_MOST, ListProbe, Matching};
 pub use purpose::purpose;
 pub use query::{Arg, Query};
+pub use rows::{CellError, Decoder, FromRow, Moved, SqlRow};

@@ -1,6 +1,6 @@
 //! Flow control over an [`Executor`]: the limit operations of the seam
-//! (each statement returns a limit row as one JSON object in a text
-//! column, decoded here, as schedules do) and the limit-aware draws of a
+//! (limit rows are typed rows; a row holding a task's limit key, a JSON
+//! value, comes as one JSON object in a text column, decoded here) and the limit-aware draws of a
 //! claim, which [`flows::claim_with`](super::flows::claim_with) runs when
 //! any limit is set.
 //!
@@ -36,33 +36,8 @@ use cairnq_core::store::{
 };
 use cairnq_core::{Error, Result};
 
-/// A limit row as its statements return it.
-#[derive(Deserialize)]
-struct StoredLimit {
-    key: String,
-    concurrency: Option<i64>,
-    rate_count: Option<i64>,
-    rate_period_ms: Option<i64>,
-    burst: Option<i64>,
-    updated_at_ms: i64,
-}
-
 pub(crate) fn decode<T: for<'de> Deserialize<'de>>(what: &str, text: &str) -> Result<T> {
     serde_json::from_str(text).map_err(|e| Error::corrupt_row(format!("a {what} row: {e}")))
-}
-
-fn decode_limits(texts: Vec<String>) -> Result<Vec<LimitRow>> {
-    texts
-        .iter()
-        .map(|text| {
-            let s: StoredLimit = decode("limit", text)?;
-            let mut row = LimitRow::new(s.key);
-            (row.concurrency, row.rate_count, row.rate_period_ms, row.burst) =
-                (s.concurrency, s.rate_count, s.rate_period_ms, s.burst);
-            row.updated_at_ms = s.updated_at_ms;
-            Ok(row)
-        })
-        .collect()
 }
 
 /// Limits as asked, by key.
@@ -71,7 +46,7 @@ pub async fn limits(exec: &impl Executor, query: &LimitsQuery) -> Result<Vec<Lim
         Some(key) => Query::new(Sql::SelectLimits).flag("by_key").arg("key", key),
         None => Query::new(Sql::SelectLimits),
     };
-    decode_limits(exec.ids(q).await?)
+    exec.rows(q).await
 }
 
 /// Creates or replaces a limit; the row as stored.
@@ -83,12 +58,12 @@ pub async fn set_limit(exec: &impl Executor, params: &SetLimitParams) -> Result<
         .arg("rate_count", r.rate_count)
         .arg("rate_period_ms", r.rate_period_ms)
         .arg("burst", r.burst);
-    decode_limits(exec.ids(q).await?)?.pop().ok_or_else(|| Error::corrupt_row("a limit upsert returned no row"))
+    exec.rows::<LimitRow>(q).await?.pop().ok_or_else(|| Error::corrupt_row("a limit upsert returned no row"))
 }
 
 /// Deletes a limit; whether it existed.
 pub async fn remove_limit(exec: &impl Executor, params: &RemoveLimitParams) -> Result<bool> {
-    Ok(!exec.ids(Query::new(Sql::DeleteLimit).arg("key", &params.key)).await?.is_empty())
+    Ok(!exec.rows::<String>(Query::new(Sql::DeleteLimit).arg("key", &params.key)).await?.is_empty())
 }
 
 /// Whether any limit is set (the query [`flows::claim_with`](super::flows::claim_with)
@@ -110,7 +85,7 @@ async fn counts(exec: &impl Executor, q: Query) -> Result<Vec<(String, u64)>> {
         key: Value,
         n: u64,
     }
-    let rows = exec.ids(q).await?;
+    let rows = exec.rows::<String>(q).await?;
     rows.iter()
         .map(|t| decode::<Count>("key count", t))
         .filter_map(|r| r.map(|r| text_key(r.key).map(|k| (k, r.n))).transpose())
@@ -149,10 +124,8 @@ pub async fn limit_usage(exec: &impl Executor, params: &LimitUsageParams) -> Res
 pub async fn limit_wait(exec: &impl Executor, params: &LimitWaitParams) -> Result<Option<i64>> {
     let _ = params;
     let now_ms = clock(exec).await?;
-    let (limits, states) = futures::try_join!(
-        async { decode_limits(exec.ids(Query::new(Sql::SelectLimits)).await?) },
-        states(exec, None, now_ms)
-    )?;
+    let (limits, states) =
+        futures::try_join!(exec.rows::<LimitRow>(Query::new(Sql::SelectLimits)), states(exec, None, now_ms))?;
     let book = LimitBook::new(&limits);
     Ok(states
         .iter()
@@ -170,7 +143,7 @@ async fn states(exec: &impl Executor, keys: Option<&[String]>, now_ms: i64) -> R
         tat_ms: i64,
     }
     let q = with_keys(Query::new(Sql::SelectLimitState).arg("now_ms", now_ms), keys);
-    let rows = exec.ids(q).await?;
+    let rows = exec.rows::<String>(q).await?;
     rows.iter().map(|t| decode::<State>("rate state", t).map(|s| (s.key, s.tat_ms))).collect()
 }
 
@@ -201,8 +174,7 @@ pub(crate) async fn claim_limited(
     plan: &mut DrawPlan<'_>,
     first: usize,
 ) -> Result<Vec<Task>> {
-    let (now_ms, limits) =
-        futures::try_join!(clock(exec), async { decode_limits(exec.ids(Query::new(Sql::SelectLimits)).await?) })?;
+    let (now_ms, limits) = futures::try_join!(clock(exec), exec.rows::<LimitRow>(Query::new(Sql::SelectLimits)))?;
     let mut claim = LimitedClaim { admission: Admission::new(&limits, now_ms), seen: HashSet::new(), now_ms };
     let mut claimed = Vec::new();
     for (index, draw) in params.draws.iter().enumerate().skip(first) {
@@ -212,7 +184,7 @@ pub(crate) async fn claim_limited(
     }
     let (keys, tats): (Vec<String>, Vec<i64>) = claim.admission.rate_states().into_iter().unzip();
     if !keys.is_empty() {
-        exec.ids(Query::new(Sql::UpsertLimitState).arg("keys", keys).arg("tats", tats)).await?;
+        exec.rows::<()>(Query::new(Sql::UpsertLimitState).arg("keys", keys).arg("tats", tats)).await?;
     }
     cairnq_core::observe::limits_throttled(claim.admission.throttled().iter().map(String::as_str));
     Ok(claimed)

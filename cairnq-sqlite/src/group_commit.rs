@@ -34,9 +34,9 @@ use tokio::sync::oneshot;
 
 use crate::busy::LockWaits;
 use crate::error::{explain, guarded, sqlite_error};
-use crate::local_wakeups::{Changes, WakeBoard};
 use crate::reader::ReadJob;
 use crate::sql::query;
+use cairnq_core::backend::{Changes, WakeBoard};
 
 /// What the writer thread serves.
 pub(crate) enum Work {

@@ -18,7 +18,7 @@ pub(crate) fn get(conn: &Connection, _now_ms: i64, p: &GetParams) -> Result<Opti
 }
 
 pub(crate) fn get_status(conn: &Connection, _now_ms: i64, p: &GetParams) -> Result<Option<TaskRef>> {
-    query_opt(conn, &Query::new(Sql::SelectTaskStatus).select(&p.task), row::task_ref)
+    query_opt(conn, &Query::new(Sql::SelectTaskStatus).select(&p.task), row::decoded::<TaskRef>())
 }
 
 /// A page of `filter`, read the way its probe says suits how many rows it

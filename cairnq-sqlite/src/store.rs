@@ -27,11 +27,11 @@ use crate::error::{explain, guarded};
 use crate::exec::{SqliteExec, complete_batch};
 use crate::group_commit::{Counters, Job, WriteCtx, WriteStats, isolated_job, job};
 use crate::limited;
-use crate::local_wakeups::WakeBoard;
 use crate::location::{Location, MEMORY};
 use crate::options::SqliteOptions;
 use crate::read;
 use crate::registry;
+use cairnq_core::backend::WakeBoard;
 
 /// A cairnq store in one SQLite file, shared with every other process and
 /// SDK that opens the same file (or, for tests and short-lived tools, in
