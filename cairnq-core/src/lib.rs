@@ -45,10 +45,6 @@ mod schedule_policy;
 mod settle_hook;
 mod typed;
 
-/// The protocol version this SDK speaks (`cairnq_meta.protocol_version`):
-/// a database holding another is refused before anything is written.
-pub use cairnq_protocol::PROTOCOL_VERSION;
-
 pub use backoff::Backoff;
 pub use backpressure::{Backpressure, BackpressureGate};
 pub use client::{

@@ -48,7 +48,7 @@ impl CatchUp {
     /// The stored columns: the name (`skip`, `latest` or `all`), the
     /// window in milliseconds and the cap (`all`'s defaults for the others,
     /// as the columns' defaults are).
-    pub(crate) fn stored(&self) -> (&'static str, i64, i64) {
+    pub fn stored(&self) -> (&'static str, i64, i64) {
         let (window, max) = match self {
             Self::All { window, max } => (*window, *max),
             _ => (Duration::from_secs(3600), 100),
@@ -58,7 +58,7 @@ impl CatchUp {
 
     /// From the stored columns (see [`CatchUp::stored`]); a negative
     /// window or cap reads as zero.
-    pub(crate) fn from_stored(name: &str, window_ms: i64, max: i64) -> Result<Self> {
+    pub fn from_stored(name: &str, window_ms: i64, max: i64) -> Result<Self> {
         Ok(match Self::parse(name)? {
             Self::All { .. } => Self::All {
                 window: Duration::from_millis(u64::try_from(window_ms).unwrap_or(0)),
@@ -133,7 +133,7 @@ impl ScheduleOwner {
 
     /// From the stored name: anything but `code` is the API's (a row of
     /// unknown origin may be deleted, never silently claimed by code).
-    pub(crate) fn from_stored(name: &str) -> Self {
+    pub fn from_stored(name: &str) -> Self {
         if name == "code" { Self::Code } else { Self::Api }
     }
 }

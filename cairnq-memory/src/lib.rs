@@ -21,12 +21,12 @@ mod tables;
 mod task_ops;
 #[cfg(test)]
 mod tests;
-mod wake;
 mod worker_ops;
 
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
+use cairnq_core::backend::WakeBoard;
 use cairnq_core::store::{
     CancelParams, ChangeFeed, ChildrenParams, ClaimParams, CompleteBatchParams, CountQueuedParams, CountTasksParams,
     DeleteScheduleParams, FailParams, FeedParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams,
@@ -41,7 +41,6 @@ use cairnq_core::{
 };
 
 use tables::{Tables, Txn};
-use wake::Sleepers;
 
 /// A cairnq store in this process's memory: every protocol operation on
 /// plain collections, no database. Not durable (see the [module
@@ -71,7 +70,7 @@ pub struct MemoryStore {
     clock: Arc<dyn Clock>,
     /// The rows; `None` once closed.
     tables: Mutex<Option<Tables>>,
-    sleepers: Arc<Sleepers>,
+    sleepers: Arc<WakeBoard>,
     /// The schedules (extension `ext_0001_schedules`), by name.
     schedules: Mutex<schedules::Schedules>,
     /// The limits and rate state (extension `ext_0006_limits`); taken

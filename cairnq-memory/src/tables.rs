@@ -9,6 +9,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use cairnq_core::backend::Changes;
 use cairnq_core::{Error, Result, Task, TaskSelector, TaskStatus};
 
 /// A queued row's place in claim order within its queue: priority desc,
@@ -189,24 +190,14 @@ impl Tables {
     }
 }
 
-/// What one committed operation changed, as far as sleepers care.
-#[derive(Debug, Default)]
-pub(super) struct Changes {
-    /// Queues that gained a queued row.
-    pub(super) queued: Vec<String>,
-    /// Tasks that became terminal: id and queue.
-    pub(super) done: Vec<(String, String)>,
-}
-
-impl Changes {
-    fn saw(&mut self, before: Option<TaskStatus>, after: &Task) {
-        if after.status == TaskStatus::Queued && before != Some(TaskStatus::Queued) {
-            if !self.queued.contains(&after.queue) {
-                self.queued.push(after.queue.clone());
-            }
-        } else if after.status.is_terminal() && !before.is_some_and(TaskStatus::is_terminal) {
-            self.done.push((after.id.clone(), after.queue.clone()));
-        }
+/// Notes in `changes` what a write of one row changed for sleepers: a
+/// row that became queued, or became terminal (a row that stayed so is no
+/// news).
+fn saw(changes: &mut Changes, before: Option<TaskStatus>, after: &Task) {
+    if after.status == TaskStatus::Queued && before != Some(TaskStatus::Queued) {
+        changes.queued_on(&after.queue);
+    } else if after.status.is_terminal() && !before.is_some_and(TaskStatus::is_terminal) {
+        changes.finished(after.id.clone(), Some(after.queue.clone()));
     }
 }
 
@@ -247,7 +238,7 @@ impl<'a> Txn<'a> {
             let why = format!("a task with id {} already exists", task.id);
             return Err(Error::storage("cannot insert the task", why));
         }
-        self.changes.saw(None, &task);
+        saw(&mut self.changes, None, &task);
         self.undo.push(Undo::Task(task.id.clone(), None));
         self.tables.put(task);
         Ok(())
@@ -261,7 +252,7 @@ impl<'a> Txn<'a> {
         let mut after = before.clone();
         write(&mut after);
         after.updated_at_ms = self.now_ms;
-        self.changes.saw(Some(before.status), &after);
+        saw(&mut self.changes, Some(before.status), &after);
         self.undo.push(Undo::Task(before.id.clone(), Some(Box::new(before))));
         self.tables.put(after.clone());
         Some(after)

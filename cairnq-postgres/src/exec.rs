@@ -9,9 +9,9 @@
 //! statement cache).
 
 use async_trait::async_trait;
-use cairnq_core::backend::{Query, purpose};
 use cairnq_core::{Error, Result, could_not};
 use cairnq_protocol::postgres;
+use cairnq_sql::{Query, purpose};
 use futures::future::BoxFuture;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;

@@ -1,11 +1,11 @@
-//! The flows of `cairnq_core::backend::flows` on Postgres: [`PgExec`]
+//! The flows of `cairnq_sql::flows` on Postgres: [`PgExec`]
 //! implements the core's `Executor` over any [`Exec`] (a pooled connection,
 //! a pooled transaction, or the application's own session), so the same
 //! claim, keyed submit and lease-checked writes run in each.
 
-use cairnq_core::backend::{Executor, LimitLocks, Query, TaskRow};
 use cairnq_core::store::NewTask;
-use cairnq_core::{HeldLease, Result, Task, TaskRef};
+use cairnq_core::{Result, Task};
+use cairnq_sql::{Executor, FromRow, LimitLocks, Query};
 
 use crate::exec::{Exec, rows, run_sql};
 use crate::row;
@@ -22,31 +22,13 @@ const LOCK_KEY: &str = "select pg_advisory_xact_lock(hashtextextended($1, 0))";
 const TRY_LOCK_LIMIT_KEYS: &str = "select k from unnest($1::text[]) as k \
     where pg_try_advisory_xact_lock(hashtextextended('cairnq_ext_limit:' || k, 0))";
 
-/// The shared flows of `cairnq_core::backend::flows` over any [`Exec`]: a
+/// The shared flows of `cairnq_sql::flows` over any [`Exec`]: a
 /// pooled connection, a pooled transaction, or the application's session.
 pub(crate) struct PgExec<'a, E>(pub(crate) &'a E);
 
 impl<E: Exec> Executor for PgExec<'_, E> {
-    async fn tasks(&self, query: Query) -> Result<Vec<TaskRow>> {
-        Ok(rows(self.0, &query).await?.iter().map(row::task_row).collect())
-    }
-
-    async fn refs(&self, query: Query) -> Result<Vec<TaskRef>> {
-        rows(self.0, &query).await?.iter().map(row::task_ref).collect()
-    }
-
-    async fn leases(&self, query: Query) -> Result<Vec<HeldLease>> {
-        rows(self.0, &query).await?.iter().map(row::held_lease).collect()
-    }
-
-    async fn ids(&self, query: Query) -> Result<Vec<String>> {
-        let found = rows(self.0, &query).await?;
-        found.iter().filter(|r| !r.is_empty()).map(|r| row::col(r, "id")).collect()
-    }
-
-    async fn recovered(&self, query: Query) -> Result<Vec<(String, String)>> {
-        let found = rows(self.0, &query).await?;
-        found.iter().map(|r| Ok((row::col(r, "id")?, row::col(r, "queue")?))).collect()
+    async fn rows<T: FromRow>(&self, query: Query) -> Result<Vec<T>> {
+        row::decode_all(&rows(self.0, &query).await?)
     }
 
     async fn lock_key(&self, key: &str) -> Result<()> {

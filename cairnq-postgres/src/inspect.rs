@@ -4,9 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use cairnq_core::backend::{Query, Sql};
 use cairnq_core::{MigrationStatus, Result};
 use cairnq_protocol::postgres;
+use cairnq_sql::{Query, Sql};
 use deadpool_postgres::Client;
 
 use crate::exec::rows;

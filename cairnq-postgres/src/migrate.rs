@@ -10,9 +10,9 @@
 //! ledger, so processes cold-starting together never both apply one; (3)
 //! read `protocol_version` again and refuse anything but 1.
 
-use cairnq_core::backend::{Installed, Query, Sql, check_protocol_version};
 use cairnq_core::{Error, Result, could_not};
 use cairnq_protocol::{Migration, postgres};
+use cairnq_sql::{Installed, Query, Sql, check_protocol_version};
 use deadpool_postgres::{Client, Transaction};
 
 use crate::error::classify;

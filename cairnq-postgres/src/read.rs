@@ -1,26 +1,27 @@
 //! Read-only operations: get, get_status, list, stats, the bounded queued
 //! count, and the claim probe, with the queries built once in
-//! `cairnq_core::backend`.
+//! `cairnq_sql`.
 
-use cairnq_core::backend::{ListProbe, Query, Sql, TaskRow};
+use cairnq_core::backend::TaskRow;
 use cairnq_core::store::{
     ChildrenParams, CountQueuedParams, CountTasksParams, GetParams, ListFilter, ProbeParams, PurgeFilter, StatsParams,
     TaskKeyParams,
 };
 use cairnq_core::{QueueAge, Result, Task, TaskCount, TaskRef};
+use cairnq_sql::{ListProbe, Query, Sql};
 
 use crate::exec::{Exec, answer, one_row, opt_row, rows};
 use crate::row::{self, col};
 
 /// The whole row, or `None`.
 pub(crate) async fn get(exec: &impl Exec, params: &GetParams) -> Result<Option<Task>> {
-    opt_row(exec, &Query::get_task(params)).await?.as_ref().map(row::task).transpose()
+    opt_row(exec, &Query::get_task(params)).await?.as_ref().map(row::decode::<Task>).transpose()
 }
 
 /// Id and status, or `None`.
 pub(crate) async fn get_status(exec: &impl Exec, params: &GetParams) -> Result<Option<TaskRef>> {
     let query = Query::new(Sql::SelectTaskStatus).select(&params.task);
-    opt_row(exec, &query).await?.as_ref().map(row::task_ref).transpose()
+    opt_row(exec, &query).await?.as_ref().map(row::decode::<TaskRef>).transpose()
 }
 
 /// Rows matching the filters given, newest first, each decoded on its own,
@@ -32,7 +33,7 @@ pub(crate) async fn list(exec: &impl Exec, filter: &ListFilter, counted: bool, o
         Some(probe) => Some(probe.matching(col::<i64>(&one_row(exec, &probe.query).await?, "count")?)),
         None => None,
     };
-    Ok(rows(exec, &Query::list_planned(filter, matching)).await?.iter().map(row::task_row).collect())
+    row::decode_all(&rows(exec, &Query::list_planned(filter, matching)).await?)
 }
 
 /// The bounded count of what a filter matches.
@@ -43,12 +44,12 @@ pub(crate) async fn count_tasks(exec: &impl Exec, params: &CountTasksParams) -> 
 
 /// What a purge of `filter` would delete now, by the same statement's rule.
 pub(crate) async fn purgeable(exec: &impl Exec, filter: &PurgeFilter) -> Result<Vec<TaskRow>> {
-    Ok(rows(exec, &Query::purgeable(filter)).await?.iter().map(row::task_row).collect())
+    row::decode_all(&rows(exec, &Query::purgeable(filter)).await?)
 }
 
 /// The tasks one task submitted, newest first.
 pub(crate) async fn children(exec: &impl Exec, params: &ChildrenParams) -> Result<Vec<TaskRow>> {
-    Ok(rows(exec, &Query::children(params)).await?.iter().map(row::task_row).collect())
+    row::decode_all(&rows(exec, &Query::children(params)).await?)
 }
 
 /// The business key pointing at a task, if any.

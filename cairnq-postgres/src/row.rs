@@ -6,12 +6,14 @@
 //! verbatim ([`PgJson`]). A row that still does not decode becomes an
 //! [`Undecodable`] naming its id and column, for the caller to isolate (a
 //! list reports it, a claim fails just that task). Never a panic.
+//!
+//! Here is how Postgres reads one cell ([`Cells`]); the row shapes are
+//! cairnq-sql's, written once for every dialect.
 
 use std::error::Error as StdError;
 
-use cairnq_core::backend::narrow;
-use cairnq_core::store::TaskRow;
-use cairnq_core::{Error, HeldLease, Json, QueueAge, Result, Task, TaskCount, TaskRef, TaskStatus, Undecodable};
+use cairnq_core::{Error, Json, QueueAge, Result, TaskCount, Undecodable};
+use cairnq_sql::{CellError, Decoder, FromRow, SqlRow};
 use tokio_postgres::Row;
 use tokio_postgres::types::{FromSql, Type};
 
@@ -38,72 +40,59 @@ fn reason(error: &tokio_postgres::Error) -> String {
     }
 }
 
-fn status(row: &Row) -> std::result::Result<TaskStatus, Bad> {
-    let text: &str = field(row, "status")?;
-    text.parse().map_err(|_| ("status".to_string(), format!("{text:?} is not a task status")))
+/// A tokio-postgres row read as cairnq-sql's typed cells.
+pub(crate) struct Cells<'a>(pub(crate) &'a Row);
+
+impl Cells<'_> {
+    fn get<'a, T: FromSql<'a>>(&'a self, at: usize) -> Result<T, CellError> {
+        self.0.try_get(at).map_err(|e| reason(&e))
+    }
 }
 
-fn json(row: &Row, name: &str) -> std::result::Result<Option<Json>, Bad> {
-    Ok(field::<Option<PgJson>>(row, name)?.map(|j| j.0))
+impl SqlRow for Cells<'_> {
+    fn position(&self, name: &str) -> Option<usize> {
+        self.0.columns().iter().position(|c| c.name().eq_ignore_ascii_case(name))
+    }
+
+    fn text(&self, at: usize) -> Result<Option<String>, CellError> {
+        self.get(at)
+    }
+
+    fn int(&self, at: usize) -> Result<Option<i64>, CellError> {
+        Ok(self.get::<Option<LooseInt>>(at)?.map(|i| i.0))
+    }
+
+    fn real(&self, at: usize) -> Result<Option<f64>, CellError> {
+        self.get(at)
+    }
+
+    fn json(&self, at: usize) -> Result<Option<Json>, CellError> {
+        match self.0.columns().get(at).map(|c| c.type_()) {
+            // Extension tables keep documents as text (the schedules' payload).
+            Some(&Type::TEXT | &Type::VARCHAR) => {
+                self.get::<Option<String>>(at)?.map(|t| Json::parse(t).map_err(|e| e.to_string())).transpose()
+            }
+            _ => Ok(self.get::<Option<PgJson>>(at)?.map(|j| j.0)),
+        }
+    }
+
+    fn boolean(&self, at: usize) -> Result<Option<bool>, CellError> {
+        match self.0.columns().get(at).map(|c| c.type_()) {
+            Some(&Type::BOOL) => self.get(at),
+            _ => Ok(self.int(at)?.map(|n| n != 0)),
+        }
+    }
 }
 
-fn int(row: &Row, name: &str) -> std::result::Result<Option<i64>, Bad> {
-    Ok(field::<Option<LooseInt>>(row, name)?.map(|i| i.0))
+/// Rows of shape `T` (see [`Decoder`]).
+pub(crate) fn decode_all<T: FromRow>(rows: &[Row]) -> Result<Vec<T>> {
+    let mut decoder = Decoder::<T>::new();
+    rows.iter().map(|row| decoder.decode(&Cells(row))).collect()
 }
 
-/// [`int`] narrowed to the model's type ([`narrow`]).
-fn narrow_int<T: TryFrom<i64>>(row: &Row, name: &str) -> std::result::Result<Option<T>, Bad> {
-    int(row, name)?.map(narrow).transpose().map_err(|reason| (name.to_string(), reason))
-}
-
-/// A whole `cairnq_tasks` row, or the report of why it does not decode.
-pub(crate) fn task_row(row: &Row) -> TaskRow {
-    task_at(row).map_err(|(column, reason)| {
-        let id = row.try_get::<_, Option<String>>("id").ok().flatten();
-        Undecodable::new(id, column, reason)
-    })
-}
-
-fn task_at(row: &Row) -> std::result::Result<Task, Bad> {
-    let required = |name: &str| int(row, name)?.ok_or_else(|| (name.to_string(), "is null".to_string()));
-    Ok(Task {
-        id: field(row, "id")?,
-        name: field(row, "name")?,
-        queue: field(row, "queue")?,
-        status: status(row)?,
-        payload: json(row, "payload")?.unwrap_or_else(Json::null),
-        result: json(row, "result")?,
-        error: json(row, "error")?,
-        metadata: json(row, "metadata")?.unwrap_or_else(Json::empty_object),
-        progress: field(row, "progress")?,
-        message: field(row, "message")?,
-        attempt: narrow_int(row, "attempt")?.unwrap_or(0),
-        max_attempts: narrow_int(row, "max_attempts")?.unwrap_or(3),
-        priority: narrow_int(row, "priority")?.unwrap_or(0),
-        worker_id: field(row, "worker_id")?,
-        lease_until_ms: int(row, "lease_until_ms")?,
-        run_at_ms: required("run_at_ms")?,
-        cancel_requested_at_ms: int(row, "cancel_requested_at_ms")?,
-        parent_id: field(row, "parent_id")?,
-        root_id: field(row, "root_id")?,
-        correlation_id: field(row, "correlation_id")?,
-        created_at_ms: required("created_at_ms")?,
-        updated_at_ms: required("updated_at_ms")?,
-        completed_at_ms: int(row, "completed_at_ms")?,
-    })
-}
-
-/// A whole row of a statement that touches one task: an undecodable row
-/// is the caller's error.
-pub(crate) fn task(row: &Row) -> Result<Task> {
-    task_row(row).map_err(Undecodable::into_error)
-}
-
-/// An `id, status` row.
-pub(crate) fn task_ref(row: &Row) -> Result<TaskRef> {
-    let id: String = col(row, "id")?;
-    let status = status(row).map_err(|(column, reason)| Undecodable::new(Some(id.clone()), column, reason))?;
-    Ok(TaskRef { id, status })
+/// One row of shape `T`.
+pub(crate) fn decode<T: FromRow>(row: &Row) -> Result<T> {
+    Decoder::<T>::new().decode(&Cells(row))
 }
 
 /// A `queue, status, count` row; a status no protocol state names is
@@ -121,11 +110,6 @@ pub(crate) fn task_count(row: &Row) -> Result<TaskCount> {
 /// A `queue, id, age_ms` row.
 pub(crate) fn queue_age(row: &Row) -> Result<QueueAge> {
     Ok(QueueAge::from_ms(col::<String>(row, "queue")?, col::<String>(row, "id")?, col(row, "age_ms")?))
-}
-
-/// An `id, cancel_requested_at_ms` row.
-pub(crate) fn held_lease(row: &Row) -> Result<HeldLease> {
-    Ok(HeldLease { id: col(row, "id")?, cancel_requested_at_ms: col(row, "cancel_requested_at_ms")? })
 }
 
 /// An integer read from any integral number column: a foreign writer's

@@ -17,9 +17,9 @@
 
 use std::fmt::Write as _;
 
-use cairnq_core::backend::{Installed, Sql, check_protocol_version};
 use cairnq_core::{Error, Result};
 use cairnq_protocol::{Dialect, postgres};
+use cairnq_sql::{Installed, Sql, check_protocol_version};
 
 use crate::inspect::{connect_once, ledger_entries, meta};
 use crate::migrate::{LOCK_INSTALL, LOCK_LEDGER, refuse_second_installation, table_exists};

@@ -86,5 +86,5 @@ impl<T: SettleHook + ?Sized> SucceedIn for T {}
 /// [`SucceedIn`] run.
 pub(crate) async fn complete_in_session<S: Session + ?Sized>(session: &S, params: &SettleParams) -> Result<Task> {
     check_jsonb("result", &params.result)?;
-    cairnq_core::backend::flows::complete(&PgExec(&AppSession(session)), params).await
+    cairnq_sql::flows::complete(&PgExec(&AppSession(session)), params).await
 }

@@ -9,7 +9,7 @@
 use std::error::Error as StdError;
 
 use bytes::BytesMut;
-use cairnq_core::backend::Arg;
+use cairnq_sql::Arg;
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
 use crate::json::JsonText;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use cairnq_core::backend::{Coalescer, LimitMode, Query, Sql, flows, limits, schedules};
+use cairnq_core::backend::Coalescer;
 use cairnq_core::store::{
     CancelParams, ChangeFeed, ChildrenParams, ClaimParams, CompleteBatchParams, CountQueuedParams, CountTasksParams,
     DeleteScheduleParams, FailParams, FeedParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams,
@@ -16,6 +16,7 @@ use cairnq_core::store::{
 use cairnq_core::{
     Capabilities, ChangeWatch, HeldLease, Install, QueueAge, Result, Store, Task, TaskCount, TaskRef, Wake,
 };
+use cairnq_sql::{LimitMode, Query, Sql, flows, limits, schedules};
 use deadpool_postgres::{Client, Pool};
 
 use crate::exec::{AppSession, Session, answer};
@@ -220,7 +221,7 @@ impl PostgresStore {
     }
 }
 
-/// A flow of `backend::flows` in a transaction of its own (keyed submits,
+/// A flow of `cairnq_sql::flows` in a transaction of its own (keyed submits,
 /// `submit_many`, claims and repairs are all or nothing).
 macro_rules! in_transaction {
     ($store:expr, $flow:ident, $params:expr) => {
@@ -235,7 +236,7 @@ macro_rules! in_transaction {
     }};
 }
 
-/// A flow of `backend::flows` (one statement) on a pooled connection.
+/// A flow of `cairnq_sql::flows` (one statement) on a pooled connection.
 macro_rules! on_connection {
     ($store:expr, $flow:ident, $params:expr) => {
         on_connection!($store, flows::$flow, $params)

@@ -1,14 +1,15 @@
 //! Writes whose statements are Postgres's own shape: inserts (one row, and
 //! many rows column-wise), the coalesced queue of plain submits, and
 //! `complete_batch`; plus the JSON check jsonb needs. Every other write is
-//! a flow of `cairnq_core::backend::flows` run over [`PgExec`](crate::exec::PgExec).
+//! a flow of `cairnq_sql::flows` run over [`PgExec`](crate::exec::PgExec).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use cairnq_core::backend::{Coalescer, Query, Sql, in_asked_order, purpose};
+use cairnq_core::backend::{Coalescer, in_asked_order};
 use cairnq_core::store::{CompleteBatchParams, NewTask};
 use cairnq_core::{Error, Json, Result, Task, TaskRef};
+use cairnq_sql::{Query, Sql, purpose};
 use deadpool_postgres::Pool;
 
 use crate::exec::{Exec, one_row, rows};
@@ -70,8 +71,7 @@ pub(crate) async fn insert_unkeyed(exec: &impl Exec, tasks: &[NewTask]) -> Resul
         .arg("parent_ids", column(tasks, |t| t.parent_id.clone()))
         .arg("root_ids", column(tasks, |t| t.root_id.clone()))
         .arg("correlation_ids", column(tasks, |t| t.correlation_id.clone()));
-    let inserted = rows(exec, &query).await?;
-    let inserted = inserted.iter().map(row::task).collect::<Result<Vec<_>>>()?;
+    let inserted: Vec<Task> = row::decode_all(&rows(exec, &query).await?)?;
     let ordered = in_asked_order(tasks.iter().map(|t| t.id.as_str()), inserted, |t| &t.id);
     if ordered.len() == tasks.len() {
         Ok(ordered)
@@ -83,7 +83,7 @@ pub(crate) async fn insert_unkeyed(exec: &impl Exec, tasks: &[NewTask]) -> Resul
 
 /// One `insert_task`; the row as the server wrote it.
 pub(crate) async fn insert(exec: &impl Exec, task: &NewTask) -> Result<Task> {
-    row::task(&one_row(exec, &Query::insert(task)).await?)
+    row::decode(&one_row(exec, &Query::insert(task)).await?)
 }
 
 /// Completes many tasks in one statement (results as one jsonb object by
@@ -96,7 +96,7 @@ pub(crate) async fn complete_batch(exec: &impl Exec, p: &CompleteBatchParams) ->
         .arg("ids", ids)
         .arg("results", Json::encode(&results)?)
         .arg("worker_id", &p.worker_id);
-    let settled = rows(exec, &query).await?.iter().map(row::task_ref).collect::<Result<Vec<_>>>()?;
+    let settled: Vec<TaskRef> = row::decode_all(&rows(exec, &query).await?)?;
     Ok(in_asked_order(p.completions.iter().map(|(id, _)| id.as_str()), settled, |t| &t.id))
 }
 

@@ -4,7 +4,7 @@
 //! and wakes every sleeper of
 //! [`Store::watch_for_change`](cairnq_core::Store::watch_for_change).
 //! Stores of this process on the same file share one writer, whose
-//! commits wake their sleepers directly (`local_wakeups`).
+//! commits wake their sleepers directly (`cairnq_core::backend::WakeBoard`).
 //!
 //! The watcher reads the wal-index header from the `-shm` file, which
 //! SQLite rewrites on every commit, and confirms with `PRAGMA
@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
+use cairnq_core::backend::WakeSource;
 use parking_lot::{Condvar, Mutex};
 use rusqlite::Connection;
 use tokio::sync::Notify;
@@ -41,6 +42,18 @@ struct Sleepers {
 pub(crate) struct CommitWatch {
     sleepers: Mutex<Sleepers>,
     someone_waits: Condvar,
+}
+
+/// Every sleeper of the database's wake board also waits for the next
+/// foreign commit.
+impl WakeSource for CommitWatch {
+    fn subscribe(&self, notify: &Arc<Notify>) {
+        CommitWatch::subscribe(self, notify);
+    }
+
+    fn prune(&self) {
+        CommitWatch::prune(self);
+    }
 }
 
 impl CommitWatch {

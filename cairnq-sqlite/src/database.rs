@@ -25,11 +25,11 @@ use tokio::sync::oneshot;
 
 use crate::commit_watcher::{CommitWatch, ShmHeader, run_watcher};
 use crate::group_commit::{Counters, Job, Work, WriterEnv, run_writer};
-use crate::local_wakeups::WakeBoard;
 use crate::location::Location;
 use crate::open::{open_reader, open_writer};
 use crate::options::SqliteOptions;
 use crate::reader::{ReadJob, run_reader};
+use cairnq_core::backend::WakeBoard;
 
 /// The threads of one open database, shared by its stores in this process.
 pub(crate) struct Database {
@@ -65,7 +65,10 @@ impl Database {
     pub(crate) async fn open(location: &Location, options: &SqliteOptions) -> Result<Self> {
         let file = location.file();
         let watch = options.watch_interval.filter(|_| file.is_some()).map(|_| Arc::new(CommitWatch::default()));
-        let wakes = Arc::new(WakeBoard::new(watch.clone()));
+        let wakes = Arc::new(match &watch {
+            Some(watch) => WakeBoard::with_source(Arc::clone(watch) as _),
+            None => WakeBoard::new(),
+        });
         let counters = Arc::new(Counters::default());
         let (mut writer_exit, mut exits) = (Vec::new(), Vec::new());
         let writer = spawn_writer(location, options, &wakes, &counters, &mut writer_exit).await?;

@@ -1,28 +1,23 @@
 //! [`Executor`] over a SQLite connection, so the flows written once in
-//! `cairnq_core::backend::flows` run here: synchronously (every future is
+//! `cairnq_sql::flows` run here: synchronously (every future is
 //! ready when first polled), on the thread that owns the connection.
 //!
-//! On the writer it also records what each write changed for this store's
-//! sleepers (a queue gained due work, a task finished), published after
-//! the commit. The one write whose statement is SQLite's own shape
+//! On the writer it also records what the flows say each write changed for
+//! this store's sleepers (a queue gained due work, a task finished),
+//! published after the commit. The one write whose statement is SQLite's own shape
 //! ([`complete_batch`]) is here too.
 
 use std::cell::RefCell;
 
-use cairnq_core::backend::{Arg, Executor, Query, Sql, TaskRow, in_asked_order};
+use cairnq_core::backend::{Changes, in_asked_order};
 use cairnq_core::store::{CompleteBatchParams, NewTask};
-use cairnq_core::{Error, HeldLease, Result, Task, TaskRef};
+use cairnq_core::{Error, Result, Task, TaskRef};
+use cairnq_sql::{Executor, FromRow, Query, Sql};
 use rusqlite::{Connection, Row};
 
 use crate::group_commit::WriteCtx;
-use crate::local_wakeups::Changes;
 use crate::row;
 use crate::sql::query;
-
-/// Statements that only read: their rows change nothing a sleeper waits for.
-fn reads_only(sql: Sql) -> bool {
-    matches!(sql, Sql::SelectTask | Sql::SelectTaskStatus | Sql::SelectKeyTask | Sql::ListTasks | Sql::ListTasksInOrder)
-}
 
 /// A connection, "now" for this operation, and (on the writer) where its
 /// changes are noted.
@@ -38,87 +33,26 @@ impl<'a> SqliteExec<'a> {
         Self { conn: ctx.conn, now_ms: ctx.now_ms, changes: Some(RefCell::new(&mut *ctx.changes)) }
     }
 
-    /// Runs a flow of `cairnq_core::backend::flows` to its end. Every
+    /// Runs a flow of `cairnq_sql::flows` to its end. Every
     /// statement here completes synchronously, so polling never waits.
     pub(crate) fn run<T>(&self, flow: impl std::future::Future<Output = T>) -> T {
         futures::executor::block_on(flow)
     }
 
-    fn rows<T>(&self, q: Query, map: impl FnMut(&Row<'_>) -> Result<T>) -> Result<Vec<T>> {
+    /// Runs `q` at this operation's "now", mapping each row.
+    fn run_query<T>(&self, q: Query, map: impl FnMut(&Row<'_>) -> Result<T>) -> Result<Vec<T>> {
         query(self.conn, &q.arg("now_ms", self.now_ms), map)
+    }
+}
+
+impl Executor for SqliteExec<'_> {
+    async fn rows<T: FromRow>(&self, q: Query) -> Result<Vec<T>> {
+        self.run_query(q, row::decoded::<T>())
     }
 
     fn note(&self, change: impl FnOnce(&mut Changes)) {
         if let Some(changes) = &self.changes {
             change(&mut changes.borrow_mut());
-        }
-    }
-
-    fn text_arg<'q>(q: &'q Query, name: &str) -> Option<&'q str> {
-        match q.get(name) {
-            Some(Arg::Text(text)) => Some(text),
-            _ => None,
-        }
-    }
-}
-
-impl Executor for SqliteExec<'_> {
-    async fn tasks(&self, q: Query) -> Result<Vec<TaskRow>> {
-        let sql = q.sql;
-        let rows = self.rows(q, row::task())?;
-        if !reads_only(sql) {
-            rows.iter().flatten().for_each(|task| self.note(|c| c.saw(task)));
-        }
-        Ok(rows)
-    }
-
-    async fn refs(&self, q: Query) -> Result<Vec<TaskRef>> {
-        self.rows(q, row::task_ref)
-    }
-
-    async fn leases(&self, q: Query) -> Result<Vec<HeldLease>> {
-        self.rows(q, row::held_lease)
-    }
-
-    async fn recovered(&self, q: Query) -> Result<Vec<(String, String)>> {
-        let sql = q.sql;
-        let moved = self.rows(q, row::id_and_queue)?;
-        for (id, queue) in &moved {
-            match sql {
-                Sql::RecoverRequeuedLeases => self.note(|c| c.queued_on(queue)),
-                _ => self.note(|c| c.finished(id.clone(), Some(queue.clone()))),
-            }
-        }
-        Ok(moved)
-    }
-
-    async fn ids(&self, q: Query) -> Result<Vec<String>> {
-        let sql = q.sql;
-        match sql {
-            Sql::RecoverCanceledLeases | Sql::RecoverRequeuedLeases | Sql::RecoverFailedLeases => {
-                Ok(self.recovered(q).await?.into_iter().map(|(id, _)| id).collect())
-            }
-            Sql::FailUndecodableTask => {
-                let id = Self::text_arg(&q, "id").map(str::to_string);
-                self.rows(q, |_| Ok(()))?;
-                if let Some(id) = id {
-                    self.note(|c| c.finished(id, None));
-                }
-                Ok(Vec::new())
-            }
-            _ => {
-                let queues = match (sql, q.get("queues")) {
-                    (Sql::ScheduleUnscheduledTasks, Some(Arg::Texts(queues))) => queues.clone(),
-                    _ => Vec::new(),
-                };
-                let ids = self.rows(q, row::first_text)?;
-                if !ids.is_empty() {
-                    // Which queue each made-due row is on is not returned;
-                    // waking every repaired queue's sleepers is the cheap superset.
-                    queues.iter().for_each(|queue| self.note(|c| c.queued_on(queue)));
-                }
-                Ok(ids)
-            }
         }
     }
 
@@ -128,7 +62,7 @@ impl Executor for SqliteExec<'_> {
     }
 
     async fn insert(&self, task: &NewTask) -> Result<Task> {
-        self.rows(Query::insert(task), |_| Ok(()))?;
+        self.run_query(Query::insert(task), |_| Ok(()))?;
         self.note(|c| c.queued_on(&task.queue));
         // No RETURNING: SQLite runs it through a statement journal that
         // costs about half an insert; the row written is known.
@@ -154,7 +88,9 @@ impl Executor for SqliteExec<'_> {
                 ])
             })
             .collect();
-        self.rows(Query::new(Sql::InsertTasks).arg("tasks", serde_json::Value::Array(rows).to_string()), |_| Ok(()))?;
+        self.run_query(Query::new(Sql::InsertTasks).arg("tasks", serde_json::Value::Array(rows).to_string()), |_| {
+            Ok(())
+        })?;
         for task in tasks {
             self.note(|c| c.queued_on(&task.queue));
         }
@@ -171,7 +107,7 @@ pub(crate) fn complete_batch(ctx: &mut WriteCtx<'_>, params: &CompleteBatchParam
         .arg("settles", settles)
         .arg("worker_id", &params.worker_id)
         .arg("now_ms", ctx.now_ms);
-    let settled = query(ctx.conn, &q, row::task_ref)?;
+    let settled = query(ctx.conn, &q, row::decoded::<TaskRef>())?;
     for task in &settled {
         ctx.changes.finished(task.id.clone(), None);
     }

@@ -27,16 +27,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use cairnq_core::backend::{Query, Sql};
 use cairnq_core::{Clock, Error, Result};
+use cairnq_sql::{Query, Sql};
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use crate::busy::LockWaits;
 use crate::error::{explain, guarded, sqlite_error};
-use crate::local_wakeups::{Changes, WakeBoard};
 use crate::reader::ReadJob;
 use crate::sql::query;
+use cairnq_core::backend::{Changes, WakeBoard};
 
 /// What the writer thread serves.
 pub(crate) enum Work {

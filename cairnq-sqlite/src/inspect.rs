@@ -6,9 +6,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use cairnq_core::backend::{Query, Sql, purpose};
 use cairnq_core::{Error, MigrationStatus, Result};
 use cairnq_protocol::sqlite;
+use cairnq_sql::{Query, Sql, purpose};
 use rusqlite::{Connection, OpenFlags};
 
 use crate::SqliteStore;

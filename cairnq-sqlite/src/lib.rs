@@ -172,7 +172,6 @@ mod group_commit;
 mod inspect;
 mod integrity;
 mod limited;
-mod local_wakeups;
 mod location;
 mod open;
 mod options;

@@ -5,8 +5,8 @@
 
 use cairnq_core::Result;
 use cairnq_core::Task;
-use cairnq_core::backend::{LimitMode, flows, limits};
 use cairnq_core::store::{ClaimParams, LimitWaitParams};
+use cairnq_sql::{LimitMode, flows, limits};
 
 use crate::exec::SqliteExec;
 use crate::group_commit::WriteCtx;

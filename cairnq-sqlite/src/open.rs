@@ -13,9 +13,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cairnq_core::backend::{Installed, Query, Sql, check_protocol_version};
 use cairnq_core::{Clock, Error, Install, Result};
 use cairnq_protocol::{Migration, sqlite};
+use cairnq_sql::{Installed, Query, Sql, check_protocol_version};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use crate::busy::{self, LockWaits};

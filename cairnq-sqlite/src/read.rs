@@ -1,12 +1,13 @@
 //! The read operations, run on reader threads with the queries built once
 //! in `cairnq_core::backend`.
 
-use cairnq_core::backend::{LimitMode, ListProbe, Query, Sql, TaskRow};
+use cairnq_core::backend::TaskRow;
 use cairnq_core::store::{
     ChildrenParams, CountQueuedParams, CountTasksParams, GetParams, ListFilter, ProbeParams, PurgeFilter, StatsParams,
     TaskKeyParams,
 };
 use cairnq_core::{QueueAge, Result, Task, TaskCount, TaskRef};
+use cairnq_sql::{LimitMode, ListProbe, Query, Sql};
 use rusqlite::Connection;
 
 use crate::row;
@@ -17,7 +18,7 @@ pub(crate) fn get(conn: &Connection, _now_ms: i64, p: &GetParams) -> Result<Opti
 }
 
 pub(crate) fn get_status(conn: &Connection, _now_ms: i64, p: &GetParams) -> Result<Option<TaskRef>> {
-    query_opt(conn, &Query::new(Sql::SelectTaskStatus).select(&p.task), row::task_ref)
+    query_opt(conn, &Query::new(Sql::SelectTaskStatus).select(&p.task), row::decoded::<TaskRef>())
 }
 
 /// A page of `filter`, read the way its probe says suits how many rows it

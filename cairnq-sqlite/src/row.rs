@@ -8,132 +8,87 @@
 //! payload as `null`, NULL metadata as `{}`, NULL counters as their column
 //! defaults, a lone surrogate escape in JSON text (kept verbatim, see
 //! [`Json`]). Anything else does not decode: the row becomes an
-//! [`Undecodable`] naming its id and column, and the caller isolates it (a
+//! `Undecodable` naming its id and column, and the caller isolates it (a
 //! list reports it, a claim fails just that task). Never a panic.
+//!
+//! Here is how SQLite reads one cell ([`Cells`]); the row shapes are
+//! cairnq-sql's, written once for every dialect.
 
-use cairnq_core::backend::narrow;
 use cairnq_core::store::TaskRow;
-use cairnq_core::{Error, HeldLease, Json, QueueAge, Result, Task, TaskCount, TaskRef, TaskStatus, Undecodable};
+use cairnq_core::{Error, Json, QueueAge, Result, Task, TaskCount, Undecodable};
+use cairnq_sql::{CellError, Decoder, FromRow, SqlRow};
 use rusqlite::Row;
 use rusqlite::types::ValueRef;
 
 use crate::error::sqlite_error;
 
-/// The `cairnq_tasks` columns a [`Task`] is decoded from, in field order.
-const TASK_COLUMNS: [&str; 23] = [
-    "id",
-    "name",
-    "queue",
-    "status",
-    "payload",
-    "result",
-    "error",
-    "metadata",
-    "progress",
-    "message",
-    "attempt",
-    "max_attempts",
-    "priority",
-    "worker_id",
-    "lease_until_ms",
-    "run_at_ms",
-    "cancel_requested_at_ms",
-    "parent_id",
-    "root_id",
-    "correlation_id",
-    "created_at_ms",
-    "updated_at_ms",
-    "completed_at_ms",
-];
+/// A rusqlite row read as cairnq-sql's typed cells.
+pub(crate) struct Cells<'a, 'r>(pub(crate) &'a Row<'r>);
 
-/// Why one column did not decode: its name and the reason.
-type Bad = (&'static str, String);
-type Field<T> = std::result::Result<T, Bad>;
+impl SqlRow for Cells<'_, '_> {
+    fn position(&self, name: &str) -> Option<usize> {
+        // No allocation: the statement compares its column names in place.
+        self.0.as_ref().column_index(name).ok()
+    }
 
-/// Where each of [`TASK_COLUMNS`] sits in a result row. Found once per
-/// statement run from the statement's column names (looking every column
-/// up by name on every row scanned all names each time).
-struct TaskLayout([Option<usize>; 23]);
-
-impl TaskLayout {
-    fn of(row: &Row<'_>) -> Self {
-        let mut at = [None; 23];
-        for (index, name) in row.as_ref().column_names().enumerate() {
-            if let Some(field) = TASK_COLUMNS.iter().position(|c| c.eq_ignore_ascii_case(name)) {
+    fn positions<const N: usize>(&self, names: [&str; N]) -> [Option<usize>; N] {
+        // Each column's name is fetched from SQLite once, not once per name.
+        let statement = self.0.as_ref();
+        let mut at = [None; N];
+        for index in 0..statement.column_count() {
+            let Ok(column) = statement.column_name(index) else { continue };
+            if let Some(field) = names.iter().position(|n| n.eq_ignore_ascii_case(column)) {
                 at[field].get_or_insert(index);
             }
         }
-        Self(at)
+        at
     }
-}
 
-/// One row's cells, read by field number, each failure naming its column.
-struct Cells<'a, 'r> {
-    row: &'a Row<'r>,
-    layout: &'a TaskLayout,
+    fn text(&self, at: usize) -> Result<Option<String>, CellError> {
+        opt_text(self.get(at)?)
+    }
+
+    fn int(&self, at: usize) -> Result<Option<i64>, CellError> {
+        opt_int(self.get(at)?)
+    }
+
+    fn real(&self, at: usize) -> Result<Option<f64>, CellError> {
+        opt_real(self.get(at)?)
+    }
+
+    fn json(&self, at: usize) -> Result<Option<Json>, CellError> {
+        json(self.get(at)?)
+    }
+
+    fn boolean(&self, at: usize) -> Result<Option<bool>, CellError> {
+        Ok(opt_int(self.get(at)?)?.map(|n| n != 0))
+    }
 }
 
 impl Cells<'_, '_> {
-    fn get(&self, field: usize) -> Field<ValueRef<'_>> {
-        let name = TASK_COLUMNS.get(field).copied().unwrap_or("?");
-        let index = self.layout.0.get(field).copied().flatten().ok_or((name, "missing from the result".to_string()))?;
-        self.row.get_ref(index).map_err(|e| (name, e.to_string()))
+    fn get(&self, at: usize) -> Result<ValueRef<'_>, CellError> {
+        self.0.get_ref(at).map_err(|e| e.to_string())
     }
+}
 
-    fn named<T>(&self, field: usize, decode: impl FnOnce(ValueRef<'_>) -> Result<T, String>) -> Field<T> {
-        let name = TASK_COLUMNS.get(field).copied().unwrap_or("?");
-        decode(self.get(field)?).map_err(|reason| (name, reason))
-    }
+/// A decoder of rows of shape `T`, for one statement run (see
+/// [`Decoder`]).
+pub(crate) fn decoded<T: FromRow>() -> impl FnMut(&Row<'_>) -> Result<T> {
+    let mut decoder = Decoder::<T>::new();
+    move |row| decoder.decode(&Cells(row))
 }
 
 /// A decoder of whole `cairnq_tasks` rows (`select *` / `returning *`),
 /// for one statement run. The outer error is a driver failure; the inner
 /// [`TaskRow`] is this row's own outcome.
 pub(crate) fn task() -> impl FnMut(&Row<'_>) -> Result<TaskRow> {
-    let mut layout = None;
-    move |row| {
-        let layout = layout.get_or_insert_with(|| TaskLayout::of(row));
-        let cells = Cells { row, layout };
-        Ok(task_at(&cells).map_err(|(column, reason)| {
-            let id = cells.named(0, opt_text).ok().flatten();
-            Undecodable::new(id, column, reason)
-        }))
-    }
+    decoded::<TaskRow>()
 }
 
 /// A decoder for statements that touch one row: an undecodable row is the
-/// caller's error ([`Error::Undecodable`]).
+/// caller's error ([`Error::Undecodable`](cairnq_core::Error::Undecodable)).
 pub(crate) fn one_task() -> impl FnMut(&Row<'_>) -> Result<Task> {
-    let mut decode = task();
-    move |row| decode(row)?.map_err(Undecodable::into_error)
-}
-
-fn task_at(c: &Cells<'_, '_>) -> Field<Task> {
-    Ok(Task {
-        id: c.named(0, text)?,
-        name: c.named(1, text)?,
-        queue: c.named(2, text)?,
-        status: c.named(3, status)?,
-        payload: c.named(4, json)?.unwrap_or_else(Json::null),
-        result: c.named(5, json)?,
-        error: c.named(6, json)?,
-        metadata: c.named(7, json)?.unwrap_or_else(Json::empty_object),
-        progress: c.named(8, opt_real)?,
-        message: c.named(9, opt_text)?,
-        attempt: c.named(10, opt_narrow)?.unwrap_or(0),
-        max_attempts: c.named(11, opt_narrow)?.unwrap_or(3),
-        priority: c.named(12, opt_narrow)?.unwrap_or(0),
-        worker_id: c.named(13, opt_text)?,
-        lease_until_ms: c.named(14, opt_int)?,
-        run_at_ms: c.named(15, int)?,
-        cancel_requested_at_ms: c.named(16, opt_int)?,
-        parent_id: c.named(17, opt_text)?,
-        root_id: c.named(18, opt_text)?,
-        correlation_id: c.named(19, opt_text)?,
-        created_at_ms: c.named(20, int)?,
-        updated_at_ms: c.named(21, int)?,
-        completed_at_ms: c.named(22, opt_int)?,
-    })
+    decoded::<Task>()
 }
 
 /// Reads column `index` of a row of a small fixed-shape statement; a cell
@@ -146,21 +101,6 @@ fn cell<T>(
 ) -> Result<T> {
     let value = row.get_ref(index).map_err(|e| sqlite_error(&format!("read the {column} column"), column, e))?;
     decode(value).map_err(|reason| Undecodable::new(None, column, reason).into_error())
-}
-
-/// `(id, status)`.
-pub(crate) fn task_ref(row: &Row<'_>) -> Result<TaskRef> {
-    let id = cell(row, 0, "id", text)?;
-    let status = cell(row, 1, "status", status).map_err(|e| with_id(e, &id))?;
-    Ok(TaskRef { id, status })
-}
-
-/// `(id, cancel_requested_at_ms)`.
-pub(crate) fn held_lease(row: &Row<'_>) -> Result<HeldLease> {
-    Ok(HeldLease {
-        id: cell(row, 0, "id", text)?,
-        cancel_requested_at_ms: cell(row, 1, "cancel_requested_at_ms", opt_int)?,
-    })
 }
 
 /// `(queue, status, count)`; a status no protocol state names is counted
@@ -177,11 +117,6 @@ pub(crate) fn queue_age(row: &Row<'_>) -> Result<QueueAge> {
     Ok(QueueAge::from_ms(cell(row, 0, "queue", text)?, cell(row, 1, "id", text)?, cell(row, 2, "age_ms", int)?))
 }
 
-/// `(id, queue)` of a row a statement moved.
-pub(crate) fn id_and_queue(row: &Row<'_>) -> Result<(String, String)> {
-    Ok((cell(row, 0, "id", text)?, cell(row, 1, "queue", text)?))
-}
-
 /// A single text column (ids a statement returned, meta values).
 pub(crate) fn first_text(row: &Row<'_>) -> Result<String> {
     cell(row, 0, "value", text)
@@ -190,16 +125,6 @@ pub(crate) fn first_text(row: &Row<'_>) -> Result<String> {
 /// A single integer column (counts, `exists`).
 pub(crate) fn first_int(row: &Row<'_>) -> Result<i64> {
     cell(row, 0, "value", int)
-}
-
-fn with_id(error: Error, id: &str) -> Error {
-    match error {
-        Error::Undecodable(mut row) => {
-            row.task_id = Some(id.to_string());
-            Error::Undecodable(row)
-        }
-        other => other,
-    }
 }
 
 fn opt_text(value: ValueRef<'_>) -> Result<Option<String>, String> {
@@ -212,11 +137,6 @@ fn opt_text(value: ValueRef<'_>) -> Result<Option<String>, String> {
 
 fn text(value: ValueRef<'_>) -> Result<String, String> {
     opt_text(value)?.ok_or_else(|| "is null".to_string())
-}
-
-/// [`opt_int`] narrowed to the model's type ([`narrow`]).
-fn opt_narrow<T: TryFrom<i64>>(value: ValueRef<'_>) -> Result<Option<T>, String> {
-    opt_int(value)?.map(narrow).transpose()
 }
 
 fn opt_int(value: ValueRef<'_>) -> Result<Option<i64>, String> {
@@ -252,9 +172,4 @@ fn json(value: ValueRef<'_>) -> Result<Option<Json>, String> {
         }
         other => Err(format!("expected JSON text, found {:?}", other.data_type())),
     }
-}
-
-fn status(value: ValueRef<'_>) -> Result<TaskStatus, String> {
-    let found = text(value)?;
-    found.parse().map_err(|_| format!("{found:?} is not a task status"))
 }

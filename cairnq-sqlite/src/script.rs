@@ -14,9 +14,9 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use cairnq_core::backend::{Installed, Sql, check_protocol_version};
 use cairnq_core::{Error, Result};
 use cairnq_protocol::{Dialect, sqlite};
+use cairnq_sql::{Installed, Sql, check_protocol_version};
 
 use crate::SqliteStore;
 use crate::inspect::{ledger, meta_rows, off_runtime, read_only, table_exists};

@@ -3,9 +3,9 @@
 //! behind each in order), its arguments bound by position. Every
 //! connection's `prepare_cached` sees the same text.
 
-use cairnq_core::backend::{Arg, Query, purpose};
 use cairnq_core::{Error, Result};
 use cairnq_protocol::sqlite;
+use cairnq_sql::{Arg, Query, purpose};
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, Row};
 
@@ -64,7 +64,7 @@ pub(crate) fn query_int(conn: &Connection, q: &Query) -> Result<i64> {
 
 #[cfg(test)]
 mod tests {
-    use cairnq_core::backend::Sql;
+    use cairnq_sql::Sql;
 
     use super::*;
 

@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use cairnq_core::backend::{flows, limits, schedules};
 use cairnq_core::store::{
     CancelParams, ChangeFeed, ChildrenParams, ClaimParams, CompleteBatchParams, CountQueuedParams, CountTasksParams,
     DeleteScheduleParams, FailParams, FeedParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams,
@@ -17,6 +16,7 @@ use cairnq_core::store::{
 use cairnq_core::{
     Capabilities, ChangeWatch, Error, HeldLease, Json, QueueAge, Result, Store, Task, TaskCount, TaskRef, Wake,
 };
+use cairnq_sql::{flows, limits, schedules};
 use parking_lot::Mutex;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
@@ -27,11 +27,11 @@ use crate::error::{explain, guarded};
 use crate::exec::{SqliteExec, complete_batch};
 use crate::group_commit::{Counters, Job, WriteCtx, WriteStats, isolated_job, job};
 use crate::limited;
-use crate::local_wakeups::WakeBoard;
 use crate::location::{Location, MEMORY};
 use crate::options::SqliteOptions;
 use crate::read;
 use crate::registry;
+use cairnq_core::backend::WakeBoard;
 
 /// A cairnq store in one SQLite file, shared with every other process and
 /// SDK that opens the same file (or, for tests and short-lived tools, in
@@ -287,7 +287,7 @@ impl SqliteStore {
     }
 }
 
-/// One write job on the writer thread: a flow of `backend::flows` run on
+/// One write job on the writer thread: a flow of `cairnq_sql::flows` run on
 /// the writer's connection inside its group commit.
 macro_rules! write_flow {
     ($store:expr, $flow:ident, $params:expr) => {

@@ -2,7 +2,7 @@
 //! limit applies to a key (the exact one, else the longest prefix), how many
 //! of a key's tasks may start now (concurrency from the key's running rows,
 //! rate from its GCRA state), and the rate state the starts leave behind.
-//! The SQL flow ([`flows::claim`](crate::backend::flows::claim)) feeds it
+//! The SQL flow (`cairnq_sql::flows::claim`) feeds it
 //! what it read inside the claim transaction; a backend without SQL (the
 //! testkit's `MemoryStore`) feeds it from its own tables.
 

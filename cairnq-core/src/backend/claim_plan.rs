@@ -1,7 +1,7 @@
 //! The budget bookkeeping of one claim transaction: how many rows each
 //! draw may take, given what earlier draws took from the budgets they
 //! share. Every SQL backend runs its draws through it (see
-//! [`flows::claim`](crate::backend::flows::claim)).
+//! `cairnq_sql::flows::claim`).
 
 use crate::store::ClaimParams;
 

@@ -52,6 +52,35 @@ pub struct ScheduleRow {
     pub updated_at_ms: i64,
 }
 
+impl ScheduleRow {
+    /// A row named `name` and nothing else set yet (empty texts, `null`
+    /// payload, `{}` metadata, zeros, the default policies, owned by the
+    /// API): a backend reading rows back sets every field it stored.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            task_name: String::new(),
+            queue: String::new(),
+            payload: Json::null(),
+            priority: 0,
+            max_attempts: 0,
+            metadata: Json::empty_object(),
+            spec: String::new(),
+            tz: String::new(),
+            next_fire_ms: 0,
+            last_slot_ms: None,
+            missed: 0,
+            catch_up: CatchUp::default(),
+            overlap: Overlap::default(),
+            jitter_ms: 0,
+            paused: false,
+            owner: ScheduleOwner::Api,
+            created_at_ms: 0,
+            updated_at_ms: 0,
+        }
+    }
+}
+
 /// Which schedules to read.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]

@@ -11,11 +11,11 @@
 //! planner picks it at a million rows is measured by `cargo xtask bench
 //! --scale`.)
 
-use cairnq_core::backend::Sql;
 use cairnq_core::store::{ClaimDraw, ClaimParams, SettleParams};
 use cairnq_core::{CairnQ, Store, SubmitOptions, TaskSpec};
 use cairnq_postgres::PostgresStore;
 use cairnq_protocol::postgres;
+use cairnq_sql::Sql;
 
 use crate::support::{dsn, fresh_client, raw};
 

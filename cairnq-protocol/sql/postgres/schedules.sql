@@ -1,13 +1,13 @@
 -- Schedules (extension ext_0001, README "Schedules"). A schedule row is
--- read back as one JSON object in a column named id, so the shared flows
--- read it through the executor's text rows. Due-ness is the database
+-- read back as its columns, by name (cairnq-sql decodes it once for every
+-- dialect). Due-ness is the database
 -- clock's: a pass reads it once (select_clock) and passes it as :now_ms.
 
 -- name: select_clock
-select floor(extract(epoch from clock_timestamp()) * 1000)::bigint::text as id
+select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms
 
 -- name: select_schedules
-select row_to_json(s)::text as id
+select s.*
 from cairnq_ext_schedules s
 where true
   and s.name = :name::text -- when: by_name
@@ -41,7 +41,7 @@ on conflict (name) do update set
     catch_up_window_ms = excluded.catch_up_window_ms, catch_up_max = excluded.catch_up_max,
     overlap = excluded.overlap, jitter_ms = excluded.jitter_ms, owner = excluded.owner,
     updated_at_ms = excluded.updated_at_ms
-returning row_to_json(s)::text as id
+returning s.*
 
 -- name: delete_schedule
 delete from cairnq_ext_schedules where name = :name::text returning name as id
@@ -55,7 +55,7 @@ update cairnq_ext_schedules s set
     updated_at_ms = clock.now_ms
 from clock
 where s.name = :name::text
-returning row_to_json(s)::text as id
+returning s.*
 
 -- One fire's compare-and-set: moves the next fire on only if the row still
 -- holds the slot the firer read, so of many processes exactly one wins it.

@@ -1,12 +1,13 @@
 -- Flow control (extension ext_0006, README "Flow control"). A limit row is
--- read back as one JSON object in a column named id, as schedules are, so
--- the shared flows read it through the executor's text rows. A task's
+-- read back as its columns, as schedules are; a row whose limit key is a
+-- task's (a JSON value: text or a number) is read as one JSON object in a
+-- column named id, so the key keeps its JSON type. A task's
 -- limit key is `json_extract(metadata, '$.limit_key')`; the walk reads it
 -- as text, `coalesce(cast(... as text), '')`, spelled exactly as the
 -- queued index of ext_0007 is, so the planner matches it.
 
 -- name: select_limits
-select json_object('key', key, 'concurrency', concurrency, 'rate_count', rate_count, 'rate_period_ms', rate_period_ms, 'burst', burst, 'updated_at_ms', updated_at_ms) as id
+select key, concurrency, rate_count, rate_period_ms, burst, updated_at_ms
 from cairnq_ext_limits
 where true
   and key = :key -- when: by_key
@@ -22,7 +23,7 @@ values (:key, :concurrency, :rate_count, :rate_period_ms, :burst, :now_ms)
 on conflict (key) do update set
     concurrency = excluded.concurrency, rate_count = excluded.rate_count,
     rate_period_ms = excluded.rate_period_ms, burst = excluded.burst, updated_at_ms = excluded.updated_at_ms
-returning json_object('key', key, 'concurrency', concurrency, 'rate_count', rate_count, 'rate_period_ms', rate_period_ms, 'burst', burst, 'updated_at_ms', updated_at_ms) as id
+returning key, concurrency, rate_count, rate_period_ms, burst, updated_at_ms
 
 -- name: delete_limit
 delete from cairnq_ext_limits where key = :key returning key as id

@@ -1,14 +1,14 @@
 -- Schedules (extension ext_0001, README "Schedules"). A schedule row is
--- read back as one JSON object in a column named id, so the shared flows
--- read it through the executor's text rows. :now_ms comes from the
--- store's clock: due-ness on SQLite is the store clock's.
+-- read back as its columns, by name (cairnq-sql decodes it once for every
+-- dialect). :now_ms comes from the store's clock: due-ness on SQLite is
+-- the store clock's.
 
 -- The clock every due check and next-fire computation of one pass uses.
 -- name: select_clock
-select cast(:now_ms as text) as id
+select :now_ms as now_ms
 
 -- name: select_schedules
-select json_object('name', name, 'task_name', task_name, 'queue', queue, 'payload', payload, 'priority', priority, 'max_attempts', max_attempts, 'metadata', metadata, 'spec', spec, 'tz', tz, 'next_fire_ms', next_fire_ms, 'last_slot_ms', last_slot_ms, 'missed', missed, 'catch_up', catch_up, 'catch_up_window_ms', catch_up_window_ms, 'catch_up_max', catch_up_max, 'overlap', overlap, 'jitter_ms', jitter_ms, 'paused', paused, 'owner', owner, 'created_at_ms', created_at_ms, 'updated_at_ms', updated_at_ms) as id
+select name, task_name, queue, payload, priority, max_attempts, metadata, spec, tz, next_fire_ms, last_slot_ms, missed, catch_up, catch_up_window_ms, catch_up_max, overlap, jitter_ms, paused, owner, created_at_ms, updated_at_ms
 from cairnq_ext_schedules
 where true
   and name = :name -- when: by_name
@@ -40,7 +40,7 @@ on conflict (name) do update set
     catch_up_window_ms = excluded.catch_up_window_ms, catch_up_max = excluded.catch_up_max,
     overlap = excluded.overlap, jitter_ms = excluded.jitter_ms, owner = excluded.owner,
     updated_at_ms = excluded.updated_at_ms
-returning json_object('name', name, 'task_name', task_name, 'queue', queue, 'payload', payload, 'priority', priority, 'max_attempts', max_attempts, 'metadata', metadata, 'spec', spec, 'tz', tz, 'next_fire_ms', next_fire_ms, 'last_slot_ms', last_slot_ms, 'missed', missed, 'catch_up', catch_up, 'catch_up_window_ms', catch_up_window_ms, 'catch_up_max', catch_up_max, 'overlap', overlap, 'jitter_ms', jitter_ms, 'paused', paused, 'owner', owner, 'created_at_ms', created_at_ms, 'updated_at_ms', updated_at_ms) as id
+returning name, task_name, queue, payload, priority, max_attempts, metadata, spec, tz, next_fire_ms, last_slot_ms, missed, catch_up, catch_up_window_ms, catch_up_max, overlap, jitter_ms, paused, owner, created_at_ms, updated_at_ms
 
 -- name: delete_schedule
 delete from cairnq_ext_schedules where name = :name returning name as id
@@ -50,7 +50,7 @@ delete from cairnq_ext_schedules where name = :name returning name as id
 update cairnq_ext_schedules set
     paused = :paused, next_fire_ms = coalesce(:next_fire_ms, next_fire_ms), updated_at_ms = :now_ms
 where name = :name
-returning json_object('name', name, 'task_name', task_name, 'queue', queue, 'payload', payload, 'priority', priority, 'max_attempts', max_attempts, 'metadata', metadata, 'spec', spec, 'tz', tz, 'next_fire_ms', next_fire_ms, 'last_slot_ms', last_slot_ms, 'missed', missed, 'catch_up', catch_up, 'catch_up_window_ms', catch_up_window_ms, 'catch_up_max', catch_up_max, 'overlap', overlap, 'jitter_ms', jitter_ms, 'paused', paused, 'owner', owner, 'created_at_ms', created_at_ms, 'updated_at_ms', updated_at_ms) as id
+returning name, task_name, queue, payload, priority, max_attempts, metadata, spec, tz, next_fire_ms, last_slot_ms, missed, catch_up, catch_up_window_ms, catch_up_max, overlap, jitter_ms, paused, owner, created_at_ms, updated_at_ms
 
 -- One fire's compare-and-set: moves the next fire on only if the row still
 -- holds the slot the firer read, so of many processes exactly one wins it.

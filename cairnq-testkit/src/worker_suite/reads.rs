@@ -7,9 +7,9 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use cairnq_core::backend::LIST_SORT_AT_MOST;
 use cairnq_core::store::{ClaimDraw, CountTasksParams};
 use cairnq_core::{CairnQ, Conflict, ListFilter, SubmitOptions, Task, TaskSpec, TaskStatus};
+use cairnq_sql::LIST_SORT_AT_MOST;
 use serde_json::json;
 
 use super::support::{fresh, list_all, session};

@@ -19,8 +19,9 @@ mod tasks;
 
 use std::collections::BTreeMap;
 
-use cairnq_core::{MigrationStatus, PROTOCOL_VERSION};
+use cairnq_core::MigrationStatus;
 use cairnq_postgres::PostgresStore;
+use cairnq_protocol::PROTOCOL_VERSION;
 use serde::Serialize;
 
 use crate::commands::Context;

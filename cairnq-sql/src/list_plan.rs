@@ -17,7 +17,7 @@
 use cairnq_protocol::Sql;
 
 use super::query::Query;
-use crate::store::ListFilter;
+use cairnq_core::store::ListFilter;
 
 /// The fewest matching rows at which a list walks the list-order index
 /// rather than sorting its matches: below it a sort costs at most this
@@ -134,8 +134,8 @@ fn has_filters(filter: &ListFilter) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::Arg;
-    use crate::model::{ListCursor, TaskStatus};
+    use crate::Arg;
+    use cairnq_core::{ListCursor, TaskStatus};
 
     #[test]
     fn a_list_walks_in_order_unless_few_rows_match_its_filters() {
@@ -145,7 +145,7 @@ mod tests {
         let few = Matching::Exactly(LIST_SORT_AT_MOST - 1);
         assert_eq!(Query::list_planned(&failed, Some(Matching::AtLeast(LIST_SORT_AT_MOST))).sql, Sql::ListTasksInOrder);
         assert_eq!(Query::list_planned(&failed, Some(few)).sql, Sql::ListTasks);
-        let deep = failed.clone().after(ListCursor { created_at_ms: 1, id: "task_x".into() });
+        let deep = failed.clone().after("1.task_x".parse::<ListCursor>().expect("a cursor"));
         let many = Matching::Exactly(LIST_CURSOR_SORT_AT_MOST - 1);
         assert_eq!(Query::list_planned(&deep, Some(many)).sql, Sql::ListTasks, "a cursor sorts a known few");
         let more = Matching::Exactly(LIST_CURSOR_SORT_AT_MOST);

@@ -13,42 +13,42 @@ use std::future::Future;
 
 use cairnq_protocol::Sql;
 
-use crate::backend::helpers::{SubmitRun, fail_undecodable, in_asked_order, lost_lease, submit_runs};
-use crate::backend::limits;
-use crate::backend::query::Query;
-use crate::envelope::ErrorEnvelope;
-use crate::error::{Error, Result};
-use crate::keys::{KeyedSubmit, resolve_key_conflict};
-use crate::model::{HeldLease, Task, TaskRef, Undecodable};
-use crate::observe;
-use crate::store::{
+use cairnq_core::backend::Changes;
+
+use crate::limits;
+use crate::query::Query;
+use crate::rows::{FromRow, Moved};
+use cairnq_core::ErrorEnvelope;
+use cairnq_core::backend::{KeyedSubmit, resolve_key_conflict};
+use cairnq_core::backend::{SubmitRun, fail_undecodable, in_asked_order, lost_lease, submit_runs};
+use cairnq_core::observe;
+use cairnq_core::store::{
     CancelParams, ClaimDraw, ClaimParams, FailParams, HeartbeatBatchParams, HeartbeatParams, NewTask, ProgressParams,
     PurgeFilter, RepairParams, Repaired, RetryParams, SettleParams, SubmitManyParams, TaskRow, TaskSelector,
 };
+use cairnq_core::{Error, Result};
+use cairnq_core::{HeldLease, Task, TaskRef, Undecodable};
 
-/// Runs protocol statements inside one transaction of a backend. Each
-/// method runs one [`Query`] and decodes its rows the way its name says;
-/// the backend adds what its dialect needs (SQLite's `now_ms`).
+/// Runs protocol statements inside one transaction of a backend: the
+/// backend adds what its dialect needs (SQLite's `now_ms`) and reads each
+/// row through its driver's [`SqlRow`](crate::SqlRow).
 ///
 /// The futures carry no `Send` bound: a backend whose executor is `Send`
 /// gets `Send` flows (auto traits follow the concrete type).
 pub trait Executor {
-    /// Rows that are whole tasks (`select *` / `returning *`), each decoded
-    /// on its own.
-    fn tasks(&self, query: Query) -> impl Future<Output = Result<Vec<TaskRow>>>;
+    /// Runs `query` and decodes every row it returned as `T` (with a
+    /// [`Decoder`](crate::Decoder): columns found once per run); a
+    /// statement returning nothing gives an empty list.
+    fn rows<T: FromRow>(&self, query: Query) -> impl Future<Output = Result<Vec<T>>>;
 
-    /// `(id, status)` rows.
-    fn refs(&self, query: Query) -> impl Future<Output = Result<Vec<TaskRef>>>;
-
-    /// `(id, cancel_requested_at_ms)` rows.
-    fn leases(&self, query: Query) -> impl Future<Output = Result<Vec<HeldLease>>>;
-
-    /// The first column of each row as text (ids); a statement returning
-    /// nothing gives an empty list.
-    fn ids(&self, query: Query) -> impl Future<Output = Result<Vec<String>>>;
-
-    /// `(id, queue)` rows: the tasks a lease recovery moved.
-    fn recovered(&self, query: Query) -> impl Future<Output = Result<Vec<(String, String)>>>;
+    /// Notes what a write of this transaction changed for the store's
+    /// sleepers in this process, to publish after the commit (the flows
+    /// call it after each write that queued or finished tasks). The
+    /// default forgets it: right for a store whose sleepers hear of changes
+    /// another way (Postgres: LISTEN/NOTIFY); `change` is then never run.
+    fn note(&self, change: impl FnOnce(&mut Changes)) {
+        let _ = change;
+    }
 
     /// Takes the lock a keyed submit holds until its transaction ends
     /// (Postgres: an advisory lock on the key; SQLite's write transaction
@@ -111,12 +111,12 @@ fn first(rows: Vec<TaskRow>) -> Result<Option<Task>> {
 pub async fn submit(exec: &impl Executor, task: &NewTask) -> Result<Task> {
     let Some(key) = &task.key else { return exec.insert(task).await };
     exec.lock_key(key).await?;
-    let existing = exec.refs(Query::new(Sql::SelectKeyTask).arg("key", key)).await?.into_iter().next();
+    let existing = exec.rows::<TaskRef>(Query::new(Sql::SelectKeyTask).arg("key", key)).await?.into_iter().next();
     let decision = resolve_key_conflict(task.conflict, key, existing.as_ref())?;
     if let Some(old) = existing.map(|old| TaskSelector::Id(old.id)) {
         match decision {
             KeyedSubmit::ReturnExisting => {
-                if let Some(found) = first(exec.tasks(Query::new(Sql::SelectTask).select(&old)).await?)? {
+                if let Some(found) = first(exec.rows(Query::new(Sql::SelectTask).select(&old)).await?)? {
                     return Ok(found);
                 }
             }
@@ -127,7 +127,7 @@ pub async fn submit(exec: &impl Executor, task: &NewTask) -> Result<Task> {
         }
     }
     let inserted = exec.insert(task).await?;
-    exec.ids(Query::new(Sql::UpsertTaskKey).arg("key", key).arg("task_id", &inserted.id)).await?;
+    exec.rows::<()>(Query::new(Sql::UpsertTaskKey).arg("key", key).arg("task_id", &inserted.id)).await?;
     Ok(inserted)
 }
 
@@ -161,9 +161,9 @@ pub async fn claim(exec: &impl Executor, params: &ClaimParams) -> Result<Vec<Tas
 pub async fn claim_with(exec: &impl Executor, params: &ClaimParams, mode: LimitMode) -> Result<Vec<Task>> {
     let mut plan = params.plan();
     let expired = ErrorEnvelope::lease_expired().to_json();
-    let recover = |sql| exec.recovered(Query::new(sql).arg("error", &expired));
+    let recover = |sql| exec.rows::<Moved>(Query::new(sql).arg("error", &expired));
     let guarded = mode == LimitMode::On;
-    let probe = guarded.then(|| exec.ids(limits::any_limits()));
+    let probe = guarded.then(|| exec.rows::<String>(limits::any_limits()));
     let first = params.draws.first().map(|draw| draw_once(exec, params, draw, plan.limit(0), guarded));
     let (canceled, requeued, failed, limited, first) = futures::try_join!(
         recover(Sql::RecoverCanceledLeases),
@@ -182,7 +182,14 @@ pub async fn claim_with(exec: &impl Executor, params: &ClaimParams, mode: LimitM
             }
         },
     )?;
-    observe::leases_recovered([canceled, requeued, failed].iter().flatten().map(|(_, queue)| queue.as_str()));
+    // A requeued task is due work on its queue; a canceled or failed one is done.
+    exec.note(|changes| {
+        requeued.iter().for_each(|moved| changes.queued_on(&moved.queue));
+        for moved in canceled.iter().chain(&failed) {
+            changes.finished(moved.id.clone(), Some(moved.queue.clone()));
+        }
+    });
+    observe::leases_recovered([canceled, requeued, failed].iter().flatten().map(|moved| moved.queue.as_str()));
     let (mut claimed, drawn) = first;
     plan.took(0, drawn);
     if limited {
@@ -215,13 +222,13 @@ async fn draw_once(
         .arg("limit", i64::from(limit))
         .scope(&draw.queues, draw.names.as_deref());
     let query = if unlimited_only { query.flag("unlimited_only") } else { query };
-    take_claimed(exec, params, exec.tasks(query).await?).await
+    take_claimed(exec, params, exec.rows(query).await?).await
 }
 
 /// The tasks among rows a claim drew, and how many rows it drew; a row
 /// that does not decode is failed here, in the claim's transaction and
 /// owned by the claimer, and left out.
-pub(super) async fn take_claimed(
+pub(crate) async fn take_claimed(
     exec: &impl Executor,
     params: &ClaimParams,
     rows: Vec<TaskRow>,
@@ -233,10 +240,11 @@ pub(super) async fn take_claimed(
         // recovery takes it back until its attempts run out.
         let Some(id) = row.task_id else { continue };
         let query = Query::new(Sql::FailUndecodableTask)
-            .arg("id", id)
+            .arg("id", &id)
             .arg("worker_id", &params.worker_id)
             .arg("error", envelope);
-        exec.ids(query).await?;
+        exec.rows::<()>(query).await?;
+        exec.note(|changes| changes.finished(id, None));
     }
     Ok((tasks, drawn))
 }
@@ -245,7 +253,9 @@ pub(super) async fn take_claimed(
 /// [`Error::LostLease`] when no row matched.
 async fn owned(exec: &impl Executor, query: Query, task_id: &str, worker_id: &str) -> Result<Task> {
     let query = query.arg("id", task_id).arg("worker_id", worker_id);
-    first(exec.tasks(query).await?)?.ok_or_else(|| lost_lease(task_id, worker_id))
+    let task = first(exec.rows(query).await?)?.ok_or_else(|| lost_lease(task_id, worker_id))?;
+    exec.note(|changes| changes.saw(&task));
+    Ok(task)
 }
 
 /// Extends one lease.
@@ -259,7 +269,7 @@ pub async fn heartbeat_batch(exec: &impl Executor, p: &HeartbeatBatchParams) -> 
         .arg("ids", p.task_ids.clone())
         .arg("worker_id", &p.worker_id)
         .arg("lease_ms", p.lease_ms);
-    let held = exec.leases(query).await?;
+    let held = exec.rows::<HeldLease>(query).await?;
     Ok(in_asked_order(p.task_ids.iter().map(String::as_str), held, |h| &h.id))
 }
 
@@ -288,29 +298,42 @@ pub async fn fail(exec: &impl Executor, p: &FailParams) -> Result<Task> {
 
 /// Queued -> canceled now; running -> cancel requested; else `None`.
 pub async fn cancel(exec: &impl Executor, params: &CancelParams) -> Result<Option<Task>> {
-    first(exec.tasks(Query::new(Sql::CancelTask).select(&params.task)).await?)
+    noted(exec, first(exec.rows(Query::new(Sql::CancelTask).select(&params.task)).await?)?)
+}
+
+/// `task`, as a write left it, noted for the store's sleepers.
+fn noted(exec: &impl Executor, task: Option<Task>) -> Result<Option<Task>> {
+    if let Some(task) = &task {
+        exec.note(|changes| changes.saw(task));
+    }
+    Ok(task)
 }
 
 /// Failed or canceled -> queued now (attempt reset when asked); else `None`.
 pub async fn retry(exec: &impl Executor, params: &RetryParams) -> Result<Option<Task>> {
     let query = Query::new(Sql::RetryTask).select(&params.task);
     let query = if params.reset_attempt { query.flag("reset_attempt") } else { query };
-    first(exec.tasks(query).await?)
+    noted(exec, first(exec.rows(query).await?)?)
 }
 
 /// Deletes terminal rows; their ids.
 pub async fn purge(exec: &impl Executor, filter: &PurgeFilter) -> Result<Vec<String>> {
-    exec.ids(Query::purge(filter)).await
+    exec.rows(Query::purge(filter)).await
 }
 
 /// Rows of the given queues no ordinary operation would move (see
-/// [`Store::repair`](crate::Store::repair)).
+/// [`Store::repair`](cairnq_core::Store::repair)).
 pub async fn repair(exec: &impl Executor, params: &RepairParams) -> Result<Repaired> {
     let queues = params.queues.clone();
-    Ok(Repaired {
-        expired: exec.ids(Query::new(Sql::ExpireUnleasedTasks).arg("queues", queues.clone())).await?,
-        scheduled: exec.ids(Query::new(Sql::ScheduleUnscheduledTasks).arg("queues", queues)).await?,
-    })
+    let mut repaired = Repaired::default();
+    repaired.expired = exec.rows(Query::new(Sql::ExpireUnleasedTasks).arg("queues", queues.clone())).await?;
+    repaired.scheduled = exec.rows(Query::new(Sql::ScheduleUnscheduledTasks).arg("queues", queues)).await?;
+    if !repaired.scheduled.is_empty() {
+        // Which queue each made-due row is on is not returned; waking every
+        // repaired queue's sleepers is the cheap superset.
+        exec.note(|changes| params.queues.iter().for_each(|queue| changes.queued_on(queue)));
+    }
+    Ok(repaired)
 }
 
 /// Whether a database may be used, given the `protocol_version` its meta

@@ -24,9 +24,9 @@ use serde_json::Value;
 use super::flows::{Executor, take_claimed};
 use super::limits::{LimitedClaim, decode, text_key};
 use super::query::Query;
-use crate::error::Result;
-use crate::model::Task;
-use crate::store::{ClaimDraw, ClaimParams};
+use cairnq_core::Result;
+use cairnq_core::Task;
+use cairnq_core::store::{ClaimDraw, ClaimParams, TaskRow};
 
 /// Above every priority (a 32-bit column): the cursor of a walk's start.
 const ABOVE_TOP: i64 = 1 << 31;
@@ -51,7 +51,7 @@ struct Offer {
 impl LimitedClaim {
     /// One draw of up to `limit` rows; the tasks and how many rows were
     /// drawn (as [`take_claimed`] counts them).
-    pub(super) async fn draw(
+    pub(crate) async fn draw(
         &mut self,
         exec: &impl Executor,
         params: &ClaimParams,
@@ -84,7 +84,7 @@ impl LimitedClaim {
                 .arg("after", cursor.1.clone())
                 .arg("max_groups", i64::try_from(max_groups).unwrap_or(i64::MAX));
             let groups: Vec<(i64, String)> = exec
-                .ids(q)
+                .rows::<String>(q)
                 .await?
                 .iter()
                 .map(|t| decode::<(i64, Value)>("limit group", t).map(|(p, k)| (p, text_key(k).unwrap_or_default())))
@@ -112,7 +112,7 @@ impl LimitedClaim {
                     .arg("priority", *priority)
                     .arg("key", key.clone().unwrap_or_default())
                     .arg("limit", i64::try_from(*n).unwrap_or(i64::MAX));
-                exec.ids(q.names(draw.names.as_deref()))
+                exec.rows::<String>(q.names(draw.names.as_deref()))
             });
             let rows = futures::future::try_join_all(fetches).await?;
             let offers = wanted.into_iter().zip(rows).map(|((priority, key, _), ids)| Offer {
@@ -182,7 +182,7 @@ impl LimitedClaim {
                 .arg("blocked", blocked.clone())
                 .scope(&draw.queues, draw.names.as_deref());
             let candidates: Vec<Pick> = exec
-                .ids(q)
+                .rows::<String>(q)
                 .await?
                 .iter()
                 .map(|t| decode::<Candidate>("claim candidate", t).map(|c| (c.id, c.key.and_then(text_key))))
@@ -220,7 +220,7 @@ impl LimitedClaim {
             .arg("ids", ids)
             .arg("worker_id", &params.worker_id)
             .arg("lease_ms", params.lease_ms);
-        let rows = exec.tasks(q).await?;
+        let rows: Vec<TaskRow> = exec.rows(q).await?;
         let got: HashSet<&str> = rows
             .iter()
             .filter_map(|row| match row {

@@ -1,6 +1,6 @@
 //! Flow control over an [`Executor`]: the limit operations of the seam
-//! (each statement returns a limit row as one JSON object in a text
-//! column, decoded here, as schedules do) and the limit-aware draws of a
+//! (limit rows are typed rows; a row holding a task's limit key, a JSON
+//! value, comes as one JSON object in a text column, decoded here) and the limit-aware draws of a
 //! claim, which [`flows::claim_with`](super::flows::claim_with) runs when
 //! any limit is set.
 //!
@@ -24,45 +24,20 @@ use cairnq_protocol::Sql;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::admission::{Admission, LimitBook};
-use super::claim_plan::DrawPlan;
 use super::flows::{Executor, LimitLocks};
 use super::query::Query;
 use super::schedules::clock;
-use crate::error::{Error, Result};
-use crate::model::Task;
-use crate::store::{
+use cairnq_core::Task;
+use cairnq_core::backend::DrawPlan;
+use cairnq_core::backend::{Admission, LimitBook};
+use cairnq_core::store::{
     ClaimParams, KeyUsage, LimitRow, LimitUsage, LimitUsageParams, LimitWaitParams, LimitsQuery, RemoveLimitParams,
     SetLimitParams,
 };
+use cairnq_core::{Error, Result};
 
-/// A limit row as its statements return it.
-#[derive(Deserialize)]
-struct StoredLimit {
-    key: String,
-    concurrency: Option<i64>,
-    rate_count: Option<i64>,
-    rate_period_ms: Option<i64>,
-    burst: Option<i64>,
-    updated_at_ms: i64,
-}
-
-pub(super) fn decode<T: for<'de> Deserialize<'de>>(what: &str, text: &str) -> Result<T> {
+pub(crate) fn decode<T: for<'de> Deserialize<'de>>(what: &str, text: &str) -> Result<T> {
     serde_json::from_str(text).map_err(|e| Error::corrupt_row(format!("a {what} row: {e}")))
-}
-
-fn decode_limits(texts: Vec<String>) -> Result<Vec<LimitRow>> {
-    texts
-        .iter()
-        .map(|text| {
-            let s: StoredLimit = decode("limit", text)?;
-            let mut row = LimitRow::new(s.key);
-            (row.concurrency, row.rate_count, row.rate_period_ms, row.burst) =
-                (s.concurrency, s.rate_count, s.rate_period_ms, s.burst);
-            row.updated_at_ms = s.updated_at_ms;
-            Ok(row)
-        })
-        .collect()
 }
 
 /// Limits as asked, by key.
@@ -71,7 +46,7 @@ pub async fn limits(exec: &impl Executor, query: &LimitsQuery) -> Result<Vec<Lim
         Some(key) => Query::new(Sql::SelectLimits).flag("by_key").arg("key", key),
         None => Query::new(Sql::SelectLimits),
     };
-    decode_limits(exec.ids(q).await?)
+    exec.rows(q).await
 }
 
 /// Creates or replaces a limit; the row as stored.
@@ -83,17 +58,17 @@ pub async fn set_limit(exec: &impl Executor, params: &SetLimitParams) -> Result<
         .arg("rate_count", r.rate_count)
         .arg("rate_period_ms", r.rate_period_ms)
         .arg("burst", r.burst);
-    decode_limits(exec.ids(q).await?)?.pop().ok_or_else(|| Error::corrupt_row("a limit upsert returned no row"))
+    exec.rows::<LimitRow>(q).await?.pop().ok_or_else(|| Error::corrupt_row("a limit upsert returned no row"))
 }
 
 /// Deletes a limit; whether it existed.
 pub async fn remove_limit(exec: &impl Executor, params: &RemoveLimitParams) -> Result<bool> {
-    Ok(!exec.ids(Query::new(Sql::DeleteLimit).arg("key", &params.key)).await?.is_empty())
+    Ok(!exec.rows::<String>(Query::new(Sql::DeleteLimit).arg("key", &params.key)).await?.is_empty())
 }
 
 /// Whether any limit is set (the query [`flows::claim_with`](super::flows::claim_with)
 /// sends with lease recovery).
-pub(super) fn any_limits() -> Query {
+pub(crate) fn any_limits() -> Query {
     Query::new(Sql::AnyLimits)
 }
 
@@ -110,7 +85,7 @@ async fn counts(exec: &impl Executor, q: Query) -> Result<Vec<(String, u64)>> {
         key: Value,
         n: u64,
     }
-    let rows = exec.ids(q).await?;
+    let rows = exec.rows::<String>(q).await?;
     rows.iter()
         .map(|t| decode::<Count>("key count", t))
         .filter_map(|r| r.map(|r| text_key(r.key).map(|k| (k, r.n))).transpose())
@@ -118,7 +93,7 @@ async fn counts(exec: &impl Executor, q: Query) -> Result<Vec<(String, u64)>> {
 }
 
 /// Every key with running or queued tasks or rate state, and how many of
-/// each (see [`Store::limit_usage`](crate::Store::limit_usage)).
+/// each (see [`Store::limit_usage`](cairnq_core::Store::limit_usage)).
 pub async fn limit_usage(exec: &impl Executor, params: &LimitUsageParams) -> Result<LimitUsage> {
     let _ = params;
     let now_ms = clock(exec).await?;
@@ -144,15 +119,13 @@ pub async fn limit_usage(exec: &impl Executor, params: &LimitUsageParams) -> Res
 }
 
 /// Milliseconds until the soonest rate-held key may start again (see
-/// [`Store::limit_wait`](crate::Store::limit_wait)); `None` when no rate
+/// [`Store::limit_wait`](cairnq_core::Store::limit_wait)); `None` when no rate
 /// holds a key back.
 pub async fn limit_wait(exec: &impl Executor, params: &LimitWaitParams) -> Result<Option<i64>> {
     let _ = params;
     let now_ms = clock(exec).await?;
-    let (limits, states) = futures::try_join!(
-        async { decode_limits(exec.ids(Query::new(Sql::SelectLimits)).await?) },
-        states(exec, None, now_ms)
-    )?;
+    let (limits, states) =
+        futures::try_join!(exec.rows::<LimitRow>(Query::new(Sql::SelectLimits)), states(exec, None, now_ms))?;
     let book = LimitBook::new(&limits);
     Ok(states
         .iter()
@@ -170,7 +143,7 @@ async fn states(exec: &impl Executor, keys: Option<&[String]>, now_ms: i64) -> R
         tat_ms: i64,
     }
     let q = with_keys(Query::new(Sql::SelectLimitState).arg("now_ms", now_ms), keys);
-    let rows = exec.ids(q).await?;
+    let rows = exec.rows::<String>(q).await?;
     rows.iter().map(|t| decode::<State>("rate state", t).map(|s| (s.key, s.tat_ms))).collect()
 }
 
@@ -184,7 +157,7 @@ fn with_keys(q: Query, keys: Option<&[String]>) -> Query {
 /// The limit key a `limit_key` value stands for: a string as it is, a
 /// number as its text (as SQL reads `limit_key` as text); any other value
 /// limits nothing.
-pub(super) fn text_key(value: Value) -> Option<String> {
+pub(crate) fn text_key(value: Value) -> Option<String> {
     match value {
         Value::String(key) => Some(key),
         Value::Number(n) => Some(n.to_string()),
@@ -195,14 +168,13 @@ pub(super) fn text_key(value: Value) -> Option<String> {
 /// The limit-aware draws of one claim, after lease recovery: each draw of
 /// `params` from `first` on, within `plan`; the rate state of every key
 /// that started tasks is written before returning.
-pub(super) async fn claim_limited(
+pub(crate) async fn claim_limited(
     exec: &impl Executor,
     params: &ClaimParams,
     plan: &mut DrawPlan<'_>,
     first: usize,
 ) -> Result<Vec<Task>> {
-    let (now_ms, limits) =
-        futures::try_join!(clock(exec), async { decode_limits(exec.ids(Query::new(Sql::SelectLimits)).await?) })?;
+    let (now_ms, limits) = futures::try_join!(clock(exec), exec.rows::<LimitRow>(Query::new(Sql::SelectLimits)))?;
     let mut claim = LimitedClaim { admission: Admission::new(&limits, now_ms), seen: HashSet::new(), now_ms };
     let mut claimed = Vec::new();
     for (index, draw) in params.draws.iter().enumerate().skip(first) {
@@ -212,16 +184,16 @@ pub(super) async fn claim_limited(
     }
     let (keys, tats): (Vec<String>, Vec<i64>) = claim.admission.rate_states().into_iter().unzip();
     if !keys.is_empty() {
-        exec.ids(Query::new(Sql::UpsertLimitState).arg("keys", keys).arg("tats", tats)).await?;
+        exec.rows::<()>(Query::new(Sql::UpsertLimitState).arg("keys", keys).arg("tats", tats)).await?;
     }
-    crate::observe::limits_throttled(claim.admission.throttled().iter().map(String::as_str));
+    cairnq_core::observe::limits_throttled(claim.admission.throttled().iter().map(String::as_str));
     Ok(claimed)
 }
 
 /// The admissions of one claim and the keys it holds (its draws are
 /// [`limit_walk`](super::limit_walk)'s).
-pub(super) struct LimitedClaim {
-    pub(super) admission: Admission,
+pub(crate) struct LimitedClaim {
+    pub(crate) admission: Admission,
     /// Limited keys met so far: counted (and, where claimers run at once,
     /// locked), or found held by another claimer.
     seen: HashSet<String>,
@@ -235,7 +207,7 @@ impl LimitedClaim {
     /// stale by the commit); a key another claimer holds is skipped this
     /// round. Only the keys a claim meets are read, through the running
     /// rows of each.
-    pub(super) async fn meet_keys<'k>(
+    pub(crate) async fn meet_keys<'k>(
         &mut self,
         exec: &impl Executor,
         keys: impl Iterator<Item = &'k str>,

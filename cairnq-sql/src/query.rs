@@ -10,8 +10,8 @@
 
 use cairnq_protocol::Sql;
 
-use crate::json::Json;
-use crate::store::{
+use cairnq_core::Json;
+use cairnq_core::store::{
     ChildrenParams, CountQueuedParams, CountTasksParams, GetParams, ListFilter, NewTask, ProbeParams, PurgeFilter,
     StatsParams, TaskKeyParams, TaskSelector,
 };
@@ -131,7 +131,7 @@ impl<T: Into<Arg>> From<Option<T>> for Arg {
 /// statements read the database clock where SQLite ones take `now_ms`).
 ///
 /// ```
-/// use cairnq_core::backend::{Arg, Query};
+/// use cairnq_sql::{Arg, Query};
 /// use cairnq_core::store::ListFilter;
 /// let query = Query::list(&ListFilter::new().queue("emails"));
 /// assert_eq!(query.flags, ["queue"]);
@@ -172,7 +172,7 @@ impl Query {
     }
 
     /// Switches `flag` on and binds it, when a value is given.
-    pub(super) fn filter(self, flag: &'static str, value: Option<&str>) -> Self {
+    pub(crate) fn filter(self, flag: &'static str, value: Option<&str>) -> Self {
         match value {
             Some(value) => self.flag(flag).arg(flag, value),
             None => self,
@@ -184,6 +184,9 @@ impl Query {
         match task {
             TaskSelector::Id(id) => self.flag("by_id").arg("id", id),
             TaskSelector::Key(key) => self.flag("by_key").arg("key", key),
+            // A way of picking a task this build does not know picks none:
+            // no row has a NULL id.
+            _ => self.flag("by_id").arg("id", Arg::Null),
         }
     }
 
@@ -224,7 +227,7 @@ impl Query {
 
     /// The queued index of `ext_0007_limit_queue_index` (which comes after
     /// the limits table of `ext_0006_limits`): a claim enforces limits only
-    /// where it exists (see [`LimitMode`](crate::backend::LimitMode)).
+    /// where it exists (see [`LimitMode`](crate::LimitMode)).
     pub const LIMITS_INDEX: &'static str = "cairnq_ext_tasks_limit_queued_idx";
 
     /// `probe_claimable` for the queues and names asked.
@@ -257,7 +260,7 @@ impl Query {
     }
 
     /// One flag and argument per column filter of `filter`.
-    pub(super) fn filters(self, filter: &ListFilter) -> Self {
+    pub(crate) fn filters(self, filter: &ListFilter) -> Self {
         self.filter("status", filter.status.map(|s| s.as_str()))
             .filter("queue", filter.queue.as_deref())
             .filter("name", filter.name.as_deref())
@@ -267,7 +270,7 @@ impl Query {
 
     /// The created range (`created`), when either end is set; an open end
     /// is the end of what the column holds, so one flag serves both.
-    pub(super) fn created(self, since_ms: Option<i64>, until_ms: Option<i64>) -> Self {
+    pub(crate) fn created(self, since_ms: Option<i64>, until_ms: Option<i64>) -> Self {
         if since_ms.is_none() && until_ms.is_none() {
             return self;
         }
@@ -275,7 +278,7 @@ impl Query {
     }
 
     /// The keyset cursor of `filter`, when it has one.
-    pub(super) fn cursor(self, filter: &ListFilter) -> Self {
+    pub(crate) fn cursor(self, filter: &ListFilter) -> Self {
         match &filter.after {
             Some(after) => self.flag("after").arg("after_ms", after.created_at_ms).arg("after_id", &after.id),
             None => self,
@@ -344,7 +347,7 @@ impl Query {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::TaskStatus;
+    use cairnq_core::TaskStatus;
 
     #[test]
     fn filters_become_flags_only_when_given() {

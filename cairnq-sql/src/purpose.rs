@@ -3,7 +3,7 @@
 //! A statement's `-- name:` (`list_tasks_in_order`) is an internal name:
 //! when its driver fails, the person reading the error is told what the
 //! operation was ("could not list the tasks: ..."), and the name stays in
-//! the error's source chain ([`StepError`](crate::StepError)). The match is
+//! the error's source chain ([`StepError`](cairnq_core::StepError)). The match is
 //! exhaustive, so a new statement does not build until it has its words.
 
 use cairnq_protocol::Sql;
@@ -11,7 +11,7 @@ use cairnq_protocol::Sql;
 /// What `sql` does, as the object of "could not ...": `cancel the task`.
 ///
 /// ```
-/// use cairnq_core::backend::{Sql, purpose};
+/// use cairnq_sql::{Sql, purpose};
 /// assert_eq!(purpose(Sql::CancelTask), "cancel the task");
 /// assert_eq!(purpose(Sql::ListTasksInOrder), purpose(Sql::ListTasks));
 /// ```
