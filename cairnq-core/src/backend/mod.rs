@@ -22,6 +22,7 @@ mod list_plan;
 mod purpose;
 mod query;
 pub mod schedules;
+pub mod steps;
 
 pub use admission::{Admission, Gcra, LimitBook};
 pub use cairnq_protocol::Sql;
