@@ -2,8 +2,9 @@
 //! `cairnq_core::backend::steps`, reads on a reader thread and the
 //! ownership-checked write on the writer. A file another SDK installed and
 //! opened with `Install::Existing` may lack the steps table (extension
-//! `ext_0009_steps`): its tasks have no steps to show, and a step cannot
-//! be stored there.
+//! `ext_0009_steps`): there both operations answer `UnsupportedBackend`
+//! (the client then shows no steps, and a handler's step fails before it
+//! runs), as a Postgres store without the table offers no step store.
 
 use async_trait::async_trait;
 use cairnq_core::backend::steps::{self, STEPS_TABLE};
@@ -28,7 +29,7 @@ impl StepStore for SqliteStore {
         let params = params.clone();
         self.read(move |conn, now_ms| {
             if !has_steps(conn)? {
-                return Ok(Vec::new());
+                return Err(Error::UnsupportedBackend { operation: "steps", backend: "sqlite" });
             }
             let exec = SqliteExec::reading(conn, now_ms);
             exec.run(steps::steps(&exec, &params))

@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use crate::settle::Settlement;
 use crate::shared::Shared;
 use crate::state::TaskState;
-use crate::step::StepMemo;
+use crate::step_memo::StepMemo;
 use crate::task_error::TaskError;
 
 /// How old the heartbeat's answer about a cancel may be before

@@ -169,6 +169,7 @@ mod settle_in;
 mod shared;
 mod state;
 mod step;
+mod step_memo;
 mod stop;
 mod task_error;
 mod wakeups;

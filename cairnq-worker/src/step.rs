@@ -16,32 +16,11 @@ use std::future::Future;
 
 use cairnq_core::backend::lost_lease;
 use cairnq_core::{Error, ErrorEnvelope, Json, Step, codes, step_name};
-use parking_lot::Mutex;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use tokio::sync::OnceCell;
 
 use crate::context::TaskContext;
 use crate::task_error::TaskError;
-
-/// One attempt's step bookkeeping: how often each name was used (so the
-/// `n`-th use of a name gets its own row), and the steps stored before,
-/// read once at the attempt's first step.
-#[derive(Debug, Default)]
-pub(crate) struct StepMemo {
-    uses: Mutex<HashMap<String, u32>>,
-    stored: OnceCell<HashMap<String, Step>>,
-}
-
-impl StepMemo {
-    /// The stored name of this use of `name`: `name`, then `name#2`, ...
-    fn next_name(&self, name: &str) -> String {
-        let mut uses = self.uses.lock();
-        let nth = uses.entry(name.to_string()).or_insert(0);
-        *nth += 1;
-        Step::numbered(name, *nth)
-    }
-}
 
 /// Why [`TaskContext::step`] gave no value. A handler returning
 /// `Result<_, TaskError>` passes it on with `?`.
@@ -168,7 +147,7 @@ impl TaskContext {
             let steps = self.core().session.steps(self.task_id()).await?;
             Ok::<_, Error>(steps.into_iter().map(|s| (s.name.clone(), s)).collect())
         };
-        self.steps().stored.get_or_try_init(read).await.map_err(StepFailure::Store)
+        self.steps().stored().get_or_try_init(read).await.map_err(StepFailure::Store)
     }
 
     /// Stores the step under this attempt's lease; a lost lease is

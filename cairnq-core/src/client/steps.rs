@@ -25,9 +25,10 @@ impl CairnQ {
     /// ```
     pub async fn steps(&self, task_id: &str) -> Result<Vec<Step>> {
         require_text("task_id", task_id)?;
-        match self.store.step_store() {
-            Some(steps) => steps.steps(&StepsParams::new(task_id)).await,
-            None => Ok(Vec::new()),
+        let Some(steps) = self.store.step_store() else { return Ok(Vec::new()) };
+        match steps.steps(&StepsParams::new(task_id)).await {
+            Err(Error::UnsupportedBackend { .. }) => Ok(Vec::new()),
+            read => read,
         }
     }
 }

@@ -26,6 +26,9 @@ use crate::step::Step;
 pub trait StepStore: Send + Sync {
     /// The task's steps in the order they were stored (none for a task
     /// without steps, or without a row).
+    /// [`Error::UnsupportedBackend`](crate::Error::UnsupportedBackend)
+    /// where the database turns out to have no steps table (an
+    /// installation another SDK made, opened without migrating).
     async fn steps(&self, params: &StepsParams) -> Result<Vec<Step>>;
 
     /// Stores one step (a name stored before is replaced) in one
