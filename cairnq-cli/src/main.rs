@@ -15,6 +15,7 @@ mod humanize;
 mod log;
 mod metrics;
 mod output;
+mod steps_view;
 mod table;
 
 use clap::Parser;

@@ -43,6 +43,7 @@ mod retention;
 mod schedule;
 mod schedule_policy;
 mod settle_hook;
+mod step;
 mod typed;
 
 pub use backoff::Backoff;
@@ -66,5 +67,6 @@ pub use model::{
 pub use retention::{Retention, Sweeper, SweeperHandle};
 pub use schedule::{CatchUp, MIN_INTERVAL, Overlap, Schedule, ScheduleInfo, ScheduleOwner, ScheduleSpec, slot_key};
 pub use settle_hook::{SettleHook, SettleWrite, Settled, not_the_workers_store};
+pub use step::{Step, step_name};
 pub use store::{Capabilities, Change, ChangeWatch, ListFilter, PurgeFilter, Repaired, Store, TaskSelector, Wake};
 pub use typed::TaskDef;

@@ -17,6 +17,7 @@
 
 mod limits;
 mod schedules;
+mod steps;
 mod tables;
 mod task_ops;
 #[cfg(test)]
@@ -32,7 +33,7 @@ use cairnq_core::store::{
     DeleteScheduleParams, FailParams, FeedParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams,
     LimitRow, LimitUsage, LimitUsageParams, LimitWaitParams, LimitsQuery, ListFilter, NewTask, PauseScheduleParams,
     ProbeParams, ProgressParams, PurgeFilter, RemoveLimitParams, RepairParams, RetryParams, SaveScheduleParams,
-    ScheduleQuery, ScheduleRead, ScheduleRow, ScheduleStore, SetLimitParams, SettleParams, StatsParams,
+    ScheduleQuery, ScheduleRead, ScheduleRow, ScheduleStore, SetLimitParams, SettleParams, StatsParams, StepStore,
     SubmitManyParams, TaskKeyParams, TaskRow,
 };
 use cairnq_core::{
@@ -154,6 +155,10 @@ impl Store for MemoryStore {
     }
 
     fn schedule_store(&self) -> Option<&dyn ScheduleStore> {
+        Some(self)
+    }
+
+    fn step_store(&self) -> Option<&dyn StepStore> {
         Some(self)
     }
 

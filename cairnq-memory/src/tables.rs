@@ -10,7 +10,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use cairnq_core::backend::Changes;
-use cairnq_core::{Error, Result, Task, TaskSelector, TaskStatus};
+use cairnq_core::{Error, Result, Step, Task, TaskSelector, TaskStatus};
 
 /// A queued row's place in claim order within its queue: priority desc,
 /// run_at_ms asc, id asc.
@@ -36,6 +36,9 @@ pub(super) struct Tables {
     /// Row counts per queue, indexed like [`TaskStatus::ALL`]; a queue
     /// whose counts all reach zero is dropped.
     counts: BTreeMap<String, [u64; 5]>,
+    /// `cairnq_ext_steps`: each task's stored steps, in the order stored;
+    /// deleted with their task (the foreign key's `on delete cascade`).
+    steps: HashMap<String, Vec<Step>>,
 }
 
 /// Where `status` counts in a queue's `[u64; 5]` (the order stats report).
@@ -106,6 +109,11 @@ impl Tables {
     /// Every row, newest first (`created_at_ms desc, id desc`).
     pub(super) fn newest_first(&self) -> impl Iterator<Item = &Task> {
         self.created.iter().rev().filter_map(|(_, id)| self.tasks.get(id))
+    }
+
+    /// The task's stored steps, in the order stored.
+    pub(super) fn steps(&self, task_id: &str) -> &[Step] {
+        self.steps.get(task_id).map_or(&[], Vec::as_slice)
     }
 
     /// Non-zero counts per queue and status.
@@ -208,6 +216,8 @@ enum Undo {
     Task(String, Option<Box<Task>>),
     /// The key pointed at this task before (`None`: it was free).
     Key(String, Option<String>),
+    /// The task's steps were these before (`None`: it had none).
+    Steps(String, Option<Vec<Step>>),
 }
 
 /// One operation's view of the tables: every write is recorded so a
@@ -266,7 +276,19 @@ impl<'a> Txn<'a> {
         }
         let task = self.tables.take(id)?;
         self.undo.push(Undo::Task(task.id.clone(), Some(Box::new(task.clone()))));
+        if let Some(steps) = self.tables.steps.remove(id) {
+            self.undo.push(Undo::Steps(id.to_string(), Some(steps)));
+        }
         Some(task)
+    }
+
+    /// Stores a step of its task, replacing one of the same name.
+    pub(super) fn save_step(&mut self, step: Step) {
+        let before = self.tables.steps.get(&step.task_id).cloned();
+        self.undo.push(Undo::Steps(step.task_id.clone(), before));
+        let steps = self.tables.steps.entry(step.task_id.clone()).or_default();
+        steps.retain(|s| s.name != step.name);
+        steps.push(step);
     }
 
     /// Points `key` at `task_id` (inserting the key the first time).
@@ -288,6 +310,10 @@ impl<'a> Txn<'a> {
                 Undo::Key(key, before) => {
                     self.tables.set_key(&key, before.as_deref());
                 }
+                Undo::Steps(task_id, before) => match before {
+                    Some(steps) => drop(self.tables.steps.insert(task_id, steps)),
+                    None => drop(self.tables.steps.remove(&task_id)),
+                },
             }
         }
     }

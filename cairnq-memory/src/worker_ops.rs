@@ -147,7 +147,7 @@ fn draw_once(
 }
 
 /// Whether `worker_id` holds `task`'s lease at `now_ms`.
-fn owns(task: &Task, worker_id: &str, now_ms: i64) -> bool {
+pub(super) fn owns(task: &Task, worker_id: &str, now_ms: i64) -> bool {
     task.status == TaskStatus::Running
         && task.worker_id.as_deref() == Some(worker_id)
         && task.lease_until_ms.is_some_and(|end| end > now_ms)

@@ -104,6 +104,7 @@ mod row;
 mod script;
 mod settle_in;
 mod sql;
+mod steps;
 mod store;
 mod tls;
 mod tools;

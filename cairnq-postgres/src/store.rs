@@ -11,11 +11,12 @@ use cairnq_core::store::{
     LimitRow, LimitUsage, LimitUsageParams, LimitWaitParams, LimitsQuery, ListFilter, NewTask, PauseScheduleParams,
     ProbeParams, ProgressParams, PurgeFilter, RemoveLimitParams, RepairParams, Repaired, RetryParams,
     SaveScheduleParams, ScheduleQuery, ScheduleRead, ScheduleRow, ScheduleStore, SetLimitParams, SettleParams,
-    StatsParams, SubmitManyParams, TaskKeyParams, TaskRow, WakeupsLost,
+    StatsParams, StepStore, SubmitManyParams, TaskKeyParams, TaskRow, WakeupsLost,
 };
 use cairnq_core::{
     Capabilities, ChangeWatch, HeldLease, Install, QueueAge, Result, Store, Task, TaskCount, TaskRef, Wake,
 };
+use cairnq_sql::steps::STEPS_TABLE;
 use cairnq_sql::{LimitMode, Query, Sql, flows, limits, schedules};
 use deadpool_postgres::{Client, Pool};
 
@@ -69,6 +70,8 @@ struct Inner {
     /// Whether claims enforce limits: the database has the flow-control
     /// extensions (`ext_0006`, `ext_0007`).
     limits: LimitMode,
+    /// Whether the database has the steps table (`ext_0009_steps`).
+    stepped: bool,
 }
 
 impl PostgresStore {
@@ -161,6 +164,7 @@ impl PostgresStore {
         let limited = answer(&client, &Query::new(Sql::IndexExists).arg("index", Query::LIMITS_INDEX)).await?;
         let limits = if limited { LimitMode::On } else { LimitMode::Off };
         let ordered = answer(&client, &Query::new(Sql::IndexExists).arg("index", Query::ORDER_INDEX)).await?;
+        let stepped = table_exists(&client, STEPS_TABLE).await?;
         drop(client);
         let listener = match listen_config.filter(|_| options.listen) {
             Some(config) => Some(Listener::start(config, tls::connector(&options)?)),
@@ -168,7 +172,7 @@ impl PostgresStore {
         };
         let owns_pool = origin == PoolOrigin::Ours;
         let (schema, submits) = (options.schema, write::submit_queue(pool.clone(), endpoint.clone()));
-        let inner = Inner { pool, owns_pool, listener, schema, endpoint, submits, counted, ordered, limits };
+        let inner = Inner { pool, owns_pool, listener, schema, endpoint, submits, counted, ordered, limits, stepped };
         Ok(Self { inner: Arc::new(inner) })
     }
 
@@ -216,7 +220,7 @@ impl PostgresStore {
         flows::succeed(&PgExec(&AppSession(session)), params).await
     }
 
-    async fn client(&self) -> Result<Client> {
+    pub(crate) async fn client(&self) -> Result<Client> {
         pool::checkout(&self.inner.pool, self.inner.endpoint.as_deref()).await
     }
 }
@@ -396,6 +400,10 @@ impl Store for PostgresStore {
 
     fn schedule_store(&self) -> Option<&dyn ScheduleStore> {
         Some(self)
+    }
+
+    fn step_store(&self) -> Option<&dyn StepStore> {
+        if self.inner.stepped { Some(self) } else { None }
     }
 
     async fn limits(&self, query: &LimitsQuery) -> Result<Vec<LimitRow>> {

@@ -26,6 +26,7 @@ mod purpose;
 mod query;
 mod rows;
 pub mod schedules;
+pub mod steps;
 
 pub use cairnq_protocol::{PROTOCOL_VERSION, Sql};
 pub use flows::{Executor, Installed, LimitLocks, LimitMode, check_protocol_version};

@@ -66,5 +66,7 @@ pub const fn purpose(sql: Sql) -> &'static str {
             "find the tasks the limits let start"
         }
         Sql::ClaimTasksById => "claim tasks",
+        Sql::SelectSteps => "read the task's steps",
+        Sql::SaveStep => "store the step's outcome",
     }
 }

@@ -181,6 +181,7 @@ mod registry;
 mod row;
 mod script;
 mod sql;
+mod steps;
 mod store;
 mod succeed_with;
 

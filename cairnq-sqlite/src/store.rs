@@ -11,7 +11,7 @@ use cairnq_core::store::{
     LimitRow, LimitUsage, LimitUsageParams, LimitWaitParams, LimitsQuery, ListFilter, NewTask, PauseScheduleParams,
     ProbeParams, ProgressParams, PurgeFilter, RemoveLimitParams, RepairParams, Repaired, RetryParams,
     SaveScheduleParams, ScheduleQuery, ScheduleRead, ScheduleRow, ScheduleStore, SetLimitParams, SettleParams,
-    StatsParams, SubmitManyParams, TaskKeyParams, TaskRow,
+    StatsParams, StepStore, SubmitManyParams, TaskKeyParams, TaskRow,
 };
 use cairnq_core::{
     Capabilities, ChangeWatch, Error, HeldLease, Json, QueueAge, Result, Store, Task, TaskCount, TaskRef, Wake,
@@ -249,7 +249,7 @@ impl SqliteStore {
         self.send(job, reply).await
     }
 
-    async fn write<T, F>(&self, work: F) -> Result<T>
+    pub(crate) async fn write<T, F>(&self, work: F) -> Result<T>
     where
         T: Send + 'static,
         F: Fn(WriteCtx<'_>) -> Result<T> + Send + 'static,
@@ -259,8 +259,7 @@ impl SqliteStore {
     }
 
     async fn send<T>(&self, job: Box<dyn Job>, reply: oneshot::Receiver<Result<T>>) -> Result<T> {
-        // Sent under the lock: a concurrent close then either sees this
-        // store's handle or finds the write already queued.
+        // Sent under the lock: a concurrent close sees this handle or the write queued.
         let sent = self.database.lock().as_ref().map(|db| db.send_write(job));
         if sent != Some(true) {
             return Err(Error::StoreClosed);
@@ -268,7 +267,7 @@ impl SqliteStore {
         reply.await.map_err(|_| Error::StoreClosed)?
     }
 
-    async fn read<T, F>(&self, work: F) -> Result<T>
+    pub(crate) async fn read<T, F>(&self, work: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection, i64) -> Result<T> + Send + 'static,
@@ -436,6 +435,10 @@ impl Store for SqliteStore {
         Some(self)
     }
 
+    fn step_store(&self) -> Option<&dyn StepStore> {
+        Some(self)
+    }
+
     async fn limits(&self, query: &LimitsQuery) -> Result<Vec<LimitRow>> {
         write_flow!(self, limits::limits, query)
     }
@@ -457,13 +460,11 @@ impl Store for SqliteStore {
         self.write(move |mut ctx| limited::limit_wait(&mut ctx, &params)).await
     }
 
-    /// Closes this store: it takes no new work (calls fail with
-    /// [`Error::StoreClosed`]); what it already sent still runs. Other
-    /// stores on the same database (see [`SqliteStore::open`]) keep
-    /// working. The last store to close stops the threads: it lets them
-    /// finish what is queued and waits until every connection is closed
-    /// (then a database in memory is gone). Dropping a store without
-    /// closing it lets go the same way, without the wait.
+    /// Closes this store: it takes no new work (calls fail with [`Error::StoreClosed`]);
+    /// what it already sent still runs. Other stores on the same database (see
+    /// [`SqliteStore::open`]) keep working. The last store to close stops the threads:
+    /// it lets them finish what is queued and waits until every connection is closed
+    /// (then a database in memory is gone). Dropping a store lets go the same way, without the wait.
     async fn close(&self) -> Result<()> {
         let database = self.database.lock().take();
         if let Some(last) = database.and_then(Arc::into_inner) {

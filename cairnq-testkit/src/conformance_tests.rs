@@ -120,6 +120,11 @@ macro_rules! worker_suite_tests {
             "multi_thread": queue_gauges_read_depth_and_age,
             "multi_thread": limit_metrics_count_running_and_throttled,
             "multi_thread": a_process_span_continues_the_send_span_across_processes,
+            "multi_thread": a_step_runs_once_across_attempts,
+            "multi_thread": a_permanent_step_failure_is_kept_and_a_retryable_one_is_not,
+            "multi_thread": repeated_step_names_are_numbered,
+            "multi_thread": a_step_of_a_lost_lease_is_refused,
+            "multi_thread": a_purge_deletes_the_steps_of_its_tasks,
         );
     };
 }

@@ -37,6 +37,7 @@ mod schedule_policies;
 mod schedule_workers;
 mod schedules;
 mod settling;
+mod steps;
 mod support;
 mod telemetry;
 mod traces;
@@ -108,6 +109,10 @@ pub use schedules::{
 pub use settling::{
     a_failed_settle_is_reported_with_its_phase_and_task, a_refused_result_fails_only_its_own_task,
     complete_batch_settles_each_task_as_complete_would,
+};
+pub use steps::{
+    a_permanent_step_failure_is_kept_and_a_retryable_one_is_not, a_purge_deletes_the_steps_of_its_tasks,
+    a_step_of_a_lost_lease_is_refused, a_step_runs_once_across_attempts, repeated_step_names_are_numbered,
 };
 pub use telemetry::{
     limit_metrics_count_running_and_throttled, metrics_count_a_canceled_attempt, metrics_count_a_lost_lease,

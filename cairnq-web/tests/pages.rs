@@ -1,15 +1,16 @@
 //! What the pages do for a person at the keyboard: an action on selected
 //! rows lands back on the list it was taken on, a login returns to the page
 //! asked for (and only to a page of this dashboard), the task list says why
-//! a task failed, the login cookie never holds the token itself, and the
-//! limits page shows what runs and waits under each limit.
+//! a task failed, the login cookie never holds the token itself, the
+//! limits page shows what runs and waits under each limit, and a task's
+//! page lists its durable steps.
 
 mod common;
 
 use std::time::Duration;
 
 use cairnq_core::store::ClaimDraw;
-use cairnq_core::{CairnQ, Limit, TaskStatus};
+use cairnq_core::{CairnQ, ErrorEnvelope, Json, Limit, TaskStatus};
 use cairnq_web::WebOptions;
 use common::{FORM, failed_task, form_body, hidden_fields, http, sqlite_client, start};
 use serde_json::json;
@@ -196,4 +197,39 @@ async fn the_limits_page_shows_what_runs_and_waits_under_each_limit() {
     let api = limit_row(&page.body, "api");
     assert!(api.contains("10 per 1m") && api.contains(r#"<td class="num running">1</td>"#), "{api}");
     assert!(api.contains(r#"<td class="next"><time"#) && api.contains("(in "), "the rate admits next later: {api}");
+}
+
+/// A task's page lists its durable steps (name, attempt, value or error),
+/// every one of them escaped; a task without steps has no such section.
+#[tokio::test]
+async fn a_task_page_lists_its_steps_escaped() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let client = sqlite_client(&dir).await;
+    let addr = start(client.clone(), WebOptions::new()).await;
+    let task = client.submit("checkout", &json!({})).await.expect("submit");
+    let plain = client.submit("other", &json!({})).await.expect("submit");
+    let worker = client.worker_session("w-steps", Duration::from_secs(60)).expect("a session");
+    let draw = ClaimDraw::new(vec!["default".into()]).names(vec!["checkout".into()]);
+    assert_eq!(worker.claim(vec![draw], vec![]).await.expect("claim").len(), 1);
+    let evil = "<script>alert(1)</script>";
+    worker.save_step(&task.id, 1, evil, Ok(Json::from(json!({"html": "<b>bold</b>"})))).await.expect("a value");
+    let declined = ErrorEnvelope::new("declined", "card <i>declined</i>");
+    worker.save_step(&task.id, 1, "charge", Err(&declined)).await.expect("an error");
+
+    let page = http(addr, "GET", &format!("/tasks/{}", task.id), &[], "").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("<h2>Steps</h2>"), "{}", page.body);
+    assert!(!page.body.contains(evil) && !page.body.contains("<b>bold") && !page.body.contains("<i>"), "{}", page.body);
+    let row = |name: &str| {
+        let at = page.body.find(&format!("data-step=\"{name}\"")).unwrap_or_else(|| panic!("a row for {name}"));
+        page.body[at..].split("</tr>").next().unwrap_or("").to_string()
+    };
+    let valued = row("&lt;script&gt;alert(1)&lt;/script&gt;");
+    assert!(valued.contains("<code>&lt;script&gt;alert(1)&lt;/script&gt;</code>"), "{valued}");
+    assert!(valued.contains("&lt;b&gt;bold&lt;/b&gt;") && valued.contains(r#"<td class="num">1</td>"#), "{valued}");
+    let failed = row("charge");
+    assert!(failed.contains("declined: card &lt;i&gt;declined&lt;/i&gt;"), "{failed}");
+
+    let none = http(addr, "GET", &format!("/tasks/{}", plain.id), &[], "").await;
+    assert!(!none.body.contains("<h2>Steps</h2>"), "no steps, no section");
 }

@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 use crate::settle::Settlement;
 use crate::shared::Shared;
 use crate::state::TaskState;
+use crate::step_memo::StepMemo;
 use crate::task_error::TaskError;
 
 /// How old the heartbeat's answer about a cancel may be before
@@ -41,6 +42,9 @@ pub struct TaskContext {
     task: Arc<Task>,
     state: Arc<TaskState>,
     core: Arc<Shared>,
+    /// This attempt's durable steps: the names used so far, and the steps
+    /// earlier attempts stored (read once, at the first step).
+    steps: Arc<StepMemo>,
 }
 
 impl std::fmt::Debug for TaskContext {
@@ -55,7 +59,11 @@ impl std::fmt::Debug for TaskContext {
 
 impl TaskContext {
     pub(crate) fn new(task: Task, state: Arc<TaskState>, core: Arc<Shared>) -> Self {
-        Self { task: Arc::new(task), state, core }
+        Self { task: Arc::new(task), state, core, steps: Arc::default() }
+    }
+
+    pub(crate) fn steps(&self) -> &StepMemo {
+        &self.steps
     }
 
     pub(crate) fn state(&self) -> &Arc<TaskState> {

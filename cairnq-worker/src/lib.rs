@@ -168,6 +168,8 @@ mod settle;
 mod settle_in;
 mod shared;
 mod state;
+mod step;
+mod step_memo;
 mod stop;
 mod task_error;
 mod wakeups;
@@ -177,6 +179,7 @@ pub use context::{Progress, TaskContext};
 pub use handler::{AsyncHandler, BatchHandler, BatchItem, BatchResults, BlockingHandler, ErasedHandler, TaskName};
 pub use issue::{AbandonReason, OnError, Phase, WorkerIssue};
 pub use options::{OnUnusable, TaskOptions, WorkerOptions};
+pub use step::StepFailure;
 pub use task_error::TaskError;
 pub use worker::{StopHandle, Worker, WorkerHandle};
 

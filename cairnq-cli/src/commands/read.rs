@@ -10,6 +10,7 @@ use crate::commands::filter::FilterArgs;
 use crate::exit::{Exit, Failure};
 use crate::humanize;
 use crate::output::{Format, hint};
+use crate::steps_view::{TaskWithSteps, step_table};
 
 /// A task by id or by `--key`.
 #[derive(Debug, clap::Args)]
@@ -58,7 +59,15 @@ pub(crate) async fn get(context: &Context, args: GetArgs) -> Result<Exit, Failur
         None if context.out.format == Format::Table => client.task_key(&task.id).await?,
         None => None,
     };
+    let steps = client.steps(&task.id).await?;
+    if context.out.format != Format::Table {
+        context.out.json(&TaskWithSteps { task: &task, steps: &steps })?;
+        return Ok(Exit::Ok);
+    }
     context.out.task_keyed(&task, key.as_deref())?;
+    if !steps.is_empty() {
+        context.out.text(&format!("\n{}", step_table(&steps).render(context.out.colour)))?;
+    }
     Ok(Exit::Ok)
 }
 

@@ -16,6 +16,7 @@ mod reads;
 mod retry;
 mod schedules;
 mod session;
+mod steps;
 mod submit;
 mod wait;
 mod watch;

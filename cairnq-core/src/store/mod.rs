@@ -29,6 +29,8 @@ mod listing;
 mod read_params;
 mod schedule_params;
 mod schedule_store;
+mod step_params;
+mod step_store;
 mod task_params;
 mod worker_params;
 
@@ -49,6 +51,8 @@ pub use schedule_params::{
     ScheduleRow,
 };
 pub use schedule_store::ScheduleStore;
+pub use step_params::{SaveStepParams, StepsParams};
+pub use step_store::StepStore;
 pub use task_params::{
     CancelParams, CountQueuedParams, GetParams, ListFilter, NewTask, PurgeFilter, RepairParams, Repaired, RetryParams,
     StatsParams, SubmitManyParams, TaskSelector,
@@ -309,6 +313,13 @@ pub trait Store: Send + Sync + 'static {
     /// for them. `None` by default: the client answers
     /// [`Error::UnsupportedBackend`] and workers fire no schedules.
     fn schedule_store(&self) -> Option<&dyn ScheduleStore> {
+        None
+    }
+
+    /// The store's durable steps (extension `ext_0009_steps`), when it
+    /// keeps any. `None` by default: the client shows no steps, and a
+    /// handler's step fails with [`Error::UnsupportedBackend`].
+    fn step_store(&self) -> Option<&dyn StepStore> {
         None
     }
 

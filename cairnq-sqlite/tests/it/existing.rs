@@ -55,3 +55,29 @@ async fn existing_opens_an_installed_database_and_reads_and_writes_it() {
     let health = SqliteStore::file_health(&path).await.expect("health");
     assert!(health.is_ok() && health.journal_mode == "wal", "{health:?}");
 }
+
+/// A database without the steps table (extension ext_0009, here dropped
+/// by hand, as an installation the Python SDK made lacks it) opened as it
+/// is: its tasks show no steps, and a step is refused as unsupported
+/// before anything is written.
+#[tokio::test]
+async fn existing_without_the_steps_table_shows_no_steps_and_stores_none() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("q.db");
+    let installed = CairnQ::new(SqliteStore::open(&path).await.expect("install"));
+    let task = installed.submit("charge", &serde_json::json!({})).await.expect("submit");
+    installed.close().await.expect("close");
+    let conn = cairnq_sqlite::rusqlite::Connection::open(&path).expect("open raw");
+    conn.execute_batch("drop table cairnq_ext_steps").expect("drop the steps table");
+    drop(conn);
+
+    let looking = CairnQ::new(SqliteStore::open_with(&path, existing()).await.expect("open existing"));
+    assert!(looking.steps(&task.id).await.expect("steps").is_empty());
+    let worker = looking.worker_session("w1", std::time::Duration::from_secs(30)).expect("a session");
+    let draw = cairnq_core::store::ClaimDraw::new(vec!["default".into()]);
+    assert_eq!(worker.claim(vec![draw], vec![]).await.expect("claim").len(), 1);
+    assert!(matches!(worker.steps(&task.id).await, Err(Error::UnsupportedBackend { .. })));
+    let stored = worker.save_step(&task.id, 1, "charge", Ok(cairnq_core::Json::null())).await;
+    assert!(matches!(stored, Err(Error::UnsupportedBackend { .. })), "{stored:?}");
+    looking.close().await.expect("close");
+}

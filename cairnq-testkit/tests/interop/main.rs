@@ -15,6 +15,7 @@ mod postgres;
 mod random_json;
 mod schedules;
 mod sqlite;
+mod steps;
 mod support;
 mod waits;
 mod worker;

@@ -3,7 +3,7 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use cairnq_core::{Result, Task, now_ms};
+use cairnq_core::{Result, Step, Task, now_ms};
 use maud::{Markup, html};
 
 use crate::html::{
@@ -22,11 +22,12 @@ pub(crate) async fn page(State(state): State<AppState>, ctx: PageCtx, Path(id): 
         Err(error) => return error_page(&ctx, &error),
     };
     let client = &state.client;
-    let (key, children) = match futures::try_join!(client.task_key(&id), client.children(&id, CHILDREN_SHOWN)) {
+    let read = futures::try_join!(client.task_key(&id), client.children(&id, CHILDREN_SHOWN), client.steps(&id));
+    let (key, children, steps) = match read {
         Ok(found) => found,
         Err(error) => return error_page(&ctx, &error),
     };
-    let related = Related { key, children: children.tasks };
+    let related = Related { key, children: children.tasks, steps };
     layout(&ctx, &task.id, true, body(&ctx, &task, &related, state.writable()))
 }
 
@@ -36,6 +37,8 @@ struct Related {
     key: Option<String>,
     /// Tasks it submitted, newest first, at most [`CHILDREN_SHOWN`].
     children: Vec<Task>,
+    /// Its durable steps, in the order stored.
+    steps: Vec<Step>,
 }
 
 fn body(ctx: &PageCtx, task: &Task, related: &Related, writable: bool) -> Markup {
@@ -88,6 +91,7 @@ fn body(ctx: &PageCtx, task: &Task, related: &Related, writable: bool) -> Markup
         @if let Some(result) = &task.result { h2 { "Result" } (json_block(result)) }
         @if let Some(error) = &task.error { h2 { "Error" } div #error { (json_block(error)) } }
         @if !task.metadata.as_str().trim().eq("{}") { h2 { "Metadata" } (json_block(&task.metadata)) }
+        (super::steps::section(&related.steps, now))
         h2 { "Children" }
         @if related.children.is_empty() { p.muted { "None." } }
         ul #children {

@@ -6,5 +6,6 @@ pub(crate) mod detail;
 pub(crate) mod limits;
 pub(crate) mod overview;
 pub(crate) mod schedules;
+pub(crate) mod steps;
 pub(crate) mod tasks;
 pub(crate) mod workers;

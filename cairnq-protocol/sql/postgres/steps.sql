@@ -1,0 +1,33 @@
+-- Durable steps (extension ext_0009, book "Durable steps"). A step row is
+-- read back as one JSON object in a column named id, as schedules and
+-- limits are, so the shared flows read it through the executor's text
+-- rows. `result` and `error` come back as JSON text inside that object
+-- (a string, or null for SQL NULL), so a step that returned JSON `null`
+-- stays apart from one that failed.
+
+-- A task's steps, in the order they were stored.
+-- name: select_steps
+select json_build_object('task_id', task_id, 'name', name, 'attempt', attempt, 'result', result::text, 'error', error::text, 'created_at_ms', created_at_ms)::text as id
+from cairnq_ext_steps
+where task_id = :task_id
+order by created_at_ms, name
+
+-- One step, written only while the attempt holds the task's lease: the
+-- ownership check of every worker write (PROTOCOL.md "Operations"), plus
+-- the attempt, so a stale attempt of the same worker writes nothing either.
+-- The task row is share-locked, so no claim, settle or lease recovery can
+-- change it between the check and the commit (one that got there first
+-- makes the check see its write). No row back means the lease is lost. A
+-- name stored before is overwritten (only an attempt holding the lease can
+-- get here, and it ran the step).
+-- name: save_step
+with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms)
+insert into cairnq_ext_steps (task_id, name, attempt, result, error, created_at_ms)
+select t.id, :name::text, t.attempt, :result::jsonb, :error::jsonb, clock.now_ms
+from cairnq_tasks t, clock
+where t.id = :task_id and t.status || '' = 'running' and t.worker_id = :worker_id
+  and t.lease_until_ms + 0 > clock.now_ms and t.attempt = :attempt::integer
+for share of t
+on conflict (task_id, name) do update set
+    attempt = excluded.attempt, result = excluded.result, error = excluded.error, created_at_ms = excluded.created_at_ms
+returning json_build_object('task_id', task_id, 'name', name, 'attempt', attempt, 'result', result::text, 'error', error::text, 'created_at_ms', created_at_ms)::text as id
