@@ -215,7 +215,7 @@ impl PostgresStore {
         flows::succeed(&PgExec(&AppSession(session)), params).await
     }
 
-    async fn client(&self) -> Result<Client> {
+    pub(crate) async fn client(&self) -> Result<Client> {
         pool::checkout(&self.inner.pool, self.inner.endpoint.as_deref()).await
     }
 }
@@ -394,6 +394,10 @@ impl Store for PostgresStore {
     }
 
     fn schedule_store(&self) -> Option<&dyn ScheduleStore> {
+        Some(self)
+    }
+
+    fn dependency_store(&self) -> Option<&dyn cairnq_core::store::DependencyStore> {
         Some(self)
     }
 

@@ -38,6 +38,11 @@ impl<'a> SqliteExec<'a> {
         Self { conn: ctx.conn, now_ms: ctx.now_ms, changes: Some(RefCell::new(&mut *ctx.changes)) }
     }
 
+    /// A reader's view: nothing it runs is noted for sleepers.
+    pub(crate) fn reading(conn: &'a Connection, now_ms: i64) -> Self {
+        Self { conn, now_ms, changes: None }
+    }
+
     /// Runs a flow of `cairnq_core::backend::flows` to its end. Every
     /// statement here completes synchronously, so polling never waits.
     pub(crate) fn run<T>(&self, flow: impl std::future::Future<Output = T>) -> T {

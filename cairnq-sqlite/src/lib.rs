@@ -165,6 +165,7 @@ mod app_writes;
 mod busy;
 mod commit_watcher;
 mod database;
+mod dependencies;
 mod diagnose;
 mod error;
 mod exec;

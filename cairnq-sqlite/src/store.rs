@@ -181,11 +181,9 @@ impl SqliteStore {
         &self.path
     }
 
-    /// How many transactions the writer committed for how many writes.
-    /// With concurrent writers `commits` stays well below `jobs`: that is
-    /// group commit at work. Stores sharing a database (see
-    /// [`open`](Self::open)) share one writer, so they count every write
-    /// of them all.
+    /// How many transactions the writer committed for how many writes
+    /// (`commits` well below `jobs` is group commit at work), counting
+    /// every write of the stores sharing the writer (see [`open`](Self::open)).
     pub fn write_stats(&self) -> WriteStats {
         self.counters.snapshot()
     }
@@ -249,7 +247,7 @@ impl SqliteStore {
         self.send(job, reply).await
     }
 
-    async fn write<T, F>(&self, work: F) -> Result<T>
+    pub(crate) async fn write<T, F>(&self, work: F) -> Result<T>
     where
         T: Send + 'static,
         F: Fn(WriteCtx<'_>) -> Result<T> + Send + 'static,
@@ -268,7 +266,7 @@ impl SqliteStore {
         reply.await.map_err(|_| Error::StoreClosed)?
     }
 
-    async fn read<T, F>(&self, work: F) -> Result<T>
+    pub(crate) async fn read<T, F>(&self, work: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection, i64) -> Result<T> + Send + 'static,
@@ -436,6 +434,10 @@ impl Store for SqliteStore {
         Some(self)
     }
 
+    fn dependency_store(&self) -> Option<&dyn cairnq_core::store::DependencyStore> {
+        Some(self)
+    }
+
     async fn limits(&self, query: &LimitsQuery) -> Result<Vec<LimitRow>> {
         write_flow!(self, limits::limits, query)
     }
@@ -459,11 +461,10 @@ impl Store for SqliteStore {
 
     /// Closes this store: it takes no new work (calls fail with
     /// [`Error::StoreClosed`]); what it already sent still runs. Other
-    /// stores on the same database (see [`SqliteStore::open`]) keep
-    /// working. The last store to close stops the threads: it lets them
-    /// finish what is queued and waits until every connection is closed
-    /// (then a database in memory is gone). Dropping a store without
-    /// closing it lets go the same way, without the wait.
+    /// stores on the database (see [`SqliteStore::open`]) keep working. The
+    /// last one to close lets the threads finish what is queued and waits
+    /// until every connection is closed (a database in memory is then
+    /// gone); dropping it lets go the same way, without the wait.
     async fn close(&self) -> Result<()> {
         let database = self.database.lock().take();
         if let Some(last) = database.and_then(Arc::into_inner) {

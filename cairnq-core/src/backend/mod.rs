@@ -11,6 +11,7 @@
 //! `cairnq_memory::MemoryStore`) uses only the helpers.
 
 mod admission;
+pub mod after;
 mod app_code;
 mod claim_plan;
 mod feeds;

@@ -66,5 +66,12 @@ pub const fn purpose(sql: Sql) -> &'static str {
             "find the tasks the limits let start"
         }
         Sql::ClaimTasksById => "claim tasks",
+        Sql::DependenciesInstalled => "look for the dependency tables",
+        Sql::LockDependencies => "read the task's dependencies",
+        Sql::InsertDependencies | Sql::InsertTaskWait => "record the task's dependencies",
+        Sql::HoldTask => "hold the task until its dependencies end",
+        Sql::CancelForDependency => "cancel the task for its failed dependency",
+        Sql::SelectDependencies => "read the task's dependencies",
+        Sql::SelectTaskWaits => "read what the tasks wait for",
     }
 }

@@ -12,6 +12,7 @@ use serde::de::DeserializeOwned;
 
 use crate::client::{CairnQ, WaitOptions, task_outcome};
 use crate::clock::span_ms;
+use crate::dependencies::DependencyFailure;
 use crate::error::{Error, Result, require_non_empty, require_text};
 use crate::id::new_task_id;
 use crate::json::Json;
@@ -55,6 +56,11 @@ pub struct SubmitOptions {
     pub correlation_id: Option<String>,
     /// The flow-control key (see [`limit_key`](Self::limit_key)).
     pub limit_key: Option<String>,
+    /// The tasks this one waits for (see [`after`](Self::after)).
+    pub after: Vec<String>,
+    /// What a dependency that fails does to this task (see
+    /// [`on_dependency_failure`](Self::on_dependency_failure)).
+    pub on_dependency_failure: DependencyFailure,
 }
 
 impl Default for SubmitOptions {
@@ -71,6 +77,8 @@ impl Default for SubmitOptions {
             root_id: None,
             correlation_id: None,
             limit_key: None,
+            after: Vec::new(),
+            on_dependency_failure: DependencyFailure::Cancel,
         }
     }
 }
@@ -155,6 +163,40 @@ impl SubmitOptions {
     /// ```
     pub fn limit_key(mut self, key: impl Into<String>) -> Self {
         self.limit_key = Some(key.into());
+        self
+    }
+
+    /// Makes the task wait until every task in `ids` has ended (each call
+    /// adds to the list; an id given twice counts once). While it waits it
+    /// is queued but no worker of any SDK claims it (`cairnq get` says
+    /// "waiting for 2 of 3 tasks"); in the transaction that settles the
+    /// last of them it becomes due (never before its own
+    /// [`delay`](Self::delay)). Its handler reads their rows with
+    /// `ctx.dependencies()`. A dependency already ended counts at once; an
+    /// id that names no task refuses the submit with
+    /// [`Error::Validation`] and writes nothing. For a dependency that
+    /// ends failed or canceled, see
+    /// [`on_dependency_failure`](Self::on_dependency_failure). Needs a
+    /// store with dependencies (SQLite, Postgres, memory).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: &cairnq_core::CairnQ) -> cairnq_core::Result<()> {
+    /// let fetch = client.submit("fetch", &"a.csv").await?;
+    /// let parse = client.submit("parse", &"b.csv").await?;
+    /// let merge = client.submit("merge", &()).after([&fetch.id, &parse.id]).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn after(mut self, ids: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.after.extend(ids.into_iter().map(Into::into));
+        self
+    }
+
+    /// What a dependency ending failed or canceled does to this task:
+    /// [`DependencyFailure::Cancel`] (the default) cancels it at once with
+    /// an envelope naming the dependency and how it ended;
+    /// [`DependencyFailure::Run`] runs it anyway once all have ended.
+    pub fn on_dependency_failure(mut self, policy: DependencyFailure) -> Self {
+        self.on_dependency_failure = policy;
         self
     }
 
@@ -343,6 +385,8 @@ macro_rules! forward_options {
             root_id(impl Into<String>),
             correlation_id(impl Into<String>),
             limit_key(impl Into<String>),
+            after(impl IntoIterator<Item = impl Into<String>>),
+            on_dependency_failure(DependencyFailure),
             child_of(&Task),
         );
 

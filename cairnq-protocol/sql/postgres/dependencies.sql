@@ -48,7 +48,7 @@ order by e.ordinal
 
 -- How far along the waits of these tasks are, one JSON object each.
 -- name: select_task_waits
-select json_build_object('task_id', w.task_id, 'total', w.total, 'remaining', w.remaining, 'on_failure', w.on_failure,
+select json_build_object('task_id', w.task_id, 'total', w.total, 'remaining', greatest(w.remaining, 0), 'on_failure', w.on_failure,
                          'waiting', t.status = 'queued' and t.run_at_ms = 253402300799999)::text as id
 from cairnq_ext_task_waits w join cairnq_tasks t on t.id = w.task_id
 where w.task_id = any(:ids::text[])

@@ -43,7 +43,7 @@ order by e.ordinal
 
 -- How far along the waits of these tasks are, one JSON object each.
 -- name: select_task_waits
-select json_object('task_id', w.task_id, 'total', w.total, 'remaining', w.remaining, 'on_failure', w.on_failure,
+select json_object('task_id', w.task_id, 'total', w.total, 'remaining', max(w.remaining, 0), 'on_failure', w.on_failure,
                    'waiting', json(iif(t.status = 'queued' and t.run_at_ms = 253402300799999, 'true', 'false'))) as id
 from cairnq_ext_task_waits w join cairnq_tasks t on t.id = w.task_id
 where w.task_id in (select value from json_each(:ids))
