@@ -72,7 +72,8 @@ where
     let d = client.get(&flow.d.id).await.expect("get").expect("D");
     assert_eq!(d.status, TaskStatus::Succeeded, "{:?}", d.error);
     let deps = client.dependencies(&flow.d.id).await.expect("dependencies");
-    let results: Vec<Value> = deps.iter().map(|t| t.result.as_ref().expect("a result").to_value().expect("JSON")).collect();
+    let results: Vec<Value> =
+        deps.iter().map(|t| t.result.as_ref().expect("a result").to_value().expect("JSON")).collect();
     assert_eq!(results[0]["payload"], json!({"n": 2}));
     assert_eq!(results[1]["payload"], json!({"n": 3}));
     let after_bad = client.get(&flow.after_bad.id).await.expect("get").expect("after_bad");
