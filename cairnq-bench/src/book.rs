@@ -28,6 +28,7 @@ chapters! {
     Upgrading => "operating/upgrading.md",
     Schedules => "schedules.md",
     FlowControl => "flow-control.md",
+    TaskDependencies => "dependencies.md",
     SqliteVsPostgres => "sqlite-vs-postgres.md",
     CrossLanguage => "cross-language.md",
     WritingABackend => "writing-a-backend.md",

@@ -166,40 +166,6 @@ impl SubmitOptions {
         self
     }
 
-    /// Makes the task wait until every task in `ids` has ended (each call
-    /// adds to the list; an id given twice counts once). While it waits it
-    /// is queued but no worker of any SDK claims it (`cairnq get` says
-    /// "waiting for 2 of 3 tasks"); in the transaction that settles the
-    /// last of them it becomes due (never before its own
-    /// [`delay`](Self::delay)). Its handler reads their rows with
-    /// `ctx.dependencies()`. A dependency already ended counts at once; an
-    /// id that names no task refuses the submit with
-    /// [`Error::Validation`] and writes nothing. For a dependency that
-    /// ends failed or canceled, see
-    /// [`on_dependency_failure`](Self::on_dependency_failure). Needs a
-    /// store with dependencies (SQLite, Postgres, memory).
-    ///
-    /// ```no_run
-    /// # async fn demo(client: &cairnq_core::CairnQ) -> cairnq_core::Result<()> {
-    /// let fetch = client.submit("fetch", &"a.csv").await?;
-    /// let parse = client.submit("parse", &"b.csv").await?;
-    /// let merge = client.submit("merge", &()).after([&fetch.id, &parse.id]).await?;
-    /// # Ok(()) }
-    /// ```
-    pub fn after(mut self, ids: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        self.after.extend(ids.into_iter().map(Into::into));
-        self
-    }
-
-    /// What a dependency ending failed or canceled does to this task:
-    /// [`DependencyFailure::Cancel`] (the default) cancels it at once with
-    /// an envelope naming the dependency and how it ended;
-    /// [`DependencyFailure::Run`] runs it anyway once all have ended.
-    pub fn on_dependency_failure(mut self, policy: DependencyFailure) -> Self {
-        self.on_dependency_failure = policy;
-        self
-    }
-
     /// Makes the task a child of `parent`: `parent`'s id as its parent,
     /// `parent`'s root (or `parent` itself, the first of its chain) as its
     /// root, and `parent`'s correlation id unless one is set already. What a
