@@ -29,6 +29,7 @@ chapters! {
     Schedules => "schedules.md",
     FlowControl => "flow-control.md",
     DurableSteps => "steps.md",
+    TaskDependencies => "dependencies.md",
     SqliteVsPostgres => "sqlite-vs-postgres.md",
     CrossLanguage => "cross-language.md",
     WritingABackend => "writing-a-backend.md",

@@ -4,7 +4,7 @@
 
 use std::io::{IsTerminal, Write};
 
-use cairnq_core::{Task, TaskStatus, now_ms};
+use cairnq_core::{DependencyFailure, Task, TaskStatus, TaskWait, is_waiting, now_ms};
 use serde::Serialize;
 
 use crate::exit::Failure;
@@ -75,13 +75,15 @@ impl Output {
 
     /// One task: a detail view, or its JSON.
     pub(crate) fn task(&self, task: &Task) -> Result<(), Failure> {
-        self.task_keyed(task, None)
+        self.task_keyed(task, None, None)
     }
 
     /// One task and the business key pointing at it, when it has one: a
     /// detail view with a "key" row, or the task's JSON (the library's
     /// `Task`, which has no key).
-    pub(crate) fn task_keyed(&self, task: &Task, key: Option<&str>) -> Result<(), Failure> {
+    /// With a `wait` (the task was submitted after others), a "waits for"
+    /// row says how far along it is, and "run at" says it waits.
+    pub(crate) fn task_keyed(&self, task: &Task, key: Option<&str>, wait: Option<&TaskWait>) -> Result<(), Failure> {
         if self.format != Format::Table {
             return self.json(task);
         }
@@ -100,7 +102,10 @@ impl Output {
             ("message", task.message.clone().unwrap_or_else(|| "-".into()).into()),
             ("worker", task.worker_id.clone().unwrap_or_else(|| "-".into()).into()),
             ("created", when(Some(task.created_at_ms)).into()),
-            ("run at", when(Some(task.run_at_ms)).into()),
+            (
+                "run at",
+                if is_waiting(task) { "when its dependencies end".into() } else { when(Some(task.run_at_ms)).into() },
+            ),
             ("lease until", when(task.lease_until_ms).into()),
             ("completed", when(task.completed_at_ms).into()),
             ("parent", task.parent_id.clone().unwrap_or_else(|| "-".into()).into()),
@@ -116,6 +121,9 @@ impl Output {
             if let ("id", Some(key)) = (field, key) {
                 table.row(vec!["key".into(), key.to_string().into()]);
             }
+            if let ("status", Some(wait)) = (field, wait) {
+                table.row(vec!["waits for".into(), waits_for(wait).into()]);
+            }
             if let ("attempt", Some(lost)) = (field, lost_lease(task)) {
                 table.row(vec!["lost attempt".into(), Cell::new(lost, Tone::Bad)]);
             }
@@ -125,7 +133,13 @@ impl Output {
 
     /// Many tasks: a table, one JSON array, or one task per line.
     pub(crate) fn tasks(&self, tasks: &[Task]) -> Result<(), Failure> {
-        self.list(tasks, || task_table(tasks))
+        self.tasks_waiting(tasks, &[])
+    }
+
+    /// [`tasks`](Self::tasks), the status of each task in `waits` that
+    /// still waits saying for how many of its dependencies.
+    pub(crate) fn tasks_waiting(&self, tasks: &[Task], waits: &[TaskWait]) -> Result<(), Failure> {
+        self.list(tasks, || task_table(tasks, waits))
     }
 
     /// A list as the format asks: `table` (built only then) rendered, one
@@ -141,7 +155,7 @@ impl Output {
 
 /// The list view of tasks: one row each, payload and error message cut
 /// short (the message of the error envelope, not its JSON).
-pub(crate) fn task_table(tasks: &[Task]) -> Table {
+pub(crate) fn task_table(tasks: &[Task], waits: &[TaskWait]) -> Table {
     let now = now_ms();
     let mut table = Table::new(vec!["ID", "NAME", "QUEUE", "STATUS", "ATTEMPT", "PRI", "CREATED", "PAYLOAD", "ERROR"]);
     for task in tasks {
@@ -149,7 +163,10 @@ pub(crate) fn task_table(tasks: &[Task]) -> Table {
             task.id.clone().into(),
             task.name.clone().into(),
             task.queue.clone().into(),
-            status_cell(task.status),
+            match waits.iter().find(|w| w.task_id == task.id).and_then(TaskWait::describe) {
+                Some(waiting) => Cell::new(format!("queued, {waiting}"), Tone::Waiting),
+                None => status_cell(task.status),
+            },
             format!("{}/{}", task.attempt, task.max_attempts).into(),
             task.priority.to_string().into(),
             relative(task.created_at_ms, now).into(),
@@ -158,6 +175,20 @@ pub(crate) fn task_table(tasks: &[Task]) -> Table {
         ]);
     }
     table
+}
+
+/// The "waits for" row: how far along a wait is, or that it is over.
+fn waits_for(wait: &TaskWait) -> String {
+    let noun = if wait.total == 1 { "task" } else { "tasks" };
+    let policy = match wait.on_failure {
+        DependencyFailure::Run => "runs even if one fails",
+        _ => "canceled if one fails",
+    };
+    match wait.describe() {
+        Some(waiting) => format!("{waiting} ({policy})"),
+        None if wait.remaining == 0 => format!("{} {noun}, all ended ({policy})", wait.total),
+        None => format!("{} {noun}, {} not ended ({policy})", wait.total, wait.remaining),
+    }
 }
 
 /// The attempt an expired lease ended (the worker died or stalled), as the

@@ -30,6 +30,7 @@ mod backpressure;
 mod client;
 mod clock;
 mod coalesce;
+mod dependencies;
 mod envelope;
 mod error;
 mod human;
@@ -53,6 +54,10 @@ pub use client::{
     Retry, Signal, Submit, SubmitOptions, TaskSpec, WaitOptions, Watch, WorkerSession, task_outcome,
 };
 pub use clock::{Clock, MAX_DELAY, SystemClock, now_ms};
+pub use dependencies::{
+    DEPENDENCY_FAILED, DependencyFailure, TaskWait, UnknownDependencyFailure, WAITING_RUN_AT_MS, dependency_failed,
+    is_waiting,
+};
 pub use envelope::{ErrorEnvelope, codes};
 pub use error::{BoxError, Error, ErrorKind, Result, StepError, could_not, find_cause};
 pub use human::{human_duration, human_duration_coarse};

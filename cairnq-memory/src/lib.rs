@@ -15,6 +15,7 @@
 //! operation before it, and a failed one (a rejected key in a
 //! `submit_many`, say) leaves nothing behind.
 
+mod dependencies;
 mod limits;
 mod schedules;
 mod steps;
@@ -77,6 +78,8 @@ pub struct MemoryStore {
     /// The limits and rate state (extension `ext_0006_limits`); taken
     /// before `tables` when both are.
     limits: Mutex<limits::Limits>,
+    /// Task dependencies (extension `ext_0008`); taken after `tables`.
+    dependencies: Mutex<dependencies::Dependencies>,
 }
 
 impl std::fmt::Debug for MemoryStore {
@@ -106,6 +109,7 @@ impl MemoryStore {
             sleepers: Arc::default(),
             schedules: Mutex::default(),
             limits: Mutex::default(),
+            dependencies: Mutex::default(),
         }
     }
 
@@ -128,7 +132,12 @@ impl MemoryStore {
             let tables = guard.as_mut().ok_or(Error::StoreClosed)?;
             let mut txn = Txn::new(tables, self.clock.now_ms());
             match write(&mut txn) {
-                Ok(out) => (out, std::mem::take(&mut txn.changes)),
+                Ok(out) => {
+                    if txn.changes.ended().next().is_some() {
+                        dependencies::settle(&mut txn, &mut self.dependencies_lock());
+                    }
+                    (out, std::mem::take(&mut txn.changes))
+                }
                 Err(e) => {
                     txn.rollback();
                     return Err(e);
@@ -159,6 +168,10 @@ impl Store for MemoryStore {
     }
 
     fn step_store(&self) -> Option<&dyn StepStore> {
+        Some(self)
+    }
+
+    fn dependency_store(&self) -> Option<&dyn cairnq_core::store::DependencyStore> {
         Some(self)
     }
 
@@ -211,7 +224,11 @@ impl Store for MemoryStore {
     }
 
     async fn purge(&self, filter: &PurgeFilter) -> Result<Vec<String>> {
-        self.write(|txn| Ok(task_ops::purge(txn, filter)))
+        self.write(|txn| {
+            let purged = task_ops::purge(txn, filter);
+            self.dependencies_lock().forget(&purged);
+            Ok(purged)
+        })
     }
 
     async fn purgeable(&self, filter: &PurgeFilter) -> Result<Vec<TaskRow>> {

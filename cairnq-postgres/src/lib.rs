@@ -90,6 +90,7 @@
 //! - `complete_in` / `succeed_in` use the application's session as is: its
 //!   search_path must reach the cairnq tables.
 
+mod dependencies;
 mod error;
 mod exec;
 mod flows;

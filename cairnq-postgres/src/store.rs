@@ -406,6 +406,10 @@ impl Store for PostgresStore {
         if self.inner.stepped { Some(self) } else { None }
     }
 
+    fn dependency_store(&self) -> Option<&dyn cairnq_core::store::DependencyStore> {
+        Some(self)
+    }
+
     async fn limits(&self, query: &LimitsQuery) -> Result<Vec<LimitRow>> {
         on_connection!(self, limits::limits, query)
     }

@@ -27,6 +27,7 @@ const PINNED: &[(Dialect, &str, u64)] = &[
     (Dialect::Sqlite, "ext_0005_schedules_ext_name.sql", 0x7aa119a5ccb27f8a),
     (Dialect::Sqlite, "ext_0006_limits.sql", 0x3cc89375e9ae9e31),
     (Dialect::Sqlite, "ext_0007_limit_queue_index.sql", 0x318c75ba5056a1d7),
+    (Dialect::Sqlite, "ext_0008_task_dependencies.sql", 0xf73bc3f2b3abf625),
     (Dialect::Sqlite, "ext_0009_steps.sql", 0x452b472743ed8e6f),
     (Dialect::Postgres, "0001_init.sql", 0x7778450e5831eae1),
     (Dialect::Postgres, "0002_purge_index.sql", 0xa965e0ae09892a22),
@@ -45,6 +46,7 @@ const PINNED: &[(Dialect, &str, u64)] = &[
     (Dialect::Postgres, "ext_0005_schedules_ext_name.sql", 0xfbca86d2a79d6bdc),
     (Dialect::Postgres, "ext_0006_limits.sql", 0x93ae74086593e8a9),
     (Dialect::Postgres, "ext_0007_limit_queue_index.sql", 0x24820ff9a4abeae0),
+    (Dialect::Postgres, "ext_0008_task_dependencies.sql", 0x5abb1426e6cc07e9),
     (Dialect::Postgres, "ext_0009_steps.sql", 0x5ab39f9f45fc5e52),
 ];
 

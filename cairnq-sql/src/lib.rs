@@ -18,6 +18,7 @@
 //! filtered list asks its [`ListProbe`] first, then runs
 //! [`Query::list_planned`].
 
+pub mod after;
 pub mod flows;
 mod limit_walk;
 pub mod limits;

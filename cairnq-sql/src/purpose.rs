@@ -68,5 +68,12 @@ pub const fn purpose(sql: Sql) -> &'static str {
         Sql::ClaimTasksById => "claim tasks",
         Sql::SelectSteps => "read the task's steps",
         Sql::SaveStep => "store the step's outcome",
+        Sql::DependenciesInstalled => "look for the dependency tables",
+        Sql::LockDependencies => "read the task's dependencies",
+        Sql::InsertDependencies | Sql::InsertTaskWait => "record the task's dependencies",
+        Sql::HoldTask => "hold the task until its dependencies end",
+        Sql::CancelForDependency => "cancel the task for its failed dependency",
+        Sql::SelectDependencies => "read the task's dependencies",
+        Sql::SelectTaskWaits => "read what the tasks wait for",
     }
 }

@@ -7,16 +7,15 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use cairnq_core::store::{
     CancelParams, ChangeFeed, ChildrenParams, ClaimParams, CompleteBatchParams, CountQueuedParams, CountTasksParams,
-    DeleteScheduleParams, FailParams, FeedParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams,
-    LimitRow, LimitUsage, LimitUsageParams, LimitWaitParams, LimitsQuery, ListFilter, NewTask, PauseScheduleParams,
-    ProbeParams, ProgressParams, PurgeFilter, RemoveLimitParams, RepairParams, Repaired, RetryParams,
-    SaveScheduleParams, ScheduleQuery, ScheduleRead, ScheduleRow, ScheduleStore, SetLimitParams, SettleParams,
-    StatsParams, StepStore, SubmitManyParams, TaskKeyParams, TaskRow,
+    FailParams, FeedParams, GetParams, HeartbeatBatchParams, HeartbeatParams, LimitRow, LimitUsage, LimitUsageParams,
+    LimitWaitParams, LimitsQuery, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RemoveLimitParams,
+    RepairParams, Repaired, RetryParams, ScheduleStore, SetLimitParams, SettleParams, StatsParams, StepStore,
+    SubmitManyParams, TaskKeyParams, TaskRow,
 };
 use cairnq_core::{
     Capabilities, ChangeWatch, Error, HeldLease, Json, QueueAge, Result, Store, Task, TaskCount, TaskRef, Wake,
 };
-use cairnq_sql::{flows, limits, schedules};
+use cairnq_sql::{flows, limits};
 use parking_lot::Mutex;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
@@ -181,11 +180,9 @@ impl SqliteStore {
         &self.path
     }
 
-    /// How many transactions the writer committed for how many writes.
-    /// With concurrent writers `commits` stays well below `jobs`: that is
-    /// group commit at work. Stores sharing a database (see
-    /// [`open`](Self::open)) share one writer, so they count every write
-    /// of them all.
+    /// How many transactions the writer committed for how many writes
+    /// (`commits` well below `jobs` is group commit at work), counting
+    /// every write of the stores sharing the writer (see [`open`](Self::open)).
     pub fn write_stats(&self) -> WriteStats {
         self.counters.snapshot()
     }
@@ -302,6 +299,7 @@ macro_rules! write_flow {
             .await
     }};
 }
+pub(crate) use write_flow;
 
 /// One read job on a reader thread.
 macro_rules! read_job {
@@ -439,6 +437,10 @@ impl Store for SqliteStore {
         Some(self)
     }
 
+    fn dependency_store(&self) -> Option<&dyn cairnq_core::store::DependencyStore> {
+        Some(self)
+    }
+
     async fn limits(&self, query: &LimitsQuery) -> Result<Vec<LimitRow>> {
         write_flow!(self, limits::limits, query)
     }
@@ -471,30 +473,5 @@ impl Store for SqliteStore {
             last.shutdown().await;
         }
         Ok(())
-    }
-}
-
-#[async_trait]
-impl ScheduleStore for SqliteStore {
-    // Schedules run on the writer: a due check is one indexed read, and a
-    // fire's compare-and-set and submits must be one write transaction.
-    async fn schedules(&self, params: &ScheduleQuery) -> Result<ScheduleRead> {
-        write_flow!(self, schedules::schedules, params)
-    }
-
-    async fn save_schedule(&self, params: &SaveScheduleParams) -> Result<ScheduleRow> {
-        write_flow!(self, schedules::save_schedule, params)
-    }
-
-    async fn pause_schedule(&self, params: &PauseScheduleParams) -> Result<Option<ScheduleRow>> {
-        write_flow!(self, schedules::pause_schedule, params)
-    }
-
-    async fn delete_schedule(&self, params: &DeleteScheduleParams) -> Result<bool> {
-        write_flow!(self, schedules::delete_schedule, params)
-    }
-
-    async fn fire_schedule(&self, params: &FireScheduleParams) -> Result<Option<Vec<Task>>> {
-        write_flow!(self, schedules::fire_schedule, params)
     }
 }

@@ -17,6 +17,7 @@ import json
 import re
 import sqlite3
 import sys
+import time
 
 import pin_protocol  # noqa: F401  (before cairnq: see its docstring)
 import cairnq
@@ -182,6 +183,47 @@ async def run_worker(database, name, count, queue="default"):
     await runner
     await store.close()
     return {"terminal": done}
+
+
+async def flow_worker(database, names, count, fail_name=None):
+    """Runs a Python worker with an echoing handler for each of `names`
+    (comma-separated; `fail_name`, if given, fails permanently instead),
+    each taking 100 ms and logging when it ran, until `count` tasks of the
+    default queue are terminal. Before it starts, reads every task with
+    list, get and stats (rows waiting for dependencies among them)."""
+    store = open_store(database)
+    await store.connect()
+    client = cairnq.CairnQ(store)
+    listed = await client.list(limit=1000)
+    seen = [task_json(await client.get(t.id)) for t in listed]
+    before = await client.stats("default")
+    worker = cairnq.Worker(store, ["default"], concurrency=4, poll_interval_ms=50)
+    log = []
+
+    def handler(name):
+        async def run(ctx, payload):
+            started = time.time()
+            await asyncio.sleep(0.1)
+            log.append({"id": ctx.task_id, "name": name, "start": started, "end": time.time()})
+            if name == fail_name:
+                raise cairnq.TaskError("python failed it", retryable=False)
+            return {"by": "python", "name": name, "payload": payload}
+        return run
+
+    for name in names.split(","):
+        worker.task(name)(handler(name))
+    runner = asyncio.create_task(worker.run())
+    done = 0
+    for _ in range(600):
+        stats = await client.stats("default")
+        done = sum(stats.get("default", {}).get(s, 0) for s in ("succeeded", "failed", "canceled"))
+        if done >= count:
+            break
+        await asyncio.sleep(0.1)
+    worker.stop()
+    await runner
+    await store.close()
+    return {"terminal": done, "log": log, "listed": len(seen), "stats_before": before}
 
 
 async def submit_many(database, name, count):
@@ -397,6 +439,8 @@ async def main(argv):
         result = await submit_limited(database, args[0], args[1], int(args[2]))
     elif command == "claim-hold":
         result = await claim_hold(database, args[0], int(args[1]))
+    elif command == "flow-worker":
+        result = await flow_worker(database, args[0], int(args[1]), args[2] if len(args) > 2 else None)
     elif command == "submit-many":
         result = await submit_many(database, args[0], int(args[1]))
     else:

@@ -23,6 +23,7 @@
 mod bulk;
 mod chaos;
 mod clients;
+mod dependencies;
 mod events;
 mod fairness;
 mod flow_control;
@@ -50,6 +51,10 @@ pub use clients::{
     a_closed_store_refuses_every_call, a_killed_submitter_loses_no_acknowledged_submit,
     concurrent_claimers_never_take_the_same_row, keyed_submits_from_concurrent_producers_keep_one_live_task_per_key,
     submit_many_is_all_or_nothing,
+};
+pub use dependencies::{
+    a_diamond_runs_in_dependency_order_and_joins_results, a_failed_dependency_cancels_or_runs_its_dependent,
+    an_unknown_dependency_refuses_the_submit, waiting_tasks_follow_the_cancel_retry_and_purge_rules,
 };
 pub use events::worker_events_name_their_attempt;
 pub use fairness::worker_processes_share_a_drain;

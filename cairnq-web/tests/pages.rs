@@ -233,3 +233,23 @@ async fn a_task_page_lists_its_steps_escaped() {
     let none = http(addr, "GET", &format!("/tasks/{}", plain.id), &[], "").await;
     assert!(!none.body.contains("<h2>Steps</h2>"), "no steps, no section");
 }
+
+/// A task submitted after others says on its page how many it still waits
+/// for, and lists them (names escaped) with their status.
+#[tokio::test]
+async fn a_waiting_task_says_what_it_waits_for() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let client = sqlite_client(&dir).await;
+    let addr = start(client.clone(), WebOptions::new()).await;
+    let first = client.submit("<b>first</b>", &json!({})).await.expect("submit");
+    let second = client.submit("second", &json!({})).await.expect("submit");
+    let waiting = client.submit("join", &json!({})).after([&first.id, &second.id]).await.expect("submit");
+    let page = http(addr, "GET", &format!("/tasks/{}", waiting.id), &[], "").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("waiting for 2 of 2 tasks"), "{}", page.body);
+    assert!(page.body.contains("when its dependencies end"), "{}", page.body);
+    assert!(page.body.contains("&lt;b&gt;first&lt;/b&gt;") && !page.body.contains("<b>first"), "escaped");
+    assert!(page.body.contains(&second.id), "the dependencies are listed");
+    let plain = http(addr, "GET", &format!("/tasks/{}", first.id), &[], "").await;
+    assert!(!plain.body.contains("Waits for"), "a task without dependencies says nothing of them");
+}

@@ -154,6 +154,7 @@ mod completions;
 mod context;
 #[cfg(all(feature = "exec", unix))]
 pub mod exec;
+mod fan_in;
 mod handler;
 mod heartbeat;
 mod issue;

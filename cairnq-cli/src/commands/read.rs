@@ -3,7 +3,7 @@
 
 use std::time::SystemTime;
 
-use cairnq_core::{CairnQ, ListCursor, ListFilter, Task};
+use cairnq_core::{CairnQ, ListCursor, ListFilter, Task, TaskWait, is_waiting};
 
 use crate::commands::Context;
 use crate::commands::filter::FilterArgs;
@@ -64,7 +64,8 @@ pub(crate) async fn get(context: &Context, args: GetArgs) -> Result<Exit, Failur
         context.out.json(&TaskWithSteps { task: &task, steps: &steps })?;
         return Ok(Exit::Ok);
     }
-    context.out.task_keyed(&task, key.as_deref())?;
+    let wait = client.task_wait(&task.id).await?;
+    context.out.task_keyed(&task, key.as_deref(), wait.as_ref())?;
     if !steps.is_empty() {
         context.out.text(&format!("\n{}", step_table(&steps).render(context.out.colour)))?;
     }
@@ -86,15 +87,21 @@ pub(crate) async fn list(context: &Context, args: ListArgs) -> Result<Exit, Fail
     let filter = filter(&args)?;
     let client = context.existing_checked().await?;
     let page = client.list(&filter).await?;
-    print_page(context, &page)
+    // Only a table says how far a waiting task is: JSON is the library's rows.
+    let waiting: Vec<String> = page.tasks.iter().filter(|t| is_waiting(t)).map(|t| t.id.clone()).collect();
+    let waits = match context.out.format {
+        Format::Table if !waiting.is_empty() => client.task_waits(&waiting).await?,
+        _ => Vec::new(),
+    };
+    print_page(context, &page, &waits)
 }
 
-fn print_page(context: &Context, page: &cairnq_core::TaskPage) -> Result<Exit, Failure> {
+fn print_page(context: &Context, page: &cairnq_core::TaskPage, waits: &[TaskWait]) -> Result<Exit, Failure> {
     match context.out.format {
         Format::Json => context.out.json(page)?,
         Format::Jsonl => context.out.tasks(&page.tasks)?,
         Format::Table => {
-            context.out.tasks(&page.tasks)?;
+            context.out.tasks_waiting(&page.tasks, waits)?;
             for bad in &page.undecodable {
                 hint(&format!("undecodable row: {bad}"));
             }

@@ -6,7 +6,7 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use cairnq_core::{CairnQ, Conflict, Json, SubmitOptions, TaskSpec};
+use cairnq_core::{CairnQ, Conflict, DependencyFailure, Json, SubmitOptions, TaskSpec};
 
 use crate::commands::read::find;
 use crate::commands::{Context, json_arg};
@@ -55,6 +55,21 @@ pub(crate) struct Args {
     /// `cairnq limit` for it apply (e.g. tenant:42).
     #[arg(long, value_name = "KEY")]
     limit_key: Option<String>,
+    /// Wait until this task has ended (repeat for several): the new task is not claimed
+    /// before every one of them has. Each must exist.
+    #[arg(long = "after", value_name = "ID", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    after: Vec<String>,
+    /// What a dependency ending failed or canceled does: cancel this task (the default)
+    /// or run it anyway once all have ended.
+    #[arg(long, value_enum, requires = "after", value_name = "POLICY")]
+    on_dependency_failure: Option<DependencyFailureArg>,
+}
+
+/// `--on-dependency-failure`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum DependencyFailureArg {
+    Cancel,
+    Run,
 }
 
 /// `--conflict`, as every SDK spells it.
@@ -101,6 +116,11 @@ pub(crate) async fn run(context: &Context, args: Args) -> Result<Exit, Failure> 
     if let Some(limit_key) = args.limit_key {
         options = options.limit_key(limit_key);
     }
+    let waits = !args.after.is_empty();
+    options = options.after(args.after).on_dependency_failure(match args.on_dependency_failure {
+        Some(DependencyFailureArg::Run) => DependencyFailure::Run,
+        _ => DependencyFailure::Cancel,
+    });
     // Everything the library checks is checked before the database opens.
     options.to_new_task(&args.name, payload.clone())?;
     let client = match &args.parent {
@@ -110,13 +130,18 @@ pub(crate) async fn run(context: &Context, args: Args) -> Result<Exit, Failure> 
             options = join_chain(&client, options, parent).await?;
             client
         }
+        // Dependencies must be there already: the database is not created.
+        None if waits => context.existing().await?,
         None => context.installing().await?,
     };
     let spec = TaskSpec::new(args.name, &payload).options(options);
     let task = client.submit_spec(&spec).await?;
     // One row in a table (`cairnq get` shows every field); the row as JSON.
     match context.out.format {
-        crate::output::Format::Table => context.out.tasks(std::slice::from_ref(&task))?,
+        crate::output::Format::Table => {
+            let waits = if waits { client.task_waits(std::slice::from_ref(&task.id)).await? } else { Vec::new() };
+            context.out.tasks_waiting(std::slice::from_ref(&task), &waits)?
+        }
         _ => context.out.task(&task)?,
     }
     Ok(Exit::Ok)

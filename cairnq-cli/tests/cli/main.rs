@@ -3,6 +3,7 @@
 //! (a fresh schema each), and checks what it prints against what the
 //! library returns for the same database.
 
+mod after;
 mod bad_input;
 mod damage;
 mod destructive;

@@ -74,6 +74,11 @@ impl Changes {
         &self.queued
     }
 
+    /// The tasks that became terminal, in the order recorded.
+    pub fn ended(&self) -> impl Iterator<Item = &str> {
+        self.done.iter().map(|(id, _)| id.as_str())
+    }
+
     /// Whether nothing a sleeper waits for changed.
     pub fn is_empty(&self) -> bool {
         self.queued.is_empty() && self.done.is_empty()

@@ -8,6 +8,7 @@
 //! holds a NUL character, which SQLite would store and Postgres `text`
 //! columns refuse with driver text.
 
+mod after;
 mod bulk;
 mod diagnosis;
 mod gauges;
@@ -149,7 +150,10 @@ impl CairnQ {
         let span = observe::send_span(&mut task);
         async {
             self.admit(&task).await?;
-            let submitted = self.store.submit(&task).await?;
+            let submitted = match spec.options.after_params(&task)? {
+                Some(after) => self.dependency_store("submit")?.submit_after(&after).await?,
+                None => self.store.submit(&task).await?,
+            };
             observe::submitted(&task.queue, &task.name);
             Ok(submitted)
         }
@@ -168,6 +172,9 @@ impl CairnQ {
     /// key semantics per item; all or nothing. Validation of every item
     /// happens before anything is written.
     pub async fn submit_many(&self, specs: &[TaskSpec]) -> Result<Vec<Task>> {
+        if specs.iter().any(|spec| !spec.options.after.is_empty()) {
+            return Err(Error::validation("after", "submit_many takes no dependencies: submit such tasks one by one"));
+        }
         let tasks = specs.iter().map(TaskSpec::to_new_task).collect::<Result<Vec<_>>>()?;
         if tasks.is_empty() {
             return Ok(Vec::new());

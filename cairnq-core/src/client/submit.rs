@@ -12,6 +12,7 @@ use serde::de::DeserializeOwned;
 
 use crate::client::{CairnQ, WaitOptions, task_outcome};
 use crate::clock::span_ms;
+use crate::dependencies::DependencyFailure;
 use crate::error::{Error, Result, require_non_empty, require_text};
 use crate::id::new_task_id;
 use crate::json::Json;
@@ -55,6 +56,11 @@ pub struct SubmitOptions {
     pub correlation_id: Option<String>,
     /// The flow-control key (see [`limit_key`](Self::limit_key)).
     pub limit_key: Option<String>,
+    /// The tasks this one waits for (see [`after`](Self::after)).
+    pub after: Vec<String>,
+    /// What a dependency that fails does to this task (see
+    /// [`on_dependency_failure`](Self::on_dependency_failure)).
+    pub on_dependency_failure: DependencyFailure,
 }
 
 impl Default for SubmitOptions {
@@ -71,6 +77,8 @@ impl Default for SubmitOptions {
             root_id: None,
             correlation_id: None,
             limit_key: None,
+            after: Vec::new(),
+            on_dependency_failure: DependencyFailure::Cancel,
         }
     }
 }
@@ -343,6 +351,8 @@ macro_rules! forward_options {
             root_id(impl Into<String>),
             correlation_id(impl Into<String>),
             limit_key(impl Into<String>),
+            after(impl IntoIterator<Item = impl Into<String>>),
+            on_dependency_failure(DependencyFailure),
             child_of(&Task),
         );
 

@@ -23,6 +23,7 @@
 //! `lease_ms`, `older_than_ms`); the backend resolves them against its clock
 //! (SQLite: a [`Clock`](crate::Clock); Postgres: the database clock).
 
+mod dependencies;
 mod feed;
 mod limit_params;
 mod listing;
@@ -41,6 +42,7 @@ use async_trait::async_trait;
 use crate::error::{Error, Result};
 use crate::model::{HeldLease, QueueAge, Task, TaskCount, TaskRef, Undecodable};
 
+pub use dependencies::{DependenciesParams, DependencyStore, SubmitAfterParams, TaskWaitsParams};
 pub use feed::{Change, ChangeFeed, FeedParams, WakeupsLost};
 pub use limit_params::{
     KeyUsage, LimitRow, LimitUsage, LimitUsageParams, LimitWaitParams, LimitsQuery, RemoveLimitParams, SetLimitParams,
@@ -320,6 +322,14 @@ pub trait Store: Send + Sync + 'static {
     /// keeps any. `None` by default: the client shows no steps, and a
     /// handler's step fails with [`Error::UnsupportedBackend`].
     fn step_store(&self) -> Option<&dyn StepStore> {
+        None
+    }
+
+    /// The store's task dependencies (extension `ext_0008`), when it keeps
+    /// them: a capability, like [`schedule_store`](Self::schedule_store).
+    /// `None` by default: a submit with `after` is refused with
+    /// [`Error::UnsupportedBackend`].
+    fn dependency_store(&self) -> Option<&dyn DependencyStore> {
         None
     }
 

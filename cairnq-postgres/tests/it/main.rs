@@ -5,6 +5,7 @@
 
 mod app_pool;
 mod connect;
+mod dependencies;
 mod existing;
 mod ops;
 mod plans;

@@ -5,6 +5,7 @@
 //! Needs the peer: `cargo xtask test` provisions it and sets CAIRNQ_PYTHON.
 
 mod counts;
+mod dependencies;
 mod ext_names;
 mod json_exact;
 mod limits;

@@ -3,7 +3,7 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use cairnq_core::{Result, Step, Task, now_ms};
+use cairnq_core::{CairnQ, DependencyFailure, Result, Step, Task, TaskWait, is_waiting, now_ms};
 use maud::{Markup, html};
 
 use crate::html::{
@@ -27,7 +27,11 @@ pub(crate) async fn page(State(state): State<AppState>, ctx: PageCtx, Path(id): 
         Ok(found) => found,
         Err(error) => return error_page(&ctx, &error),
     };
-    let related = Related { key, children: children.tasks, steps };
+    let (wait, dependencies) = match dependencies(client, &id).await {
+        Ok(found) => found,
+        Err(error) => return error_page(&ctx, &error),
+    };
+    let related = Related { key, children: children.tasks, steps, wait, dependencies };
     layout(&ctx, &task.id, true, body(&ctx, &task, &related, state.writable()))
 }
 
@@ -39,6 +43,17 @@ struct Related {
     children: Vec<Task>,
     /// Its durable steps, in the order stored.
     steps: Vec<Step>,
+    /// How far along its wait is, for a task submitted after others.
+    wait: Option<TaskWait>,
+    /// The tasks it was submitted after, in the order named.
+    dependencies: Vec<Task>,
+}
+
+/// The wait and dependencies of a task submitted after others (none for
+/// any other task, nor on a store without dependencies).
+async fn dependencies(client: &CairnQ, id: &str) -> Result<(Option<TaskWait>, Vec<Task>)> {
+    let Some(wait) = client.task_wait(id).await? else { return Ok((None, Vec::new())) };
+    Ok((Some(wait), client.dependencies(id).await?))
 }
 
 fn body(ctx: &PageCtx, task: &Task, related: &Related, writable: bool) -> Markup {
@@ -73,7 +88,13 @@ fn body(ctx: &PageCtx, task: &Task, related: &Related, writable: bool) -> Markup
             dt { "Started" } dd.muted {
                 "not recorded: the protocol keeps no start time (a claim sets the lease above and Updated)"
             }
-            dt { "Due (run at)" } dd { (when(Some(task.run_at_ms), now)) }
+            @if let Some(wait) = &related.wait {
+                dt { "Waits for" } dd #task-wait { @match wait.describe() {
+                    Some(waiting) => (waiting),
+                    None => { (wait.total) " " (if wait.total == 1 { "task" } else { "tasks" }) ", " (wait.remaining) " not ended" },
+                } " · " (if wait.on_failure == DependencyFailure::Run { "runs even if one fails" } else { "canceled if one fails" }) }
+            }
+            dt { "Due (run at)" } dd { @if is_waiting(task) { "when its dependencies end" } @else { (when(Some(task.run_at_ms), now)) } }
             dt { "Updated" } dd { (when(Some(task.updated_at_ms), now)) }
             dt { "Finished" } dd { (when(task.completed_at_ms, now)) }
             dt { "Parent" } dd { @match &task.parent_id { Some(id) => (task_link(ctx, id)), None => "—" } }
@@ -91,6 +112,12 @@ fn body(ctx: &PageCtx, task: &Task, related: &Related, writable: bool) -> Markup
         @if let Some(result) = &task.result { h2 { "Result" } (json_block(result)) }
         @if let Some(error) = &task.error { h2 { "Error" } div #error { (json_block(error)) } }
         @if !task.metadata.as_str().trim().eq("{}") { h2 { "Metadata" } (json_block(&task.metadata)) }
+        @if !related.dependencies.is_empty() {
+            h2 { "Dependencies" }
+            ul #dependencies {
+                @for dep in &related.dependencies { li { (task_link(ctx, &dep.id)) " " (dep.name) " " (status_badge(dep.status)) } }
+            }
+        }
         (super::steps::section(&related.steps, now))
         h2 { "Children" }
         @if related.children.is_empty() { p.muted { "None." } }

@@ -1,0 +1,35 @@
+//! Task dependencies on Postgres (extension ext_0008): the shared flows
+//! of `cairnq_sql::after`, a submit in a transaction of its own
+//! (the dependencies share-locked, the insert, the edges), reads on a
+//! pooled connection. The release is the migration's trigger, so nothing
+//! here runs when a dependency settles.
+
+use async_trait::async_trait;
+use cairnq_core::store::{DependenciesParams, DependencyStore, SubmitAfterParams, TaskRow, TaskWaitsParams};
+use cairnq_core::{Result, Task, TaskWait};
+use cairnq_sql::after;
+
+use crate::flows::PgExec;
+use crate::migrate::{begin, commit};
+use crate::store::PostgresStore;
+use crate::write::check_json;
+
+#[async_trait]
+impl DependencyStore for PostgresStore {
+    async fn submit_after(&self, params: &SubmitAfterParams) -> Result<Task> {
+        check_json(&params.task)?;
+        let mut client = self.client().await?;
+        let tx = begin(&mut client).await?;
+        let task = after::submit_after(&PgExec(&tx), params).await?;
+        commit(tx).await?;
+        Ok(task)
+    }
+
+    async fn dependencies(&self, params: &DependenciesParams) -> Result<Vec<TaskRow>> {
+        after::dependencies(&PgExec(&self.client().await?), params).await
+    }
+
+    async fn task_waits(&self, params: &TaskWaitsParams) -> Result<Vec<TaskWait>> {
+        after::task_waits(&PgExec(&self.client().await?), params).await
+    }
+}
