@@ -10,6 +10,7 @@
 //! reused), so plain `cargo test` works on a machine with Postgres
 //! installed.
 
+mod pooler;
 mod role;
 mod server;
 
@@ -19,6 +20,7 @@ use async_trait::async_trait;
 use cairnq_core::Result;
 use cairnq_postgres::{PostgresOptions, PostgresStore};
 
+pub use pooler::{REQUIRE_ENV as REQUIRE_PGBOUNCER_ENV, TestPooler};
 pub use role::TestRole;
 pub use server::TestServer;
 use server::workspace_root;
