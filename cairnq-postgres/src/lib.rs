@@ -90,6 +90,7 @@
 //! - `complete_in` / `succeed_in` use the application's session as is: its
 //!   search_path must reach the cairnq tables.
 
+mod conn;
 mod error;
 mod exec;
 mod flows;
@@ -99,6 +100,7 @@ mod listener;
 mod migrate;
 mod options;
 mod pool;
+mod pooler;
 mod read;
 mod row;
 mod script;

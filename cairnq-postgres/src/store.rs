@@ -16,12 +16,13 @@ use cairnq_core::store::{
 use cairnq_core::{
     Capabilities, ChangeWatch, HeldLease, Install, QueueAge, Result, Store, Task, TaskCount, TaskRef, Wake,
 };
-use deadpool_postgres::{Client, Pool};
+use deadpool_postgres::Pool;
 
+use crate::conn::{Conn, Connections, Statements};
 use crate::exec::{AppSession, Session, answer};
 use crate::flows::PgExec;
 use crate::listener::Listener;
-use crate::migrate::{PoolOrigin, begin, commit, install, require_installation, table_exists};
+use crate::migrate::{PoolOrigin, install, require_installation, table_exists};
 use crate::options::PostgresOptions;
 use crate::write::{check_json, check_jsonb};
 use crate::{pool, read, tls, write};
@@ -47,14 +48,19 @@ pub struct PostgresStore {
 
 #[derive(Debug)]
 struct Inner {
-    pool: Pool,
+    /// The pool, the DSN's `host:port` for errors and reports (an
+    /// application's pool: `None`), and how statements run.
+    conns: Connections,
     /// Whether the pool is ours to close ([`PostgresStore::connect`]) or the
     /// application's ([`PostgresStore::from_pool`]).
     owns_pool: bool,
+    /// Closes our pool's idle connections (`idle_timeout`).
+    idle_sweeper: Option<tokio::task::JoinHandle<()>>,
     listener: Option<Listener>,
+    /// Pooler mode with no LISTEN connection: why the store only polls.
+    polls_only: Option<String>,
     schema: Option<String>,
-    /// The DSN's `host:port`, for errors and reports (an application's pool: `None`).
-    endpoint: Option<Arc<str>>,
+    pooler: bool,
     /// Unkeyed submits share writes (see [`write::submit_queue`]).
     submits: Arc<Coalescer<NewTask, Task>>,
     /// Whether the database has the trigger-kept counter table
@@ -68,6 +74,14 @@ struct Inner {
     /// Whether claims enforce limits: the database has the flow-control
     /// extensions (`ext_0006`, `ext_0007`).
     limits: LimitMode,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(sweeper) = &self.idle_sweeper {
+            sweeper.abort();
+        }
+    }
 }
 
 impl PostgresStore {
@@ -92,10 +106,12 @@ impl PostgresStore {
         let pool = pool::build(config.clone(), tls::connector(&options)?, &options)?;
         let endpoint = pool::endpoint(&config).map(Arc::from);
         let listen_config = match &options.listen_dsn {
-            Some(listen_dsn) => pool::pg_config(listen_dsn, &options)?,
-            None => config,
+            Some(listen_dsn) => Some(pool::pg_config(listen_dsn, &options)?),
+            // LISTEN through a transaction pooler hears nothing.
+            None if options.pooler => None,
+            None => Some(config),
         };
-        Self::start((pool, endpoint), PoolOrigin::Ours, Some(listen_config), options).await
+        Self::start((pool, endpoint), PoolOrigin::Ours, listen_config, options).await
     }
 
     /// A store on the application's own deadpool pool (the
@@ -151,7 +167,12 @@ impl PostgresStore {
         listen_config: Option<tokio_postgres::Config>,
         options: PostgresOptions,
     ) -> Result<Self> {
-        let mut client = pool::checkout(&pool, endpoint.as_deref()).await?;
+        let conns = Connections::new(pool, endpoint, Statements::of(&options));
+        let origin = match origin {
+            PoolOrigin::Application if options.pooler => PoolOrigin::ApplicationPooled,
+            origin => origin,
+        };
+        let mut client = conns.get().await?;
         match options.install {
             Install::Existing => require_installation(&client, options.schema.as_deref()).await?,
             _ => install(&mut client, options.schema.as_deref(), origin).await?,
@@ -165,15 +186,38 @@ impl PostgresStore {
             Some(config) => Some(Listener::start(config, tls::connector(&options)?)),
             None => None,
         };
+        let polls_only = (options.pooler && options.listen && listener.is_none()).then(|| {
+            "pooler mode without a listen URL: LISTEN cannot reach Postgres through a transaction pooler, \
+             so this store polls (give a direct DSN for LISTEN: --listen-url, PostgresOptions::listen_dsn)"
+                .to_string()
+        });
         let owns_pool = origin == PoolOrigin::Ours;
-        let (schema, submits) = (options.schema, write::submit_queue(pool.clone(), endpoint.clone()));
-        let inner = Inner { pool, owns_pool, listener, schema, endpoint, submits, counted, ordered, limits };
+        let idle_sweeper = owns_pool.then(|| pool::release_idle(conns.pool.clone(), options.idle_timeout));
+        let (schema, submits) = (options.schema, write::submit_queue(conns.clone()));
+        let inner = Inner {
+            conns,
+            owns_pool,
+            idle_sweeper,
+            listener,
+            polls_only,
+            schema,
+            pooler: options.pooler,
+            submits,
+            counted,
+            ordered,
+            limits,
+        };
         Ok(Self { inner: Arc::new(inner) })
     }
 
     /// The schema given at connect, if any.
     pub fn schema(&self) -> Option<&str> {
         self.inner.schema.as_deref()
+    }
+
+    /// Whether the store runs in pooler mode ([`PostgresOptions::pooler`]).
+    pub fn pooler(&self) -> bool {
+        self.inner.pooler
     }
 
     /// Whether the LISTEN connection is up right now (push wakeups flow).
@@ -215,8 +259,8 @@ impl PostgresStore {
         flows::succeed(&PgExec(&AppSession(session)), params).await
     }
 
-    async fn client(&self) -> Result<Client> {
-        pool::checkout(&self.inner.pool, self.inner.endpoint.as_deref()).await
+    async fn client(&self) -> Result<Conn> {
+        self.inner.conns.get().await
     }
 }
 
@@ -228,9 +272,9 @@ macro_rules! in_transaction {
     };
     ($store:expr, $module:ident :: $flow:ident, $params:expr) => {{
         let mut client = $store.client().await?;
-        let tx = begin(&mut client).await?;
+        let tx = client.begin().await?;
         let done = $module::$flow(&PgExec(&tx), $params).await?;
-        commit(tx).await?;
+        tx.commit().await?;
         Ok(done)
     }};
 }
@@ -252,7 +296,7 @@ impl Store for PostgresStore {
     }
 
     fn endpoint(&self) -> Option<String> {
-        self.inner.endpoint.as_deref().map(str::to_string)
+        self.inner.conns.endpoint.as_deref().map(str::to_string)
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -331,9 +375,9 @@ impl Store for PostgresStore {
 
     async fn claim(&self, params: &ClaimParams) -> Result<Vec<Task>> {
         let mut client = self.client().await?;
-        let tx = begin(&mut client).await?;
+        let tx = client.begin().await?;
         let claimed = flows::claim_with(&PgExec(&tx), params, self.inner.limits).await?;
-        commit(tx).await?;
+        tx.commit().await?;
         Ok(claimed)
     }
 
@@ -387,9 +431,13 @@ impl Store for PostgresStore {
     }
 
     fn wakeups_lost(&self) -> WakeupsLost {
-        match &self.inner.listener {
-            Some(listener) => listener.lost(),
-            None => Box::pin(std::future::pending()),
+        match (&self.inner.listener, &self.inner.polls_only) {
+            (Some(listener), _) => listener.lost(),
+            (None, Some(why)) => {
+                let error = cairnq_core::Error::Storage { message: why.clone(), source: None, transient: false };
+                Box::pin(std::future::ready(error))
+            }
+            (None, None) => Box::pin(std::future::pending()),
         }
     }
 
@@ -424,8 +472,11 @@ impl Store for PostgresStore {
         if let Some(listener) = &self.inner.listener {
             listener.stop();
         }
+        if let Some(sweeper) = &self.inner.idle_sweeper {
+            sweeper.abort();
+        }
         if self.inner.owns_pool {
-            self.inner.pool.close();
+            self.inner.conns.pool.close();
         }
         Ok(())
     }
