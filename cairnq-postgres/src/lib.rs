@@ -101,6 +101,7 @@ mod migrate;
 mod options;
 mod pool;
 mod pooler;
+mod probe;
 mod read;
 mod row;
 mod script;
@@ -116,6 +117,7 @@ mod write;
 pub use deadpool_postgres;
 pub use exec::Session;
 pub use options::PostgresOptions;
+pub use probe::AppConnections;
 pub use settle_in::SucceedIn;
 pub use store::PostgresStore;
 /// The driver whose clients and transactions

@@ -75,11 +75,27 @@ fn search_path_hook(quoted_schema: String) -> Hook {
 /// How often the idle connections are looked for.
 const IDLE_SWEEP: Duration = Duration::from_secs(5);
 
+/// The task closing a pool's idle connections; stopped when dropped.
+#[derive(Debug)]
+pub(crate) struct IdleSweeper(tokio::task::JoinHandle<()>);
+
+impl IdleSweeper {
+    pub(crate) fn stop(&self) {
+        self.0.abort();
+    }
+}
+
+impl Drop for IdleSweeper {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 /// Closes `pool`'s connections unused for `idle` or longer, every few
-/// seconds, until aborted (the store aborts it when it goes): a process
-/// that went quiet gives its server connections back.
-pub(crate) fn release_idle(pool: Pool, idle: Duration) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
+/// seconds, until stopped (with the store): a process that went quiet
+/// gives its server connections back.
+pub(crate) fn release_idle(pool: Pool, idle: Duration) -> IdleSweeper {
+    IdleSweeper(tokio::spawn(async move {
         let mut every = tokio::time::interval(IDLE_SWEEP.min(idle));
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -87,7 +103,7 @@ pub(crate) fn release_idle(pool: Pool, idle: Duration) -> tokio::task::JoinHandl
             // A checked-out connection is not in the pool: only idle ones are looked at.
             pool.retain(|_, metrics| metrics.last_used() < idle);
         }
-    })
+    }))
 }
 
 /// Where `config` points, for people: `host:port` (every host, comma

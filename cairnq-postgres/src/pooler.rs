@@ -182,6 +182,14 @@ impl Unnamed {
     }
 }
 
+/// Why a pooler-mode store without a listen DSN polls, said once by a
+/// worker at its start (through `Store::wakeups_lost`).
+pub(crate) fn polls_only() -> String {
+    "pooler mode without a listen URL: LISTEN cannot reach Postgres through a transaction pooler, \
+     so this store polls (give a direct DSN for LISTEN: --listen-url, PostgresOptions::listen_dsn)"
+        .to_string()
+}
+
 /// `{20,23}` (oids, as Postgres writes an `oid[]`) as types; a type the
 /// driver does not know by oid (none of the cairnq statements has one) is
 /// sent by oid alone.

@@ -55,7 +55,7 @@ struct Inner {
     /// application's ([`PostgresStore::from_pool`]).
     owns_pool: bool,
     /// Closes our pool's idle connections (`idle_timeout`).
-    idle_sweeper: Option<tokio::task::JoinHandle<()>>,
+    idle_sweeper: Option<pool::IdleSweeper>,
     listener: Option<Listener>,
     /// Pooler mode with no LISTEN connection: why the store only polls.
     polls_only: Option<String>,
@@ -74,14 +74,6 @@ struct Inner {
     /// Whether claims enforce limits: the database has the flow-control
     /// extensions (`ext_0006`, `ext_0007`).
     limits: LimitMode,
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        if let Some(sweeper) = &self.idle_sweeper {
-            sweeper.abort();
-        }
-    }
 }
 
 impl PostgresStore {
@@ -186,11 +178,7 @@ impl PostgresStore {
             Some(config) => Some(Listener::start(config, tls::connector(&options)?)),
             None => None,
         };
-        let polls_only = (options.pooler && options.listen && listener.is_none()).then(|| {
-            "pooler mode without a listen URL: LISTEN cannot reach Postgres through a transaction pooler, \
-             so this store polls (give a direct DSN for LISTEN: --listen-url, PostgresOptions::listen_dsn)"
-                .to_string()
-        });
+        let polls_only = (options.pooler && options.listen && listener.is_none()).then(crate::pooler::polls_only);
         let owns_pool = origin == PoolOrigin::Ours;
         let idle_sweeper = owns_pool.then(|| pool::release_idle(conns.pool.clone(), options.idle_timeout));
         let (schema, submits) = (options.schema, write::submit_queue(conns.clone()));
@@ -473,7 +461,7 @@ impl Store for PostgresStore {
             listener.stop();
         }
         if let Some(sweeper) = &self.inner.idle_sweeper {
-            sweeper.abort();
+            sweeper.stop();
         }
         if self.inner.owns_pool {
             self.inner.conns.pool.close();

@@ -89,9 +89,45 @@ async fn a_worker_exec_with_a_schema_drains_through_a_transaction_pooler() {
     let log = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "the worker drains and exits 0: {log}");
     assert!(!log.contains("prepared statement") && !log.contains("does not exist"), "{log}");
+    // No --listen-url: it says once, at its start, that it polls.
+    assert_eq!(log.matches("LISTEN cannot reach Postgres through a transaction pooler").count(), 1, "{log}");
     for (n, id) in ids.iter().enumerate() {
         let task = fixture.client.get(id).await.expect("get").expect("the task");
         assert_eq!(task.status, TaskStatus::Succeeded);
         assert_eq!(task.result.expect("a result").to_value().expect("JSON"), json!({"doubled": 2 * n}));
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn doctor_names_the_pooler_the_polling_and_the_connections() {
+    let Some(pooler) = pooler() else { return };
+    let fixture = Fixture::postgres().await;
+    let cli = Cli { db: pooler.dsn().to_string(), schema: fixture.cli.schema.clone() };
+    // Without pooler mode: what answers, and what to do, before any read
+    // that would trip over the pooler.
+    cli.run(&["doctor"]).refused(1, "PgBouncer");
+    cli.run(&["doctor"]).refused(1, "--pooler");
+
+    // (Exit 1 when the shared test database holds other tests' schemas:
+    // more than one installation is a problem the doctor reports.)
+    let report = pooled(&cli, &["doctor", "-o", "json"]);
+    let report: serde_json::Value =
+        serde_json::from_str(&report.stdout).unwrap_or_else(|e| panic!("doctor's JSON ({e}): {}", report.stderr));
+    let postgres = &report["postgres"];
+    assert_eq!(postgres["pooler_mode"], json!(true));
+    assert!(postgres["pooler"].as_str().expect("a pooler answers").contains("PgBouncer"), "{postgres}");
+    assert!(postgres["wakeups"].as_str().expect("wakeups").starts_with("polling"), "{postgres}");
+    let names: Vec<&str> = postgres["connections"]
+        .as_array()
+        .expect("connections")
+        .iter()
+        .filter_map(|c| c["application_name"].as_str())
+        .collect();
+    assert!(names.contains(&"cairnq-rs doctor"), "the doctor's own connection is among them: {names:?}");
+
+    // Straight to Postgres, the doctor sees no pooler.
+    let direct = fixture.cli.run(&["doctor", "-o", "json"]);
+    let direct: serde_json::Value = serde_json::from_str(&direct.stdout).expect("doctor's JSON");
+    assert_eq!(direct["postgres"]["pooler"], serde_json::Value::Null);
+    assert!(direct["postgres"]["wakeups"].as_str().expect("wakeups").starts_with("push"));
 }

@@ -8,6 +8,7 @@ mod connect;
 mod existing;
 mod ops;
 mod plans;
+mod pooler;
 mod repair;
 mod restart;
 mod session;
