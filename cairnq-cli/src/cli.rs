@@ -3,9 +3,11 @@
 //! Adding a subcommand is one variant here and one module under
 //! `commands/` with its `Args` and `run`; nothing else changes.
 
-use clap::{Parser, Subcommand};
+use clap::builder::BoolishValueParser;
+use clap::{ArgAction, Parser, Subcommand};
 
 use crate::commands::{self, Context};
+use crate::db::PgConnect;
 use crate::exit::{EXIT_CODES, Exit, Failure};
 use crate::output::{Format, Output};
 
@@ -19,6 +21,17 @@ pub(crate) struct Cli {
     /// The Postgres schema holding the cairnq tables.
     #[arg(long, global = true, value_name = "SCHEMA")]
     schema: Option<String>,
+    /// Postgres through a transaction-mode connection pooler (PgBouncer
+    /// `pool_mode = transaction`): keep no session state (no named prepared
+    /// statements, the schema set per transaction). Without --listen-url
+    /// waits and workers poll.
+    #[arg(long, global = true, env = "CAIRNQ_PG_POOLER", action = ArgAction::SetTrue,
+          value_parser = BoolishValueParser::new())]
+    pooler: bool,
+    /// A direct Postgres URL (not through the pooler) for LISTEN, so
+    /// workers and waits hear of new work at once in --pooler mode.
+    #[arg(long, global = true, env = "CAIRNQ_PG_LISTEN_URL", value_name = "URL", hide_env_values = true)]
+    listen_url: Option<String>,
     /// Output format: table (people), json (one document), jsonl (one per line).
     #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Table, global = true)]
     output: Format,
@@ -63,7 +76,16 @@ enum Command {
 impl Cli {
     /// Runs the chosen command.
     pub(crate) async fn run(self) -> Result<Exit, Failure> {
-        let context = Context { db: self.db, schema: self.schema, out: Output::new(self.output) };
+        let context = Context {
+            db: self.db,
+            schema: self.schema,
+            connect: PgConnect {
+                pooler: self.pooler,
+                listen_url: self.listen_url,
+                application_name: format!("cairnq-rs {}", self.command.name()),
+            },
+            out: Output::new(self.output),
+        };
         match self.command {
             Command::Submit(args) => commands::submit::run(&context, args).await,
             Command::Get(args) => commands::read::get(&context, args).await,
@@ -80,6 +102,29 @@ impl Cli {
             Command::Doctor => commands::doctor::run(&context).await,
             Command::Worker(args) => commands::worker::run(&context, args).await,
             Command::Web(args) => commands::web::run(&context, args).await,
+        }
+    }
+}
+
+impl Command {
+    /// The subcommand's name, as typed.
+    fn name(&self) -> &'static str {
+        match self {
+            Self::Submit(_) => "submit",
+            Self::Get(_) => "get",
+            Self::List(_) => "list",
+            Self::Cancel(_) => "cancel",
+            Self::Retry(_) => "retry",
+            Self::Purge(_) => "purge",
+            Self::Wait(_) => "wait",
+            Self::Schedule(_) => "schedule",
+            Self::Limit(_) => "limit",
+            Self::Stats(_) => "stats",
+            Self::Top(_) => "top",
+            Self::Migrate(_) => "migrate",
+            Self::Doctor => "doctor",
+            Self::Worker(_) => "worker",
+            Self::Web(_) => "web",
         }
     }
 }

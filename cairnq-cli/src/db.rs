@@ -1,4 +1,5 @@
-//! Which database a command talks to (`--db` / `CAIRNQ_DB`, `--schema`),
+//! Which database a command talks to (`--db` / `CAIRNQ_DB`, `--schema`,
+//! and on Postgres `--pooler` / `--listen-url`),
 //! and opening it: read-only commands never create or migrate a database
 //! ([`Install::Existing`]); only `submit`, `worker` and `migrate` may, as an
 //! application would. Reads that sum up the queue also refuse a damaged
@@ -25,23 +26,47 @@ pub(crate) enum Target {
     Sqlite(PathBuf),
     /// A Postgres database (`postgres://` or `postgresql://` URL), in a
     /// schema when one was given.
-    Postgres { dsn: String, schema: Option<String> },
+    Postgres { dsn: String, schema: Option<String>, connect: PgConnect },
 }
 
+/// How a Postgres target connects besides its DSN and schema.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct PgConnect {
+    /// `--pooler` / `CAIRNQ_PG_POOLER`: through a transaction-mode pooler.
+    pub(crate) pooler: bool,
+    /// `--listen-url` / `CAIRNQ_PG_LISTEN_URL`: where LISTEN connects.
+    pub(crate) listen_url: Option<String>,
+    /// What the connections report as `application_name`
+    /// (`cairnq-rs <command>`), so `doctor` can tell them apart.
+    pub(crate) application_name: String,
+}
+
+/// How many connections a command's store may hold: a command runs few
+/// statements at once, and a worker's claims and settles are batched, so
+/// N worker processes need about N x (this + 1 for LISTEN) server
+/// connections whatever their concurrency.
+pub(crate) const POOL_SIZE: usize = 4;
+
 impl Target {
-    /// Reads `--db` and `--schema`. A path (or `sqlite:PATH`,
-    /// `sqlite://PATH`) means SQLite; a `postgres://` URL means Postgres.
-    pub(crate) fn parse(db: Option<&str>, schema: Option<&str>) -> Result<Self, Failure> {
+    /// Reads `--db`, `--schema`, `--pooler` and `--listen-url`. A path (or
+    /// `sqlite:PATH`, `sqlite://PATH`) means SQLite; a `postgres://` URL
+    /// means Postgres.
+    pub(crate) fn parse(db: Option<&str>, schema: Option<&str>, connect: &PgConnect) -> Result<Self, Failure> {
         let db = db.map(str::trim).filter(|db| !db.is_empty()).ok_or_else(|| {
             Failure::usage(
                 "no database given: pass --db PATH_OR_URL or set CAIRNQ_DB (a SQLite path or postgres:// URL)",
             )
         })?;
         if db.starts_with("postgres://") || db.starts_with("postgresql://") {
-            return Ok(Self::Postgres { dsn: db.to_string(), schema: schema.map(str::to_string) });
+            let (dsn, schema) = (db.to_string(), schema.map(str::to_string));
+            return Ok(Self::Postgres { dsn, schema, connect: connect.clone() });
         }
         if let Some(schema) = schema {
             return Err(Failure::usage(format!("--schema {schema} applies to Postgres only; {db} is a SQLite file")));
+        }
+        if connect.pooler || connect.listen_url.is_some() {
+            let flag = if connect.pooler { "--pooler" } else { "--listen-url" };
+            return Err(Failure::usage(format!("{flag} applies to Postgres only; {db} is a SQLite file")));
         }
         let path = db.strip_prefix("sqlite://").or_else(|| db.strip_prefix("sqlite:")).unwrap_or(db);
         if path.is_empty() || path.contains("://") {
@@ -59,7 +84,7 @@ impl Target {
                 Ok(CairnQ::new(SqliteStore::open_with(path, options).await?))
             }
             Self::Postgres { dsn, .. } => {
-                let options = self.postgres_options().install(install).pool_size(4);
+                let options = self.postgres_options().install(install).pool_size(POOL_SIZE);
                 Ok(CairnQ::new(PostgresStore::connect_with(dsn, options).await?))
             }
         }
@@ -110,12 +135,21 @@ impl Target {
         })
     }
 
-    /// Postgres connection options for this target (schema, if any).
+    /// Postgres connection options for this target (schema, pooler mode,
+    /// the LISTEN URL, the application name).
     pub(crate) fn postgres_options(&self) -> PostgresOptions {
-        match self {
-            Self::Postgres { schema: Some(schema), .. } => PostgresOptions::new().schema(schema),
-            _ => PostgresOptions::new(),
+        let Self::Postgres { schema, connect, .. } = self else { return PostgresOptions::new() };
+        let mut options = PostgresOptions::new().pooler(connect.pooler);
+        if !connect.application_name.is_empty() {
+            options = options.application_name(&connect.application_name);
         }
+        if let Some(schema) = schema {
+            options = options.schema(schema);
+        }
+        if let Some(url) = &connect.listen_url {
+            options = options.listen_dsn(url);
+        }
+        options
     }
 
     /// The backend's name, for messages.
@@ -133,18 +167,25 @@ mod tests {
 
     #[test]
     fn paths_and_urls_pick_the_backend() {
-        assert_eq!(Target::parse(Some("q.db"), None).ok(), Some(Target::Sqlite("q.db".into())));
-        assert_eq!(Target::parse(Some("sqlite:///tmp/q.db"), None).ok(), Some(Target::Sqlite("/tmp/q.db".into())));
-        assert_eq!(Target::parse(Some("sqlite:q.db"), None).ok(), Some(Target::Sqlite("q.db".into())));
-        let pg = Target::parse(Some("postgres://u@h/db"), Some("jobs")).ok();
-        assert_eq!(pg, Some(Target::Postgres { dsn: "postgres://u@h/db".into(), schema: Some("jobs".into()) }));
+        let none = PgConnect::default();
+        assert_eq!(Target::parse(Some("q.db"), None, &none).ok(), Some(Target::Sqlite("q.db".into())));
+        let url = Target::parse(Some("sqlite:///tmp/q.db"), None, &none).ok();
+        assert_eq!(url, Some(Target::Sqlite("/tmp/q.db".into())));
+        assert_eq!(Target::parse(Some("sqlite:q.db"), None, &none).ok(), Some(Target::Sqlite("q.db".into())));
+        let pooled = PgConnect { pooler: true, ..PgConnect::default() };
+        let pg = Target::parse(Some("postgres://u@h/db"), Some("jobs"), &pooled).ok();
+        let dsn = "postgres://u@h/db".to_string();
+        assert_eq!(pg, Some(Target::Postgres { dsn, schema: Some("jobs".into()), connect: pooled }));
     }
 
     #[test]
-    fn a_missing_database_or_a_schema_for_sqlite_is_a_usage_error() {
-        assert!(Target::parse(None, None).is_err());
-        assert!(Target::parse(Some("  "), None).is_err());
-        assert!(Target::parse(Some("q.db"), Some("jobs")).is_err());
-        assert!(Target::parse(Some("mysql://h/db"), None).is_err());
+    fn a_missing_database_or_postgres_flags_for_sqlite_are_a_usage_error() {
+        let none = PgConnect::default();
+        assert!(Target::parse(None, None, &none).is_err());
+        assert!(Target::parse(Some("  "), None, &none).is_err());
+        assert!(Target::parse(Some("q.db"), Some("jobs"), &none).is_err());
+        assert!(Target::parse(Some("mysql://h/db"), None, &none).is_err());
+        let pooled = PgConnect { pooler: true, ..PgConnect::default() };
+        assert!(Target::parse(Some("q.db"), None, &pooled).is_err());
     }
 }

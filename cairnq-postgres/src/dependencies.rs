@@ -10,7 +10,6 @@ use cairnq_core::{Result, Task, TaskWait};
 use cairnq_sql::after;
 
 use crate::flows::PgExec;
-use crate::migrate::{begin, commit};
 use crate::store::PostgresStore;
 use crate::write::check_json;
 
@@ -19,9 +18,9 @@ impl DependencyStore for PostgresStore {
     async fn submit_after(&self, params: &SubmitAfterParams) -> Result<Task> {
         check_json(&params.task)?;
         let mut client = self.client().await?;
-        let tx = begin(&mut client).await?;
+        let tx = client.begin().await?;
         let task = after::submit_after(&PgExec(&tx), params).await?;
-        commit(tx).await?;
+        tx.commit().await?;
         Ok(task)
     }
 

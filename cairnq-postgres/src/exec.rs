@@ -1,12 +1,11 @@
 //! The executor seam: where a statement runs.
 //!
 //! Operations are written once against [`Exec`] and run unchanged on a
-//! pooled connection, inside a pooled transaction, or inside a session the
-//! application already has ([`AppSession`] over its own tokio-postgres
+//! pooled connection, inside a pooled transaction (`conn`: statements
+//! cached per connection, or unnamed in pooler mode), or inside a session
+//! the application already has ([`AppSession`] over its own tokio-postgres
 //! client or transaction), which is how `complete_in` settles a task in the
-//! same transaction as the handler's own writes. Pooled connections prepare
-//! each rendered statement once and reuse it (deadpool's per-connection
-//! statement cache).
+//! same transaction as the handler's own writes.
 
 use async_trait::async_trait;
 use cairnq_core::{Error, Result, could_not};
@@ -24,14 +23,6 @@ use crate::sql::PgArg;
 pub(crate) trait Exec: Sync {
     /// Runs `sql` and returns every row it produced.
     async fn run(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, tokio_postgres::Error>;
-}
-
-#[async_trait]
-impl<C: deadpool_postgres::GenericClient> Exec for C {
-    async fn run(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, tokio_postgres::Error> {
-        let prepared = self.prepare_cached(sql).await?;
-        self.query(&prepared, params).await
-    }
 }
 
 /// A session of the application's that

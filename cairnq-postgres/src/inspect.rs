@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use cairnq_core::{MigrationStatus, Result};
 use cairnq_protocol::postgres;
 use cairnq_sql::{Query, Sql};
-use deadpool_postgres::Client;
 
+use crate::conn::{Conn, Connections, Statements};
 use crate::exec::rows;
 use crate::migrate::table_exists;
 use crate::options::PostgresOptions;
@@ -16,25 +16,27 @@ use crate::row::col;
 use crate::{pool, tls};
 
 /// One pooled connection with the options' schema on its search_path
-/// (whether or not the schema exists: nothing is created).
-pub(crate) async fn connect_once(dsn: &str, options: &PostgresOptions) -> Result<Client> {
+/// (whether or not the schema exists: nothing is created), running
+/// statements as the options' mode says (pooler mode: unnamed, the schema
+/// set per transaction).
+pub(crate) async fn connect_once(dsn: &str, options: &PostgresOptions) -> Result<Conn> {
     let options = options.clone().pool_size(1).listen(false);
     options.validate()?;
     let config = pool::pg_config(dsn, &options)?;
-    let endpoint = pool::endpoint(&config);
+    let endpoint = pool::endpoint(&config).map(Into::into);
     let pool = pool::build(config, tls::connector(&options)?, &options)?;
-    pool::checkout(&pool, endpoint.as_deref()).await
+    Connections::new(pool, endpoint, Statements::of(&options)).get().await
 }
 
 /// The ledger this connection reaches, merged with the shipped migrations.
-pub(crate) async fn ledger(client: &Client) -> Result<Vec<MigrationStatus>> {
+pub(crate) async fn ledger(client: &Conn) -> Result<Vec<MigrationStatus>> {
     let shipped: Vec<_> = postgres::MIGRATIONS.iter().map(|m| (m.file_name, m.sql)).collect();
     Ok(MigrationStatus::merge(ledger_entries(client).await?.unwrap_or_default(), &shipped))
 }
 
 /// The ledger's entries (name, applied_at_ms); `None` when this connection
 /// reaches no ledger table.
-pub(crate) async fn ledger_entries(client: &Client) -> Result<Option<Vec<(String, i64)>>> {
+pub(crate) async fn ledger_entries(client: &Conn) -> Result<Option<Vec<(String, i64)>>> {
     if !table_exists(client, "cairnq_migrations").await? {
         return Ok(None);
     }
@@ -48,7 +50,7 @@ pub(crate) async fn ledger_entries(client: &Client) -> Result<Option<Vec<(String
 
 /// Every row of the `cairnq_meta` this connection reaches; none without
 /// such a table.
-pub(crate) async fn meta(client: &Client) -> Result<BTreeMap<String, String>> {
+pub(crate) async fn meta(client: &Conn) -> Result<BTreeMap<String, String>> {
     if !table_exists(client, "cairnq_meta").await? {
         return Ok(BTreeMap::new());
     }

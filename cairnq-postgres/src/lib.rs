@@ -90,6 +90,7 @@
 //! - `complete_in` / `succeed_in` use the application's session as is: its
 //!   search_path must reach the cairnq tables.
 
+mod conn;
 mod dependencies;
 mod error;
 mod exec;
@@ -100,8 +101,11 @@ mod listener;
 mod migrate;
 mod options;
 mod pool;
+mod pooler;
+mod probe;
 mod read;
 mod row;
+mod schedules;
 mod script;
 mod settle_in;
 mod sql;
@@ -116,6 +120,7 @@ mod write;
 pub use deadpool_postgres;
 pub use exec::Session;
 pub use options::PostgresOptions;
+pub use probe::AppConnections;
 pub use settle_in::SucceedIn;
 pub use store::PostgresStore;
 /// The driver whose clients and transactions

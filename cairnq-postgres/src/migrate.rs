@@ -13,8 +13,8 @@
 use cairnq_core::{Error, Result, could_not};
 use cairnq_protocol::{Migration, postgres};
 use cairnq_sql::{Installed, Query, Sql, check_protocol_version};
-use deadpool_postgres::{Client, Transaction};
 
+use crate::conn::{Conn, Tx};
 use crate::error::classify;
 use crate::exec::{Exec, answer, opt_row, rows, run_sql};
 use crate::options::quote_ident;
@@ -44,10 +44,13 @@ pub(crate) enum PoolOrigin {
     /// The application's (`PostgresStore::from_pool`): it is checked, since
     /// migrating elsewhere would install cairnq where nobody looks.
     Application,
+    /// The application's, in pooler mode: the schema is set per
+    /// transaction, whatever the connections' own search_path.
+    ApplicationPooled,
 }
 
 /// Brings the database to the newest schema and checks its protocol version.
-pub(crate) async fn install(client: &mut Client, schema: Option<&str>, origin: PoolOrigin) -> Result<()> {
+pub(crate) async fn install(client: &mut Conn, schema: Option<&str>, origin: PoolOrigin) -> Result<()> {
     prepare(client, schema, origin).await?;
     for migration in postgres::MIGRATIONS {
         if !applied(&*client, migration).await? {
@@ -61,7 +64,7 @@ pub(crate) async fn install(client: &mut Client, schema: Option<&str>, origin: P
 /// [`Install::Existing`](cairnq_core::Install::Existing): the installation
 /// this connection's search_path reaches must be there, in this SDK's
 /// protocol version. Reads only; creates no schema, table or ledger.
-pub(crate) async fn require_installation(client: &Client, schema: Option<&str>) -> Result<()> {
+pub(crate) async fn require_installation(client: &Conn, schema: Option<&str>) -> Result<()> {
     if !table_exists(client, "cairnq_tasks").await? {
         let place =
             schema.map_or_else(|| "on this connection's search_path".to_string(), |s| format!("in schema {s:?}"));
@@ -85,8 +88,8 @@ pub(crate) async fn installations(exec: &impl Exec) -> Result<Vec<String>> {
     found.iter().map(|r| col::<String>(r, "nspname")).collect()
 }
 
-async fn prepare(client: &mut Client, schema: Option<&str>, origin: PoolOrigin) -> Result<()> {
-    let tx = begin(client).await?;
+async fn prepare(client: &mut Conn, schema: Option<&str>, origin: PoolOrigin) -> Result<()> {
+    let tx = client.begin().await?;
     run_sql(&tx, "lock the installation", LOCK_INSTALL, &[]).await?;
     match schema {
         Some(schema) => {
@@ -103,10 +106,10 @@ async fn prepare(client: &mut Client, schema: Option<&str>, origin: PoolOrigin) 
         check_protocol_version(protocol_version(&tx).await?.as_deref(), Installed::NotYet)?;
     }
     rows(&tx, &Query::new(Sql::CreateMigrationLedger)).await?;
-    commit(tx).await
+    tx.commit().await
 }
 
-async fn create_schema_if_absent(tx: &Transaction<'_>, schema: &str) -> Result<()> {
+async fn create_schema_if_absent(tx: &Tx<'_>, schema: &str) -> Result<()> {
     let exists: bool = col(&one(tx, &format!("look for schema {schema}"), SCHEMA_EXISTS, schema).await?, "exists")?;
     if !exists {
         let create = format!("create schema {}", quote_ident(schema));
@@ -135,7 +138,7 @@ pub(crate) async fn refuse_second_installation(tx: &impl Exec) -> Result<()> {
 
 /// The application's connections must resolve unqualified names in
 /// `schema` (the first schema of their search_path).
-async fn refuse_other_current_schema(tx: &Transaction<'_>, schema: &str) -> Result<()> {
+async fn refuse_other_current_schema(tx: &Tx<'_>, schema: &str) -> Result<()> {
     let found = run_sql(tx, "read the current schema", CURRENT_SCHEMA, &[]).await?;
     let current: Option<String> = found.first().map(|r| col(r, "current")).transpose()?.flatten();
     if current.as_deref() == Some(schema) {
@@ -156,7 +159,7 @@ fn schemas(found: &[String]) -> String {
     format!("{noun} {}", found.join(", "))
 }
 
-async fn one(tx: &Transaction<'_>, doing: &str, sql: &str, arg: &str) -> Result<tokio_postgres::Row> {
+async fn one(tx: &Tx<'_>, doing: &str, sql: &str, arg: &str) -> Result<tokio_postgres::Row> {
     let found = run_sql(tx, doing, sql, &[&arg]).await?;
     found.into_iter().next().ok_or_else(|| Error::corrupt_row(could_not(doing, "the database answered no row")))
 }
@@ -169,15 +172,15 @@ async fn applied(exec: &impl Exec, migration: &Migration) -> Result<bool> {
     answer(exec, &Query::new(Sql::MigrationApplied).arg("name", migration.file_name)).await
 }
 
-async fn apply(client: &mut Client, migration: &Migration) -> Result<()> {
-    let tx = begin(client).await?;
+async fn apply(client: &mut Conn, migration: &Migration) -> Result<()> {
+    let tx = client.begin().await?;
     run_sql(&tx, "lock the migration ledger", LOCK_LEDGER, &[]).await?;
     if !applied(&tx, migration).await? {
         let doing = format!("apply migration {}", migration.file_name);
         tx.batch_execute(migration.sql).await.map_err(|e| classify(&doing, migration.file_name, e))?;
         rows(&tx, &Query::new(Sql::RecordMigration).arg("name", migration.file_name)).await?;
     }
-    commit(tx).await
+    tx.commit().await
 }
 
 /// A table never analyzed gets one ANALYZE after migrating; autovacuum
@@ -194,14 +197,4 @@ async fn refresh_statistics(exec: &impl Exec) -> Result<()> {
 async fn protocol_version(exec: &impl Exec) -> Result<Option<String>> {
     let read = Query::new(Sql::ReadMeta).arg("key", "protocol_version");
     opt_row(exec, &read).await?.map(|r| col(&r, "value")).transpose()
-}
-
-/// Starts a transaction on a pooled connection.
-pub(crate) async fn begin(client: &mut Client) -> Result<Transaction<'_>> {
-    client.transaction().await.map_err(|e| classify("start a transaction", "begin", e))
-}
-
-/// Commits a pooled transaction.
-pub(crate) async fn commit(tx: Transaction<'_>) -> Result<()> {
-    tx.commit().await.map_err(|e| classify("commit the transaction", "commit", e))
 }

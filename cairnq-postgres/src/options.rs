@@ -5,9 +5,15 @@ use std::time::Duration;
 
 use cairnq_core::{Error, Install, Result};
 
+/// How long a pooled connection may sit unused by default.
+pub(crate) const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// Connection options. `Default`: the search_path's own schema, a pool of
-/// 10 connections, a 10 s connect timeout, LISTEN/NOTIFY wakeups on, the
-/// schema and tables created and migrated when needed ([`Install::Migrate`]).
+/// at most 10 connections, each closed after 60 s unused, a 10 s connect
+/// timeout, LISTEN/NOTIFY wakeups on, the schema and tables created and
+/// migrated when needed ([`Install::Migrate`]), direct connections to
+/// Postgres (not [`pooler`](Self::pooler) mode), application name
+/// `cairnq-rs` (unless the DSN names one).
 ///
 /// ```
 /// use std::time::Duration;
@@ -47,6 +53,27 @@ pub struct PostgresOptions {
     /// notifications, and it does not say how it connects), so `None`
     /// means no LISTEN connection: the store polls.
     pub listen_dsn: Option<String>,
+    /// Pooler mode: the store connects through a transaction-mode
+    /// connection pooler (PgBouncer's `pool_mode = transaction`, or a
+    /// managed pooler that works the same way), so it keeps nothing in a
+    /// session that must outlive a transaction: statements run unnamed
+    /// (no named prepared statements), the schema is set with `SET LOCAL`
+    /// inside each transaction (never a session search_path), advisory
+    /// locks are transaction-scoped. LISTEN cannot work through such a
+    /// pooler: without [`listen_dsn`](Self::listen_dsn) (a direct
+    /// connection) the store opens no LISTEN connection and polls, and
+    /// [`Store::wakeups_lost`](cairnq_core::Store::wakeups_lost) says so
+    /// at once (a worker logs it once). Costs a little per statement
+    /// against a direct connection (BENCHMARKS.md); off by default.
+    pub pooler: bool,
+    /// How long a pooled connection may sit unused before it is closed
+    /// (checked every few seconds), so an idle process holds few server
+    /// connections. Not used by [`PostgresStore::from_pool`](crate::PostgresStore::from_pool).
+    pub idle_timeout: Duration,
+    /// The `application_name` the store's connections report (seen in
+    /// `pg_stat_activity`, and by `cairnq doctor`); `None`: `cairnq-rs`.
+    /// An `application_name` in the DSN wins.
+    pub application_name: Option<String>,
     /// PEM root certificates trusted besides the platform's own (`tls`
     /// feature), e.g. a private CA's.
     #[cfg(feature = "tls")]
@@ -62,6 +89,9 @@ impl Default for PostgresOptions {
             listen: true,
             install: Install::Migrate,
             listen_dsn: None,
+            pooler: false,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            application_name: None,
             #[cfg(feature = "tls")]
             tls_root_certificates: Vec::new(),
         }
@@ -117,6 +147,35 @@ impl PostgresOptions {
         self
     }
 
+    /// Turns pooler mode on or off (see [`pooler`](Self::pooler)).
+    ///
+    /// ```
+    /// use cairnq_postgres::PostgresOptions;
+    /// // Through PgBouncer in transaction mode, LISTEN straight to Postgres.
+    /// let options = PostgresOptions::new()
+    ///     .pooler(true)
+    ///     .listen_dsn("postgres://app@db-primary:5432/app");
+    /// assert!(options.pooler);
+    /// ```
+    pub fn pooler(mut self, on: bool) -> Self {
+        self.pooler = on;
+        self
+    }
+
+    /// Closes pooled connections unused for this long (see
+    /// [`idle_timeout`](Self::idle_timeout)).
+    pub fn idle_timeout(mut self, idle: Duration) -> Self {
+        self.idle_timeout = idle;
+        self
+    }
+
+    /// Reports this `application_name` (see
+    /// [`application_name`](Self::application_name)).
+    pub fn application_name(mut self, name: impl Into<String>) -> Self {
+        self.application_name = Some(name.into());
+        self
+    }
+
     /// Also trusts this PEM root certificate (`tls` feature).
     #[cfg(feature = "tls")]
     pub fn tls_root_certificate(mut self, pem: impl Into<Vec<u8>>) -> Self {
@@ -127,6 +186,9 @@ impl PostgresOptions {
     pub(crate) fn validate(&self) -> Result<()> {
         if self.pool_size == 0 {
             return Err(Error::validation("pool_size", "must be at least 1"));
+        }
+        if self.idle_timeout.is_zero() {
+            return Err(Error::validation("idle_timeout", "must be positive"));
         }
         if self.connect_timeout.is_zero() {
             return Err(Error::validation("connect_timeout", "must be positive"));

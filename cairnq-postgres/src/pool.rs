@@ -1,7 +1,9 @@
 //! The connection pool: a DSN parsed once, connections opened on demand
-//! (bounded by the connect timeout), the schema put on each connection's
-//! search_path before first use, and closed connections replaced — after a
-//! server restart the next checkout opens a fresh one.
+//! (bounded by the connect timeout) up to `pool_size`, the schema put on
+//! each connection's search_path before first use (not in pooler mode,
+//! which sets it per transaction), connections idle for `idle_timeout`
+//! closed, and closed connections replaced — after a server restart the
+//! next checkout opens a fresh one.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,7 +29,7 @@ pub(crate) fn pg_config(dsn: &str, options: &PostgresOptions) -> Result<tokio_po
     })?;
     config.connect_timeout(options.connect_timeout);
     if config.get_application_name().is_none() {
-        config.application_name("cairnq-rs");
+        config.application_name(options.application_name.as_deref().unwrap_or("cairnq-rs"));
     }
     Ok(config)
 }
@@ -44,7 +46,9 @@ pub(crate) fn build(config: tokio_postgres::Config, connector: Connector, option
         .wait_timeout(Some(CHECKOUT_WAIT))
         .create_timeout(Some(options.connect_timeout))
         .recycle_timeout(Some(options.connect_timeout));
-    if let Some(schema) = &options.schema {
+    // Pooler mode keeps no session state: the schema is set per
+    // transaction instead (`pooler`).
+    if let Some(schema) = options.schema.as_ref().filter(|_| !options.pooler) {
         builder = builder.post_create(search_path_hook(quote_ident(schema)));
     }
     builder.build().map_err(|e| Error::Storage {
@@ -66,6 +70,40 @@ fn search_path_hook(quoted_schema: String) -> Hook {
                 .map_err(HookError::Backend)
         })
     })
+}
+
+/// How often the idle connections are looked for.
+const IDLE_SWEEP: Duration = Duration::from_secs(5);
+
+/// The task closing a pool's idle connections; stopped when dropped.
+#[derive(Debug)]
+pub(crate) struct IdleSweeper(tokio::task::JoinHandle<()>);
+
+impl IdleSweeper {
+    pub(crate) fn stop(&self) {
+        self.0.abort();
+    }
+}
+
+impl Drop for IdleSweeper {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Closes `pool`'s connections unused for `idle` or longer, every few
+/// seconds, until stopped (with the store): a process that went quiet
+/// gives its server connections back.
+pub(crate) fn release_idle(pool: Pool, idle: Duration) -> IdleSweeper {
+    IdleSweeper(tokio::spawn(async move {
+        let mut every = tokio::time::interval(IDLE_SWEEP.min(idle));
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            every.tick().await;
+            // A checked-out connection is not in the pool: only idle ones are looked at.
+            pool.retain(|_, metrics| metrics.last_used() < idle);
+        }
+    }))
 }
 
 /// Where `config` points, for people: `host:port` (every host, comma

@@ -7,23 +7,23 @@ use async_trait::async_trait;
 use cairnq_core::backend::Coalescer;
 use cairnq_core::store::{
     CancelParams, ChangeFeed, ChildrenParams, ClaimParams, CompleteBatchParams, CountQueuedParams, CountTasksParams,
-    DeleteScheduleParams, FailParams, FeedParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams,
-    LimitRow, LimitUsage, LimitUsageParams, LimitWaitParams, LimitsQuery, ListFilter, NewTask, PauseScheduleParams,
-    ProbeParams, ProgressParams, PurgeFilter, RemoveLimitParams, RepairParams, Repaired, RetryParams,
-    SaveScheduleParams, ScheduleQuery, ScheduleRead, ScheduleRow, ScheduleStore, SetLimitParams, SettleParams,
-    StatsParams, StepStore, SubmitManyParams, TaskKeyParams, TaskRow, WakeupsLost,
+    FailParams, FeedParams, GetParams, HeartbeatBatchParams, HeartbeatParams, LimitRow, LimitUsage, LimitUsageParams,
+    LimitWaitParams, LimitsQuery, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RemoveLimitParams,
+    RepairParams, Repaired, RetryParams, ScheduleStore, SetLimitParams, SettleParams, StatsParams, StepStore,
+    SubmitManyParams, TaskKeyParams, TaskRow, WakeupsLost,
 };
 use cairnq_core::{
     Capabilities, ChangeWatch, HeldLease, Install, QueueAge, Result, Store, Task, TaskCount, TaskRef, Wake,
 };
 use cairnq_sql::steps::STEPS_TABLE;
-use cairnq_sql::{LimitMode, Query, Sql, flows, limits, schedules};
-use deadpool_postgres::{Client, Pool};
+use cairnq_sql::{LimitMode, Query, Sql, flows, limits};
+use deadpool_postgres::Pool;
 
+use crate::conn::{Conn, Connections, Statements};
 use crate::exec::{AppSession, Session, answer};
 use crate::flows::PgExec;
 use crate::listener::Listener;
-use crate::migrate::{PoolOrigin, begin, commit, install, require_installation, table_exists};
+use crate::migrate::{PoolOrigin, install, require_installation, table_exists};
 use crate::options::PostgresOptions;
 use crate::write::{check_json, check_jsonb};
 use crate::{pool, read, tls, write};
@@ -49,14 +49,19 @@ pub struct PostgresStore {
 
 #[derive(Debug)]
 struct Inner {
-    pool: Pool,
+    /// The pool, the DSN's `host:port` for errors and reports (an
+    /// application's pool: `None`), and how statements run.
+    conns: Connections,
     /// Whether the pool is ours to close ([`PostgresStore::connect`]) or the
     /// application's ([`PostgresStore::from_pool`]).
     owns_pool: bool,
+    /// Closes our pool's idle connections (`idle_timeout`).
+    idle_sweeper: Option<pool::IdleSweeper>,
     listener: Option<Listener>,
+    /// Pooler mode with no LISTEN connection: why the store only polls.
+    polls_only: Option<String>,
     schema: Option<String>,
-    /// The DSN's `host:port`, for errors and reports (an application's pool: `None`).
-    endpoint: Option<Arc<str>>,
+    pooler: bool,
     /// Unkeyed submits share writes (see [`write::submit_queue`]).
     submits: Arc<Coalescer<NewTask, Task>>,
     /// Whether the database has the trigger-kept counter table
@@ -96,10 +101,12 @@ impl PostgresStore {
         let pool = pool::build(config.clone(), tls::connector(&options)?, &options)?;
         let endpoint = pool::endpoint(&config).map(Arc::from);
         let listen_config = match &options.listen_dsn {
-            Some(listen_dsn) => pool::pg_config(listen_dsn, &options)?,
-            None => config,
+            Some(listen_dsn) => Some(pool::pg_config(listen_dsn, &options)?),
+            // LISTEN through a transaction pooler hears nothing.
+            None if options.pooler => None,
+            None => Some(config),
         };
-        Self::start((pool, endpoint), PoolOrigin::Ours, Some(listen_config), options).await
+        Self::start((pool, endpoint), PoolOrigin::Ours, listen_config, options).await
     }
 
     /// A store on the application's own deadpool pool (the
@@ -155,7 +162,12 @@ impl PostgresStore {
         listen_config: Option<tokio_postgres::Config>,
         options: PostgresOptions,
     ) -> Result<Self> {
-        let mut client = pool::checkout(&pool, endpoint.as_deref()).await?;
+        let conns = Connections::new(pool, endpoint, Statements::of(&options));
+        let origin = match origin {
+            PoolOrigin::Application if options.pooler => PoolOrigin::ApplicationPooled,
+            origin => origin,
+        };
+        let mut client = conns.get().await?;
         match options.install {
             Install::Existing => require_installation(&client, options.schema.as_deref()).await?,
             _ => install(&mut client, options.schema.as_deref(), origin).await?,
@@ -170,15 +182,35 @@ impl PostgresStore {
             Some(config) => Some(Listener::start(config, tls::connector(&options)?)),
             None => None,
         };
+        let polls_only = (options.pooler && options.listen && listener.is_none()).then(crate::pooler::polls_only);
         let owns_pool = origin == PoolOrigin::Ours;
-        let (schema, submits) = (options.schema, write::submit_queue(pool.clone(), endpoint.clone()));
-        let inner = Inner { pool, owns_pool, listener, schema, endpoint, submits, counted, ordered, limits, stepped };
+        let idle_sweeper = owns_pool.then(|| pool::release_idle(conns.pool.clone(), options.idle_timeout));
+        let (schema, submits) = (options.schema, write::submit_queue(conns.clone()));
+        let inner = Inner {
+            conns,
+            owns_pool,
+            idle_sweeper,
+            listener,
+            polls_only,
+            schema,
+            pooler: options.pooler,
+            submits,
+            counted,
+            ordered,
+            limits,
+            stepped,
+        };
         Ok(Self { inner: Arc::new(inner) })
     }
 
     /// The schema given at connect, if any.
     pub fn schema(&self) -> Option<&str> {
         self.inner.schema.as_deref()
+    }
+
+    /// Whether the store runs in pooler mode ([`PostgresOptions::pooler`]).
+    pub fn pooler(&self) -> bool {
+        self.inner.pooler
     }
 
     /// Whether the LISTEN connection is up right now (push wakeups flow).
@@ -220,8 +252,8 @@ impl PostgresStore {
         flows::succeed(&PgExec(&AppSession(session)), params).await
     }
 
-    pub(crate) async fn client(&self) -> Result<Client> {
-        pool::checkout(&self.inner.pool, self.inner.endpoint.as_deref()).await
+    pub(crate) async fn client(&self) -> Result<Conn> {
+        self.inner.conns.get().await
     }
 }
 
@@ -233,12 +265,13 @@ macro_rules! in_transaction {
     };
     ($store:expr, $module:ident :: $flow:ident, $params:expr) => {{
         let mut client = $store.client().await?;
-        let tx = begin(&mut client).await?;
+        let tx = client.begin().await?;
         let done = $module::$flow(&PgExec(&tx), $params).await?;
-        commit(tx).await?;
+        tx.commit().await?;
         Ok(done)
     }};
 }
+pub(crate) use in_transaction;
 
 /// A flow of `cairnq_sql::flows` (one statement) on a pooled connection.
 macro_rules! on_connection {
@@ -249,6 +282,7 @@ macro_rules! on_connection {
         $module::$flow(&PgExec(&$store.client().await?), $params).await
     };
 }
+pub(crate) use on_connection;
 
 #[async_trait]
 impl Store for PostgresStore {
@@ -257,7 +291,7 @@ impl Store for PostgresStore {
     }
 
     fn endpoint(&self) -> Option<String> {
-        self.inner.endpoint.as_deref().map(str::to_string)
+        self.inner.conns.endpoint.as_deref().map(str::to_string)
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -336,9 +370,9 @@ impl Store for PostgresStore {
 
     async fn claim(&self, params: &ClaimParams) -> Result<Vec<Task>> {
         let mut client = self.client().await?;
-        let tx = begin(&mut client).await?;
+        let tx = client.begin().await?;
         let claimed = flows::claim_with(&PgExec(&tx), params, self.inner.limits).await?;
-        commit(tx).await?;
+        tx.commit().await?;
         Ok(claimed)
     }
 
@@ -392,9 +426,13 @@ impl Store for PostgresStore {
     }
 
     fn wakeups_lost(&self) -> WakeupsLost {
-        match &self.inner.listener {
-            Some(listener) => listener.lost(),
-            None => Box::pin(std::future::pending()),
+        match (&self.inner.listener, &self.inner.polls_only) {
+            (Some(listener), _) => listener.lost(),
+            (None, Some(why)) => {
+                let error = cairnq_core::Error::Storage { message: why.clone(), source: None, transient: false };
+                Box::pin(std::future::ready(error))
+            }
+            (None, None) => Box::pin(std::future::pending()),
         }
     }
 
@@ -437,33 +475,12 @@ impl Store for PostgresStore {
         if let Some(listener) = &self.inner.listener {
             listener.stop();
         }
+        if let Some(sweeper) = &self.inner.idle_sweeper {
+            sweeper.stop();
+        }
         if self.inner.owns_pool {
-            self.inner.pool.close();
+            self.inner.conns.pool.close();
         }
         Ok(())
-    }
-}
-
-#[async_trait]
-impl ScheduleStore for PostgresStore {
-    async fn schedules(&self, params: &ScheduleQuery) -> Result<ScheduleRead> {
-        on_connection!(self, schedules::schedules, params)
-    }
-
-    async fn save_schedule(&self, params: &SaveScheduleParams) -> Result<ScheduleRow> {
-        on_connection!(self, schedules::save_schedule, params)
-    }
-
-    async fn pause_schedule(&self, params: &PauseScheduleParams) -> Result<Option<ScheduleRow>> {
-        on_connection!(self, schedules::pause_schedule, params)
-    }
-
-    async fn delete_schedule(&self, params: &DeleteScheduleParams) -> Result<bool> {
-        on_connection!(self, schedules::delete_schedule, params)
-    }
-
-    // The compare-and-set and the submits commit together or not at all.
-    async fn fire_schedule(&self, params: &FireScheduleParams) -> Result<Option<Vec<Task>>> {
-        in_transaction!(self, schedules::fire_schedule, params)
     }
 }

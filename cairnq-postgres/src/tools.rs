@@ -7,6 +7,7 @@
 use cairnq_core::{MigrationStatus, Result};
 
 use crate::options::PostgresOptions;
+use crate::probe::AppConnections;
 use crate::store::PostgresStore;
 
 impl PostgresStore {
@@ -85,5 +86,32 @@ impl PostgresStore {
     pub async fn installations(dsn: &str, options: PostgresOptions) -> Result<Vec<String>> {
         let client = crate::inspect::connect_once(dsn, &options).await?;
         crate::migrate::installations(&client).await
+    }
+
+    /// What answers at `dsn` when it is not Postgres itself: `Some` (in
+    /// words) when a connection pooler does (PgBouncer refuses, or drops,
+    /// a startup setting a direct session keeps), `None` for a direct
+    /// connection. `cairnq doctor` reports it; in front of a transaction
+    /// pooler, connect with [`PostgresOptions::pooler`]. Reads only.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> cairnq_core::Result<()> {
+    /// use cairnq_postgres::{PostgresOptions, PostgresStore};
+    /// if let Some(what) = PostgresStore::pooler_in_front("postgres://app@127.0.0.1:6432/app", PostgresOptions::new()).await? {
+    ///     println!("{what} answers: use pooler mode");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn pooler_in_front(dsn: &str, options: PostgresOptions) -> Result<Option<String>> {
+        crate::probe::pooler_in_front(dsn, &options).await
+    }
+
+    /// The server connections the database at `dsn` has from cairnq
+    /// processes (`application_name` starting `cairnq`), by name: what a
+    /// fleet of workers costs the server. Through a transaction pooler a
+    /// server connection carries the name of the last client it served.
+    /// Reads only.
+    pub async fn cairnq_connections(dsn: &str, options: PostgresOptions) -> Result<Vec<AppConnections>> {
+        crate::probe::connections(dsn, &options).await
     }
 }

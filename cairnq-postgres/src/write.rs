@@ -10,10 +10,9 @@ use cairnq_core::backend::{Coalescer, in_asked_order};
 use cairnq_core::store::{CompleteBatchParams, NewTask};
 use cairnq_core::{Error, Json, Result, Task, TaskRef};
 use cairnq_sql::{Query, Sql, purpose};
-use deadpool_postgres::Pool;
 
+use crate::conn::Connections;
 use crate::exec::{Exec, one_row, rows};
-use crate::pool;
 use crate::row;
 
 /// The most tasks one `insert_tasks` statement carries.
@@ -23,18 +22,18 @@ const INSERT_CHUNK: usize = 1_000;
 /// unkeyed submit waiting goes out in one `insert_tasks` statement (one
 /// commit). A batch the server refuses is written again one task at a
 /// time, so each submit gets its own outcome. Callers check the JSON first.
-pub(crate) fn submit_queue(pool: Pool, endpoint: Option<Arc<str>>) -> Arc<Coalescer<NewTask, Task>> {
+pub(crate) fn submit_queue(conns: Connections) -> Arc<Coalescer<NewTask, Task>> {
     Coalescer::new(
         INSERT_CHUNK,
         Arc::new(move |batch| {
-            let (pool, endpoint) = (pool.clone(), endpoint.clone());
-            Box::pin(async move { insert_batch(&pool, endpoint.as_deref(), batch).await })
+            let conns = conns.clone();
+            Box::pin(async move { insert_batch(&conns, batch).await })
         }),
     )
 }
 
-async fn insert_batch(pool: &Pool, endpoint: Option<&str>, batch: Vec<NewTask>) -> Vec<Result<Task>> {
-    let together = match pool::checkout(pool, endpoint).await {
+async fn insert_batch(conns: &Connections, batch: Vec<NewTask>) -> Vec<Result<Task>> {
+    let together = match conns.get().await {
         Ok(client) => insert_unkeyed(&client, &batch).await,
         Err(e) => Err(e),
     };
@@ -43,7 +42,7 @@ async fn insert_batch(pool: &Pool, endpoint: Option<&str>, batch: Vec<NewTask>) 
         Err(_) => {
             let mut outcomes = Vec::with_capacity(batch.len());
             for task in &batch {
-                outcomes.push(match pool::checkout(pool, endpoint).await {
+                outcomes.push(match conns.get().await {
                     Ok(client) => insert(&client, task).await,
                     Err(e) => Err(e),
                 });

@@ -20,7 +20,7 @@ pub(crate) mod worker;
 
 use cairnq_core::{CairnQ, Install, Json};
 
-use crate::db::Target;
+use crate::db::{PgConnect, Target};
 use crate::exit::Failure;
 use crate::output::Output;
 
@@ -28,13 +28,16 @@ use crate::output::Output;
 pub(crate) struct Context {
     pub(crate) db: Option<String>,
     pub(crate) schema: Option<String>,
+    /// `--pooler`, `--listen-url`, and the name the connections report.
+    pub(crate) connect: PgConnect,
     pub(crate) out: Output,
 }
 
 impl Context {
-    /// The database named by `--db` / `CAIRNQ_DB` and `--schema`.
+    /// The database named by `--db` / `CAIRNQ_DB`, `--schema`, `--pooler`
+    /// and `--listen-url`.
     pub(crate) fn target(&self) -> Result<Target, Failure> {
-        Target::parse(self.db.as_deref(), self.schema.as_deref())
+        Target::parse(self.db.as_deref(), self.schema.as_deref(), &self.connect)
     }
 
     /// A client on an existing installation: never creates or migrates.

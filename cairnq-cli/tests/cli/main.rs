@@ -20,6 +20,7 @@ mod migrate_sql;
 mod ops;
 mod outage;
 mod output;
+mod pooler;
 mod python;
 mod scenarios;
 mod schedule;

@@ -9,6 +9,7 @@ mod dependencies;
 mod existing;
 mod ops;
 mod plans;
+mod pooler;
 mod repair;
 mod restart;
 mod session;

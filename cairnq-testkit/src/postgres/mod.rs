@@ -10,6 +10,7 @@
 //! reused), so plain `cargo test` works on a machine with Postgres
 //! installed.
 
+mod pooler;
 mod role;
 mod server;
 
@@ -19,6 +20,7 @@ use async_trait::async_trait;
 use cairnq_core::Result;
 use cairnq_postgres::{PostgresOptions, PostgresStore};
 
+pub use pooler::{REQUIRE_ENV as REQUIRE_PGBOUNCER_ENV, TestPooler};
 pub use role::TestRole;
 pub use server::TestServer;
 use server::workspace_root;
@@ -147,6 +149,24 @@ impl PostgresFactory {
         Ok(Self::new(test_dsn()?))
     }
 
+    /// Stores in pooler mode (`PostgresOptions::pooler`) through the
+    /// shared [`TestPooler`] (PgBouncer in transaction mode) in front of
+    /// [`test_dsn`]'s server. Where `pgbouncer` is not installed (and
+    /// [`REQUIRE_PGBOUNCER_ENV`] is unset), pooler mode straight to the
+    /// server, said on stderr: the mode's statements are still what runs.
+    /// Its stores name no [`StoreLocator`]: a child process would not
+    /// know to connect in pooler mode, so the tests that need one skip.
+    pub fn through_test_pooler() -> Result<Self> {
+        let dsn = match TestPooler::shared()? {
+            Some(pooler) => pooler.dsn().to_string(),
+            None => {
+                eprintln!("pooler mode straight to Postgres: there is no PgBouncer here");
+                test_dsn()?
+            }
+        };
+        Ok(Self::new(dsn).options(test_options().pooler(true)))
+    }
+
     /// The server's DSN.
     pub fn dsn(&self) -> &str {
         &self.dsn
@@ -162,7 +182,7 @@ impl BackendFactory for PostgresFactory {
     async fn fresh(&self) -> Result<FreshStore> {
         let schema = fresh_schema_name();
         let store = PostgresStore::connect_with(&self.dsn, self.options.clone().schema(&schema)).await?;
-        let locator = StoreLocator::Postgres { dsn: self.dsn.clone(), schema };
-        Ok(FreshStore { store: Arc::new(store), locator: Some(locator) })
+        let locator = (!self.options.pooler).then(|| StoreLocator::Postgres { dsn: self.dsn.clone(), schema });
+        Ok(FreshStore { store: Arc::new(store), locator })
     }
 }

@@ -13,6 +13,7 @@
 
 mod counts;
 mod limits;
+mod postgres;
 mod render;
 mod sqlite;
 mod tasks;
@@ -41,6 +42,8 @@ struct Report {
     migrations_pending: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     postgres_installations: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    postgres: Option<postgres::PostgresReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     sqlite: Option<sqlite::SqliteReport>,
     /// Absent when the tasks were not read (another protocol version, a
@@ -78,7 +81,7 @@ struct LedgerEntry {
 pub(crate) async fn run(context: &Context) -> Result<Exit, Failure> {
     let target = context.target()?;
     let mut problems = Vec::new();
-    let (postgres_installations, sqlite) = backend_checks(&target, &mut problems).await?;
+    let (postgres_installations, postgres, sqlite) = backend_checks(&target, &mut problems).await?;
     let damaged = sqlite.as_ref().is_some_and(sqlite::SqliteReport::damaged);
     let meta = as_far_as_it_reads(damaged, target.meta().await, "its meta rows", &mut problems)?;
     let ledger = as_far_as_it_reads(damaged, target.migrations().await, "its migration ledger", &mut problems)?;
@@ -128,6 +131,7 @@ pub(crate) async fn run(context: &Context) -> Result<Exit, Failure> {
             .collect(),
         migrations_pending,
         postgres_installations,
+        postgres,
         sqlite,
         tasks,
         limits,
@@ -172,13 +176,15 @@ fn as_far_as_it_reads<T: Default>(
     }
 }
 
-async fn backend_checks(
-    target: &Target,
-    problems: &mut Vec<String>,
-) -> Result<(Option<Vec<String>>, Option<sqlite::SqliteReport>), Failure> {
+/// What the doctor found per backend: the Postgres installations and
+/// deployment, or the SQLite file.
+type BackendChecks = (Option<Vec<String>>, Option<postgres::PostgresReport>, Option<sqlite::SqliteReport>);
+
+async fn backend_checks(target: &Target, problems: &mut Vec<String>) -> Result<BackendChecks, Failure> {
     match target {
-        Target::Sqlite(path) => Ok((None, Some(sqlite::check(path, problems).await?))),
-        Target::Postgres { dsn, .. } => {
+        Target::Sqlite(path) => Ok((None, None, Some(sqlite::check(path, problems).await?))),
+        Target::Postgres { dsn, connect, .. } => {
+            let report = postgres::check(target, dsn, connect).await?;
             let schemas = PostgresStore::installations(dsn, target.postgres_options()).await?;
             if schemas.len() > 1 {
                 problems.push(format!(
@@ -187,7 +193,7 @@ async fn backend_checks(
                     render::few(&schemas)
                 ));
             }
-            Ok((Some(schemas), None))
+            Ok((Some(schemas), Some(report), None))
         }
     }
 }

@@ -29,6 +29,9 @@ pub(super) fn report(report: &Report) -> String {
     if let Some(schemas) = &report.postgres_installations {
         lines.push(format!("installations     {}", few(schemas)));
     }
+    if let Some(postgres) = &report.postgres {
+        lines.extend(super::postgres::lines(postgres));
+    }
     if let Some(sqlite) = &report.sqlite {
         lines.push(match &sqlite.damaged_tables {
             Some(tables) if !tables.is_empty() => {
