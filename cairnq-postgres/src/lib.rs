@@ -92,6 +92,8 @@
 
 mod error;
 mod exec;
+#[doc(hidden)]
+pub mod floor;
 mod flows;
 mod inspect;
 mod json;

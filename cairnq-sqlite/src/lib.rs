@@ -168,6 +168,8 @@ mod database;
 mod diagnose;
 mod error;
 mod exec;
+#[doc(hidden)]
+pub mod floor;
 mod group_commit;
 mod inspect;
 mod integrity;
