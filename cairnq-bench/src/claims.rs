@@ -1,8 +1,9 @@
 //! What a worker process of the multi-process workloads did to get its
 //! work, for the evidence behind a share: its claims (how many, how many
 //! rows, the largest, the failed ones, the time they took, probes that
-//! found nothing), counted by a store wrapper around the real one, and, on
-//! SQLite, the writer's waits for the file's write lock
+//! found nothing) and its completion writes (the floors run at the
+//! engine's batch sizes), counted by a store wrapper around the real one,
+//! and, on SQLite, the writer's waits for the file's write lock
 //! ([`cairnq_sqlite::WriteStats`]).
 
 use std::sync::Arc;
@@ -10,8 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use async_trait::async_trait;
-use cairnq_core::store::{ClaimParams, ProbeParams};
-use cairnq_core::{Result, Store, Task};
+use cairnq_core::store::{ClaimParams, CompleteBatchParams, ProbeParams};
+use cairnq_core::{Result, Store, Task, TaskRef};
 use serde_json::{Value, json};
 
 use cairnq_testkit::forwarding::{Forward, Forwarding};
@@ -25,9 +26,18 @@ pub(super) struct ClaimCounts {
     failed: AtomicU64,
     claim_us: AtomicU64,
     empty_probes: AtomicU64,
+    completion_writes: AtomicU64,
+    completed_rows: AtomicU64,
 }
 
 impl ClaimCounts {
+    /// Claims, rows claimed, completion writes, rows they settled: the
+    /// engine's batch sizes, which the floors run at.
+    pub(super) fn batches(&self) -> (u64, u64, u64, u64) {
+        let get = |n: &AtomicU64| n.load(Ordering::Relaxed);
+        (get(&self.claims), get(&self.rows), get(&self.completion_writes), get(&self.completed_rows))
+    }
+
     /// The counts as JSON fields, with the SQLite writer's lock waits when
     /// the store is `sqlite`.
     pub(super) fn report(&self, sqlite: Option<&cairnq_sqlite::SqliteStore>) -> Value {
@@ -93,5 +103,12 @@ impl Forward for Counting {
             }
         }
         claimed
+    }
+
+    async fn complete_batch(&self, params: &CompleteBatchParams) -> Result<Vec<TaskRef>> {
+        let c = &self.counts;
+        c.completion_writes.fetch_add(1, Ordering::Relaxed);
+        c.completed_rows.fetch_add(params.completions.len() as u64, Ordering::Relaxed);
+        self.inner.complete_batch(params).await
     }
 }

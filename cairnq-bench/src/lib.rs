@@ -17,6 +17,7 @@
 mod book;
 mod claims;
 mod cpu;
+mod floors;
 mod limits;
 mod process;
 mod processes;
@@ -154,9 +155,12 @@ impl Sizes {
 /// The workload names, in the order `cargo xtask bench` runs them.
 pub const WORKLOADS: &[&str] = &[
     "raw_commit",
+    "raw_submit",
     "sequential_submit",
     "concurrent_producers",
+    "raw_multi_row_insert",
     "submit_many",
+    "raw_burn_down",
     "burn_down_c8",
     "burn_down_c64",
     "burn_down_c8_telemetry",
@@ -203,6 +207,52 @@ pub async fn run_workload(
             )],
             None => Vec::new(),
         },
+        "raw_submit" => {
+            let sqlite = factory.name() == "sqlite";
+            // What the engine does with a plain submit: SQLite's writer
+            // runs `insert_task` and group-commits what waits; Postgres
+            // coalesces waiting submits into one `insert_tasks`.
+            let grouped = |group| match sqlite {
+                true => floors::Inserts::OneByOne { group },
+                false => floors::Inserts::MultiRow { chunk: group, group },
+            };
+            let one = floors::raw_insert(factory, sizes.sequential, grouped(1)).await?;
+            let count = sizes.producers * sizes.per_producer;
+            let group = floors::raw_insert(factory, count, grouped(sizes.producers)).await?;
+            let statement = if sqlite { "insert_task" } else { "insert_tasks" };
+            vec![
+                m(
+                    name,
+                    "one_per_commit_tasks_per_s",
+                    one,
+                    format!("{} x {statement}, one task per commit", sizes.sequential),
+                ),
+                m(
+                    name,
+                    "grouped_tasks_per_s",
+                    group,
+                    format!(
+                        "{count} tasks, {} per commit ({statement}), as the engine groups concurrent submits",
+                        sizes.producers
+                    ),
+                ),
+            ]
+        }
+        "raw_multi_row_insert" => {
+            let how = floors::Inserts::MultiRow { chunk: floors::INSERT_CHUNK, group: sizes.bulk };
+            let rate = floors::raw_insert(factory, sizes.bulk, how).await?;
+            let detail = format!("{} tasks, insert_tasks of {} rows, one commit", sizes.bulk, floors::INSERT_CHUNK);
+            vec![m(name, "tasks_per_s", rate, detail)]
+        }
+        "raw_burn_down" => {
+            let mut out = Vec::new();
+            for concurrency in [8, 64] {
+                for (metric, value, detail) in floors::raw_burn_down(factory, sizes.burn, concurrency).await? {
+                    out.push(m(name, &metric, value, detail));
+                }
+            }
+            out
+        }
         "sequential_submit" => {
             let rate = sequential_submit(factory, sizes.sequential).await?;
             vec![m(name, "tasks_per_s", rate, format!("{} submits, one at a time", sizes.sequential))]

@@ -142,10 +142,22 @@ pub(super) async fn burn_down_specs(
         client.submit_many(chunk).await?;
     }
     submitted()?;
+    drain_with_worker(store, &client, count, concurrency).await
+}
+
+/// Starts a `noop` worker of `concurrency` on `store` and times it until
+/// `count` tasks (submitted already) show succeeded through `client`.
+/// Tasks per second.
+pub(super) async fn drain_with_worker(
+    store: Arc<dyn Store>,
+    client: &CairnQ,
+    count: usize,
+    concurrency: usize,
+) -> Result<f64> {
     let calls = Arc::new(AtomicUsize::new(0));
     let start = Instant::now();
     let handle = noop_worker(store, concurrency, calls.clone())?.spawn();
-    wait_for_drain(&client, &calls, count).await?;
+    wait_for_drain(client, &calls, count).await?;
     let rate = per_second(count, start.elapsed());
     handle.stop_and_join().await?;
     Ok(rate)

@@ -94,6 +94,8 @@ mod conn;
 mod dependencies;
 mod error;
 mod exec;
+#[doc(hidden)]
+pub mod floor;
 mod flows;
 mod inspect;
 mod json;

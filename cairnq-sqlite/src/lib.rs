@@ -169,6 +169,8 @@ mod dependencies;
 mod diagnose;
 mod error;
 mod exec;
+#[doc(hidden)]
+pub mod floor;
 mod group_commit;
 mod inspect;
 mod integrity;

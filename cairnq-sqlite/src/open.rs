@@ -74,7 +74,7 @@ pub(crate) fn open_reader(path: &Path, options: &SqliteOptions) -> Result<Connec
     prepare().map_err(|e| opening(path, e))
 }
 
-fn connect_file(path: &Path, options: &SqliteOptions) -> Result<Connection> {
+pub(crate) fn connect_file(path: &Path, options: &SqliteOptions) -> Result<Connection> {
     if path.is_dir() {
         // `opening` names the directory; SQLite would only say it cannot open it.
         return Err(Error::Unusable { message: "SQLite cannot open a directory".into(), source: None });

@@ -64,7 +64,15 @@ const LAYERS: &[Layer] = &[
     },
     Layer {
         name: "cairnq-bench",
-        normal: &["cairnq-core", "cairnq-worker", "cairnq-testkit", "cairnq-sqlite", "cairnq-postgres", "cairnq-web"],
+        normal: &[
+            "cairnq-protocol",
+            "cairnq-core",
+            "cairnq-worker",
+            "cairnq-testkit",
+            "cairnq-sqlite",
+            "cairnq-postgres",
+            "cairnq-web",
+        ],
         optional: &[],
         dev: &[],
     },

@@ -18,6 +18,11 @@
 //! rerun only what the other flags add; `--only NAME` runs just one of
 //! the added workloads (`scale`, `processes`, `soak`).
 //!
+//! The floors (`raw_submit`, `raw_multi_row_insert`, `raw_burn_down`: the
+//! engine's statements with nothing around them) run among the workloads,
+//! and the report shows each engine workload as a ratio of its floor
+//! (`floors`).
+//!
 //! `--compare REV` (module `compare`) builds the bench at another revision
 //! and runs chosen workloads interleaved with the working tree's build: the
 //! step before claiming any change on a hot path.
@@ -31,6 +36,7 @@ use crate::test_env;
 mod chart;
 mod compare;
 mod curves;
+mod floors;
 mod rows;
 mod soak;
 
@@ -337,6 +343,7 @@ fn render(stamp: &str, rows: &[Row], micro: &[(String, String)], flags: &Flags, 
             r.detail
         );
     }
+    s.push_str(&floors::render(rows));
     if micro.is_empty() {
         return s;
     }
