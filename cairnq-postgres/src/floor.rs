@@ -5,7 +5,7 @@
 //! [`PgArg`] keeps the wire encoding (integer widths, jsonb) the same as
 //! the engine's. Hidden from the docs: not an API for applications.
 
-use cairnq_core::backend::Arg;
+use cairnq_sql::Arg;
 use tokio_postgres::types::ToSql;
 
 use crate::sql::PgArg;

@@ -67,6 +67,7 @@ const LAYERS: &[Layer] = &[
         normal: &[
             "cairnq-protocol",
             "cairnq-core",
+            "cairnq-sql",
             "cairnq-worker",
             "cairnq-testkit",
             "cairnq-sqlite",

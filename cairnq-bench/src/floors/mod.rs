@@ -32,8 +32,8 @@ mod sqlite;
 
 use std::time::Duration;
 
-use cairnq_core::backend::{Query, Sql};
 use cairnq_core::{CairnQ, Error, ErrorEnvelope, Json, Result, Store};
+use cairnq_sql::{Query, Sql};
 use serde_json::json;
 
 use cairnq_testkit::{BackendFactory, StoreLocator};
@@ -211,9 +211,9 @@ fn insert_one(i: usize) -> Query {
         .arg("max_attempts", 3i64)
         .arg("priority", 0i64)
         .arg("delay_ms", 0i64)
-        .arg("parent_id", cairnq_core::backend::Arg::Null)
+        .arg("parent_id", cairnq_sql::Arg::Null)
         .arg("root_id", id)
-        .arg("correlation_id", cairnq_core::backend::Arg::Null)
+        .arg("correlation_id", cairnq_sql::Arg::Null)
 }
 
 /// The floor's batches of `count` in `size`s (the last may be short).

@@ -10,9 +10,9 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use cairnq_core::backend::{Query, Sql};
 use cairnq_core::{Error, Json, Result};
 use cairnq_protocol::Dialect;
+use cairnq_sql::{Query, Sql};
 use futures::future::try_join_all;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, GenericClient, NoTls, Row, Statement};

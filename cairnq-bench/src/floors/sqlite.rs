@@ -8,9 +8,9 @@
 use std::path::Path;
 use std::time::Instant;
 
-use cairnq_core::backend::{Arg, Query, Sql};
 use cairnq_core::{Error, Result};
 use cairnq_protocol::Dialect;
+use cairnq_sql::{Arg, Query, Sql};
 use cairnq_sqlite::SqliteOptions;
 use rusqlite::Connection;
 use rusqlite::types::{Null, ValueRef};
