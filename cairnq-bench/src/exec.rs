@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use cairnq_core::{CairnQ, Error, Result, TaskStatus};
 use cairnq_testkit::BackendFactory;
-use cairnq_worker::exec::ExecHandler;
+use cairnq_worker::exec::{ExecHandler, ServeHandler};
 use cairnq_worker::{Worker, WorkerOptions};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -108,7 +108,7 @@ pub(super) async fn drain(factory: &dyn BackendFactory, runner: Runner<'_>, task
     let mut worker = Worker::new(CairnQ::from_shared(store), WorkerOptions::new().concurrency(CONCURRENCY))?;
     match runner {
         Runner::Exec(command) => worker.exec_all(&ExecHandler::new(command)?)?,
-        Runner::Serve(_) => return Err(Error::validation("runner", "--serve is not built yet")),
+        Runner::Serve(command) => worker.serve_lines_all(&ServeHandler::new(command)?)?,
     };
     let start = Instant::now();
     let handle = worker.spawn();

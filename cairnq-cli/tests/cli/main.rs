@@ -22,6 +22,7 @@ mod output;
 mod python;
 mod scenarios;
 mod schedule;
+mod serve;
 mod support;
 mod top;
 mod waiting;

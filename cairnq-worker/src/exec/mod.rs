@@ -67,6 +67,7 @@
 mod child;
 mod outcome;
 mod program;
+mod serve;
 mod streams;
 
 use std::path::PathBuf;
@@ -77,6 +78,7 @@ use cairnq_core::{Error, Result};
 use tokio::sync::Notify;
 
 pub use self::outcome::{EXIT_PERMANENT, EXIT_RETRY};
+pub use self::serve::ServeHandler;
 use self::outcome::{Ran, StopReason};
 use crate::context::TaskContext;
 use crate::handler::{ErasedHandler, Handler, SingleResult};
