@@ -37,7 +37,8 @@ pub(super) const CONCURRENCY: usize = 4;
 /// `null` result. `read` and `printf` are builtins, so no process starts
 /// per task; the id is the line's first string (the worker writes `id`
 /// first), cut out with parameter expansion.
-pub(super) const SERVE_NOOP: &str = r#"while IFS= read -r line; do id=${line#*\"id\":\"}; printf '{"id":"%s","result":null}\n' "${id%%\"*}"; done"#;
+pub(super) const SERVE_NOOP: &str =
+    r#"while IFS= read -r line; do id=${line#*\"id\":\"}; printf '{"id":"%s","result":null}\n' "${id%%\"*}"; done"#;
 
 /// `tasks` spawns of `sh -c command` by [`CONCURRENCY`] tokio tasks, each
 /// given the payload `{}` on stdin, its stdout read to the end and its exit

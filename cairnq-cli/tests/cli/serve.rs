@@ -129,7 +129,10 @@ async fn the_books_python_example_serves_tasks_and_keeps_state() {
     let bad = finished(&fixture.client, &bad.id).await;
     assert_eq!((bad.status, bad.attempt), (TaskStatus::Failed, 1), "retryable: false fails for good");
     let error = error_of(&bad);
-    assert_eq!((error["type"].as_str(), error["message"].as_str()), (Some("BadPayload"), Some("the payload has no text")));
+    assert_eq!(
+        (error["type"].as_str(), error["message"].as_str()),
+        (Some("BadPayload"), Some("the payload has no text"))
+    );
     assert_eq!(worker.terminate(), Some(0));
     let log = worker.log();
     assert!(log.contains("counting 5 characters"), "stderr goes to the worker's log: {log}");

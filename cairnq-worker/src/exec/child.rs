@@ -123,13 +123,7 @@ impl ProcessGroup {
         fcntl_setfd(&watched, FdFlags::empty())?;
         let script = WRAPPER.replace("{fd}", &watched.as_raw_fd().to_string());
         let mut cmd = Command::new("sh");
-        cmd.arg("-c")
-            .arg(script)
-            .arg("sh")
-            .arg(command)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
+        cmd.arg("-c").arg(script).arg("sh").arg(command).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
         if let Some(dir) = &options.current_dir {
             cmd.current_dir(dir);
         }

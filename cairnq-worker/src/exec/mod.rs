@@ -78,8 +78,8 @@ use cairnq_core::{Error, Result};
 use tokio::sync::Notify;
 
 pub use self::outcome::{EXIT_PERMANENT, EXIT_RETRY};
-pub use self::serve::ServeHandler;
 use self::outcome::{Ran, StopReason};
+pub use self::serve::ServeHandler;
 use crate::context::TaskContext;
 use crate::handler::{ErasedHandler, Handler, SingleResult};
 use crate::options::TaskOptions;

@@ -286,7 +286,8 @@ impl Serve {
                 Ok(Line::TooLong) => {
                     let _ = served.kill().await;
                     let limit = self.options.max_stdout_bytes;
-                    let message = format!("the command wrote a line longer than {limit} bytes (the result's limit); restarted");
+                    let message =
+                        format!("the command wrote a line longer than {limit} bytes (the result's limit); restarted");
                     return (Ended::Drop(Err(failure("result_too_large", message, false, Map::new()))), None);
                 }
             };

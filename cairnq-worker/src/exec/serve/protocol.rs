@@ -138,7 +138,9 @@ mod tests {
             Ok(Message::Result { id, result }) => assert_eq!((id.as_str(), result.as_str()), ("t1", r#"{"n": 1.50}"#)),
             other => panic!("{other:?}"),
         }
-        assert!(matches!(parse(r#"{"id":"t1","result":null}"#), Ok(Message::Result { result, .. }) if result.is_null()));
+        assert!(
+            matches!(parse(r#"{"id":"t1","result":null}"#), Ok(Message::Result { result, .. }) if result.is_null())
+        );
         match parse(r#"{"id":"t2","error":{"message":"no row 7","type":"KeyError","retryable":false}}"#) {
             Ok(Message::Error { error, .. }) => {
                 let e = error.envelope();
@@ -155,7 +157,9 @@ mod tests {
             other => panic!("{other:?}"),
         }
         match parse(r#"{"id":"t3","progress":0.5,"message":"half"}"#) {
-            Ok(Message::Progress { value, message, .. }) => assert_eq!((value, message.as_deref()), (0.5, Some("half"))),
+            Ok(Message::Progress { value, message, .. }) => {
+                assert_eq!((value, message.as_deref()), (0.5, Some("half")))
+            }
             other => panic!("{other:?}"),
         }
     }
