@@ -17,6 +17,7 @@
 mod book;
 mod claims;
 mod cpu;
+mod exec;
 mod floors;
 mod limits;
 mod process;
@@ -77,6 +78,8 @@ pub struct Sizes {
     process_backlog: usize,
     soak: SoakSettings,
     schedules: usize,
+    /// Tasks of each `--exec` drain (and bare spawns beside them).
+    spawns: usize,
 }
 
 impl Sizes {
@@ -106,6 +109,7 @@ impl Sizes {
                 sweep_every: Duration::from_secs(5),
             },
             schedules: 10_000,
+            spawns: 3_000,
         }
     }
 
@@ -131,6 +135,7 @@ impl Sizes {
             // settings for 120 s, so CI watches twelve 10 s samples.
             soak: Sizes::full().soak,
             schedules: 100,
+            spawns: 40,
         }
     }
 
@@ -174,6 +179,8 @@ pub const WORKLOADS: &[&str] = &[
     "idle_worker_cpu",
     "idle_worker_schedules",
     "worker_rss",
+    "exec_spawn",
+    "serve_noop",
 ];
 
 /// The growth workloads `cargo xtask bench --scale` adds (a smaller
@@ -358,6 +365,44 @@ pub async fn run_workload(
         "worker_rss" => {
             let mb = worker_rss(factory, sizes.rss_tasks, exe).await?;
             vec![m(name, "peak_rss_mb", mb, format!("{} tasks of 10 KB drained at concurrency 8", sizes.rss_tasks))]
+        }
+        // Processes cost the same on any backend: measured on SQLite only.
+        "exec_spawn" | "serve_noop" if factory.name() != "sqlite" => Vec::new(),
+        "exec_spawn" => {
+            let detail = |what: &str| {
+                format!(
+                    "{} tasks at concurrency {}; {what}; better of 2 alternating runs",
+                    sizes.spawns,
+                    exec::CONCURRENCY
+                )
+            };
+            exec::exec_spawn(factory, sizes.spawns)
+                .await?
+                .into_iter()
+                .map(|(metric, value)| {
+                    let what = if metric.starts_with("bare") {
+                        "tokio tasks spawning sh -c CMD, payload on stdin, stdout read, exit awaited"
+                    } else if metric.ends_with("over_bare") {
+                        "ratio (target 0.8)"
+                    } else {
+                        "cairnq worker --exec CMD's handler on a SQLite file"
+                    };
+                    m(name, &metric, value, detail(what))
+                })
+                .collect()
+        }
+        "serve_noop" => {
+            let detail = format!(
+                "--exec true: {} tasks, --serve (a sh read loop answering null): {} tasks; concurrency {}; better of 2",
+                sizes.spawns,
+                sizes.spawns * 10,
+                exec::CONCURRENCY
+            );
+            exec::serve_noop(factory, sizes.spawns)
+                .await?
+                .into_iter()
+                .map(|(metric, value)| m(name, &metric, value, detail.clone()))
+                .collect()
         }
         "scale" => {
             let points = scale::scale(factory, sizes.scale).await?;

@@ -1,14 +1,16 @@
 //! `cairnq worker --exec 'CMD'`: runs a command line once per task, so any
-//! language can be a cairnq worker. This module owns the command line and
-//! the worker's lifecycle (options, the store, SIGTERM drains); running
-//! one task's command is `cairnq_worker::exec`.
+//! language can be a cairnq worker; `cairnq worker --serve 'CMD'` keeps one
+//! process per slot and exchanges a JSON line per task with it. This module
+//! owns the command line and the worker's lifecycle (options, the store,
+//! SIGTERM drains, closing the served commands); running a task's command
+//! is `cairnq_worker::exec`.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use cairnq_core::DEFAULT_GAUGE_INTERVAL;
 use cairnq_core::backend::new_worker_id;
-use cairnq_worker::exec::{ExecHandler, ExecOptions};
+use cairnq_worker::exec::{ExecHandler, ExecOptions, ServeHandler};
 use cairnq_worker::{Worker, WorkerOptions};
 
 use crate::commands::Context;
@@ -44,16 +46,35 @@ Log (stderr, one line per event, --log-level or CAIRNQ_LOG_LEVEL):
   info   (the default) also the start, a drain, a canceled command
   error  only what stops the worker; off: nothing; debug: every attempt's end
 
+--serve CMD starts CMD once per slot of --concurrency (when first needed) and keeps
+it, one task at a time per process, one JSON line each way (docs: the book's
+cross-language chapter):
+  stdin   {\"id\",\"name\",\"queue\",\"attempt\",\"max_attempts\",\"payload\"} per task, and
+          {\"id\",\"cancel\":true} when that task is canceled (answer within --kill-grace
+          or the process is killed and restarted)
+  stdout  {\"id\",\"result\":ANY}, or {\"id\",\"error\":{\"message\",\"type\",\"retryable\",...}}
+          (retryable unless \"retryable\":false), and any {\"id\",\"progress\":0.5,\"message\":\"...\"}
+  stderr  every line goes to the worker's log
+A command that ends while it runs a task fails that task retryably and is started
+again; a line that is not JSON of the protocol fails the task retryably (logged).
+On SIGTERM the worker drains, then closes each command's stdin and waits
+--kill-grace for it to exit. A worker that dies outright takes them with it.
+
 -o does not apply: the worker prints no data, only its log on stderr.";
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = CONTRACT)]
+#[command(group(clap::ArgGroup::new("runs").required(true).args(["exec", "serve"])))]
 pub(crate) struct Args {
     /// The command line to run per task (through `sh -c`): payload JSON on
     /// stdin, result JSON on stdout; exit 65 fails for good, other non-zero
     /// codes retry.
     #[arg(long, value_name = "CMD")]
-    exec: String,
+    exec: Option<String>,
+    /// A command line to start once per slot and keep (through `sh -c`):
+    /// one JSON line per task in on stdin, one answer line out on stdout.
+    #[arg(long, value_name = "CMD")]
+    serve: Option<String>,
     /// Handler names to claim (repeat for several); none: every name.
     #[arg(long = "name", value_name = "NAME")]
     names: Vec<String>,
@@ -70,7 +91,8 @@ pub(crate) struct Args {
     #[arg(long, value_parser = humanize::duration)]
     max_run: Option<Duration>,
     /// How long a command sent SIGTERM (a cancel, a lost lease, --max-run near) gets to
-    /// end before SIGKILL.
+    /// end before SIGKILL; with --serve, how long a command told to cancel gets to
+    /// answer, and one whose stdin was closed at shutdown gets to exit.
     #[arg(long, default_value = "10s", value_parser = humanize::duration)]
     kill_grace: Duration,
     /// How much the worker logs on stderr (each failed attempt is a warning).
@@ -109,25 +131,54 @@ pub(crate) async fn run(context: &Context, args: Args) -> Result<Exit, Failure> 
     // Bad arguments, and a command whose program is not there, are refused
     // before the database is opened: nothing is claimed.
     let options = args.options()?;
-    let handler = ExecHandler::with_options(&args.exec, ExecOptions::new().kill_grace(args.kill_grace))?;
+    let exec_options = ExecOptions::new().kill_grace(args.kill_grace);
+    let handler = match (&args.exec, &args.serve) {
+        (Some(command), _) => Handlers::Exec(ExecHandler::with_options(command, exec_options)?),
+        (None, Some(command)) => Handlers::Serve(ServeHandler::with_options(command, exec_options)?),
+        // clap requires one of them.
+        (None, None) => return Err(Failure::usage("give --exec CMD or --serve CMD")),
+    };
     handler.check_program().await?;
     if let Some(addr) = args.metrics_addr {
         crate::metrics::serve(addr).await?;
     }
     let client = context.installing().await?;
     let mut worker = Worker::new(client, options)?;
-    if args.names.is_empty() {
-        worker.exec_all(&handler)?;
-    } else {
-        worker.exec(&args.names, &handler)?;
-    }
+    match (&handler, args.names.is_empty()) {
+        (Handlers::Exec(exec), true) => worker.exec_all(exec)?,
+        (Handlers::Exec(exec), false) => worker.exec(&args.names, exec)?,
+        (Handlers::Serve(serve), true) => worker.serve_lines_all(serve)?,
+        (Handlers::Serve(serve), false) => worker.serve_lines(&args.names, serve)?,
+    };
     tracing::info!(
-        "cairnq worker {} runs {:?} for {} on queue(s) {}",
+        "cairnq worker {} {} {:?} for {} on queue(s) {}",
         worker.worker_id(),
-        args.exec,
+        if args.serve.is_some() { "serves" } else { "runs" },
+        args.exec.as_deref().or(args.serve.as_deref()).unwrap_or_default(),
         if args.names.is_empty() { "every name".to_string() } else { args.names.join(", ") },
         args.queues.join(", ")
     );
-    worker.run_until_signal().await?;
+    let ran = worker.run_until_signal().await;
+    // Drained (or stopped at once): the served commands' stdin closes.
+    if let Handlers::Serve(serve) = &handler {
+        serve.close().await;
+    }
+    ran?;
     Ok(Exit::Ok)
+}
+
+/// The handler the command line asks for.
+enum Handlers {
+    Exec(ExecHandler),
+    Serve(ServeHandler),
+}
+
+impl Handlers {
+    /// Refuses, before the database opens, a command whose program is not there.
+    async fn check_program(&self) -> cairnq_core::Result<()> {
+        match self {
+            Self::Exec(exec) => exec.check_program().await,
+            Self::Serve(serve) => serve.check_program().await,
+        }
+    }
 }

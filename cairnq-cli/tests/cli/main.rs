@@ -24,6 +24,7 @@ mod pooler;
 mod python;
 mod scenarios;
 mod schedule;
+mod serve;
 mod steps;
 mod support;
 mod top;

@@ -9,12 +9,26 @@
 //! (`max_run`, a drain timeout, a stop at once). A worker that dies without
 //! a word (SIGKILL, a crash, the OOM killer) cannot, and an orphaned
 //! command would run on past its lease, beside its own retry. So the
-//! group's first member is a watchdog: a shell blocked reading a pipe whose
-//! only writer is the worker. The kernel closes that writer when the worker
+//! group holds a watchdog: a shell blocked reading a pipe whose only
+//! writer is the worker. The kernel closes that writer when the worker
 //! dies, however it dies; the watchdog then reads an end of file and
 //! SIGKILLs its group, command and all, at once. The worker's end is
-//! close-on-exec, so no command inherits it: a process forked meanwhile
-//! holds it only until its own exec.
+//! close-on-exec, so no command inherits it.
+//!
+//! The watchdog is not a process of its own spawned per task (that doubled
+//! the cost of a task, issue 27): the shell that runs the command forks it
+//! first ([`WRAPPER`]), so a task costs one spawn, as running the command
+//! bare does. The pipe's read end reaches that shell by inheritance (it is
+//! the one descriptor left open across the spawn, named by number in the
+//! script and opened as `/dev/fd/N`); other commands spawned meanwhile
+//! inherit it too, harmlessly: a read end nobody reads keeps nothing open.
+//! Forked twice, the watchdog is not a job of the command's shell (a
+//! command's own `wait` does not wait for it) and is reaped by init once
+//! killed, so the worker should not be PID 1 without an init that reaps
+//! (`docker run --init`); the group stays the shell's, which is reaped only
+//! after the group was signalled, and the watchdog keeps the group's id
+//! taken until it is killed with the rest, so a signal never reaches a
+//! stranger.
 //!
 //! The payload goes to the command as a file, written whole before the
 //! command starts: a payload still streaming through a pipe when the worker
@@ -22,49 +36,47 @@
 
 use std::future::Future;
 use std::io::{self, PipeWriter, Seek, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use cairnq_core::Json;
+use rustix::io::{FdFlags, fcntl_setfd};
 use rustix::process::{Pid, Signal, kill_process_group};
 use tokio::process::{Child, Command};
 
 use super::ExecOptions;
 use crate::context::TaskContext;
 
-/// The watchdog: ignores the signals meant for the command (a cancel's
-/// SIGTERM, a `kill 0` of the command's own, a terminal's), waits for the
-/// end of file on stdin (nothing is ever written), then kills its group.
-const WATCHDOG: &str = "trap '' HUP INT QUIT TERM; read -r _; kill -s KILL 0";
+/// The script of the shell `sh -c` runs, `{fd}` the lifeline's read end and
+/// `$1` the command line. It forks the watchdog twice (so it is no job of
+/// this shell), which ignores the signals meant for the command (a
+/// cancel's SIGTERM, a terminal's), waits for the end of file on the
+/// lifeline (nothing is ever written; a lifeline it cannot open counts as
+/// ended), then kills its group. Then it runs the command line as
+/// `sh -c` would: no positional parameters, no variable of its own left.
+const WRAPPER: &str = "( ( trap '' HUP INT QUIT TERM; { read -r _; } </dev/fd/{fd}; kill -s KILL 0 ) \
+</dev/null >/dev/null 2>&1 & )
+__cairnq_command=$1; shift
+eval \"unset __cairnq_command
+$__cairnq_command\"";
 
-/// Starts `command` for the task of `ctx`: the watchdog first, leading a
-/// new process group, then `sh -c command` in that group, the payload file
-/// on its stdin, stdout and stderr piped, the task's identity in the
-/// environment.
+/// Starts `command` for the task of `ctx` in a new process group with its
+/// watchdog, the payload file on its stdin, stdout and stderr piped, the
+/// task's identity in the environment.
 pub(super) async fn spawn(
     command: &str,
     options: &ExecOptions,
     ctx: &TaskContext,
 ) -> io::Result<(Child, ProcessGroup)> {
     let payload = payload_file(ctx.payload_json().clone()).await?;
-    let group = ProcessGroup::start()?;
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c")
-        .arg(command)
-        .stdin(payload)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(Pid::as_raw(group.pgid))
-        .env("CAIRNQ_TASK_ID", ctx.task_id())
-        .env("CAIRNQ_TASK_NAME", ctx.name())
-        .env("CAIRNQ_ATTEMPT", ctx.attempt().to_string())
-        .env("CAIRNQ_QUEUE", ctx.queue());
-    if let Some(dir) = &options.current_dir {
-        cmd.current_dir(dir);
-    }
-    // On an error the group drops, and its watchdog is killed.
-    let child = cmd.spawn()?;
-    Ok((child, group))
+    ProcessGroup::spawn(command, options, |cmd| {
+        cmd.stdin(payload)
+            .env("CAIRNQ_TASK_ID", ctx.task_id())
+            .env("CAIRNQ_TASK_NAME", ctx.name())
+            .env("CAIRNQ_ATTEMPT", ctx.attempt().to_string())
+            .env("CAIRNQ_QUEUE", ctx.queue());
+    })
 }
 
 /// The payload in an anonymous temporary file (gone once closed), read
@@ -80,16 +92,15 @@ async fn payload_file(payload: Json) -> io::Result<std::fs::File> {
     tokio::task::spawn_blocking(write).await.map_err(io::Error::other)?
 }
 
-/// The command's process group, led by its watchdog; killed when dropped
-/// unless it finished.
+/// The command's process group (led by its shell), whose watchdog holds the
+/// read end of [`lifeline`](Self::lifeline); killed when dropped unless finished.
 #[derive(Debug)]
 pub(super) struct ProcessGroup {
-    /// The watchdog's pid, which is the group's id. `None` once finished.
-    /// While the watchdog is not reaped (it is only in [`finish`](Self::finish),
-    /// after this is cleared), no new process or group can take the id, so
-    /// a signal never reaches a stranger.
+    /// The shell's pid, which is the group's id. `None` once finished.
+    /// While the shell is not reaped (it is only before
+    /// [`finish`](Self::finish)), no new process or group can take the id,
+    /// so a signal never reaches a stranger.
     pgid: Option<Pid>,
-    watchdog: Option<Child>,
     /// The worker's end of the watchdog's pipe: closed, by the kernel when
     /// the worker dies or here when the group is done, it lets the
     /// watchdog kill the group.
@@ -97,49 +108,57 @@ pub(super) struct ProcessGroup {
 }
 
 impl ProcessGroup {
-    /// Starts the watchdog in a group of its own.
-    fn start() -> io::Result<Self> {
-        // Both ends close-on-exec: only the watchdog's stdin (a copy made
-        // for it) survives into a command.
+    /// Spawns `sh -c command` through [`WRAPPER`] leading a new group,
+    /// stdout and stderr piped, set up further by `configure` (stdin, the
+    /// environment).
+    pub(super) fn spawn(
+        command: &str,
+        options: &ExecOptions,
+        configure: impl FnOnce(&mut Command),
+    ) -> io::Result<(Child, Self)> {
+        // Both ends close-on-exec, then the read end made inheritable: the
+        // one descriptor of the worker's own a command starts with.
         let (watched, lifeline) = io::pipe()?;
-        let watchdog = Command::new("sh")
-            .arg("-c")
-            .arg(WATCHDOG)
-            .stdin(watched)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()?;
-        let pgid = watchdog.id().and_then(|id| i32::try_from(id).ok()).and_then(Pid::from_raw);
-        let group = Self { pgid, watchdog: Some(watchdog), lifeline: Some(lifeline) };
+        let watched = OwnedFd::from(watched);
+        fcntl_setfd(&watched, FdFlags::empty())?;
+        let script = WRAPPER.replace("{fd}", &watched.as_raw_fd().to_string());
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c").arg(script).arg("sh").arg(command).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+        if let Some(dir) = &options.current_dir {
+            cmd.current_dir(dir);
+        }
+        configure(&mut cmd);
+        let child = cmd.spawn()?;
+        // The shell has its copy: the worker keeps only the write end.
+        drop(watched);
+        let pgid = child.id().and_then(|id| i32::try_from(id).ok()).and_then(Pid::from_raw);
+        let group = Self { pgid, lifeline: Some(lifeline) };
         match group.pgid {
-            Some(_) => Ok(group),
-            None => Err(io::Error::other("the watchdog of the command exited as it started")),
+            Some(_) => Ok((child, group)),
+            None => Err(io::Error::other("the command exited as it started")),
         }
     }
 
-    fn signal(&self, signal: Signal) {
+    pub(super) fn signal(&self, signal: Signal) {
         if let Some(pgid) = self.pgid {
             // ESRCH (every member gone) is a harmless answer.
             let _ = kill_process_group(pgid, signal);
         }
     }
 
-    /// The shell exited: kill what it left behind and the watchdog, and
-    /// reap the watchdog.
-    async fn finish(&mut self) {
+    /// The shell exited and is reaped: kill what it left behind and the
+    /// watchdog (which holds the group's id until it dies with them), and
+    /// close the lifeline.
+    pub(super) fn finish(&mut self) {
         self.signal(Signal::KILL);
         self.pgid = None;
         self.lifeline = None;
-        if let Some(mut watchdog) = self.watchdog.take() {
-            let _ = watchdog.wait().await;
-        }
     }
 }
 
 impl Drop for ProcessGroup {
     fn drop(&mut self) {
-        // An unreaped watchdog left here is reaped by tokio in the background.
+        // A shell left unreaped here is reaped by tokio in the background.
         self.signal(Signal::KILL);
     }
 }
@@ -167,6 +186,6 @@ pub(super) async fn wait<R>(
             (status, Some(reason))
         }
     };
-    group.finish().await;
+    group.finish();
     (status, reason)
 }

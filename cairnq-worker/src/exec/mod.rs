@@ -3,8 +3,11 @@
 //! Needs the `exec` feature (Unix).
 //!
 //! Each task runs `sh -c COMMAND` (so pipes and quoting work) in a process
-//! group of its own, led by a small watchdog shell (so `kill 0` reaches the
-//! command's whole group, `kill -- -$$` does not):
+//! group of its own, led by that shell, which first forks a small watchdog
+//! into the group (so `kill 0` and `kill -- -$$` reach the command's whole
+//! group). [`ServeHandler`] (`cairnq worker --serve`) instead keeps one
+//! process per slot and exchanges a JSON line per task with it (module
+//! `serve`).
 //!
 //! - **stdin** is the payload JSON, exactly as stored, in an anonymous
 //!   temporary file (in `TMPDIR`) written whole before the command starts:
@@ -67,6 +70,7 @@
 mod child;
 mod outcome;
 mod program;
+mod serve;
 mod streams;
 
 use std::path::PathBuf;
@@ -78,6 +82,7 @@ use tokio::sync::Notify;
 
 pub use self::outcome::{EXIT_PERMANENT, EXIT_RETRY};
 use self::outcome::{Ran, StopReason};
+pub use self::serve::ServeHandler;
 use crate::context::TaskContext;
 use crate::handler::{ErasedHandler, Handler, SingleResult};
 use crate::options::TaskOptions;

@@ -190,7 +190,7 @@ fn failure(code: &str, message: &str, retryable: bool, mut details: Map<String, 
 }
 
 /// The first `max` characters of `text`, marked when cut.
-fn head(text: &str, max: usize) -> String {
+pub(super) fn head(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((at, _)) => format!("{}…", &text[..at]),
         None => text.to_string(),

@@ -115,7 +115,7 @@ async fn read_lines(mut pipe: impl AsyncRead + Unpin, lines: &mut StderrLines, m
     lines.end_line(false, &mut report);
 }
 
-async fn write_progress(ctx: &TaskContext, mut latest: watch::Receiver<Option<ProgressLine>>) {
+pub(super) async fn write_progress(ctx: &TaskContext, mut latest: watch::Receiver<Option<ProgressLine>>) {
     // `changed` still answers a report sent just before the sender dropped.
     while latest.changed().await.is_ok() {
         let Some(line) = latest.borrow_and_update().clone() else { continue };
