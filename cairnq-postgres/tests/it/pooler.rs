@@ -36,7 +36,7 @@ async fn without_a_listen_dsn_the_store_says_it_polls_and_delivers_by_polling() 
     let store = pooled(pooler, PostgresOptions::new().schema(&schema)).await;
     assert!(!store.capabilities().push_wakeups);
     // Said at once, for a worker to log once at its start.
-    let said = tokio::time::timeout(Duration::from_secs(1), store.wakeups_lost()).await.expect("said at once");
+    let said = tokio::time::timeout(Duration::from_secs(1), store.notifications().lost()).await.expect("said at once");
     assert!(said.to_string().contains("polls") && said.to_string().contains("listen"), "{said}");
 
     let client = CairnQ::new(store.clone());
@@ -62,7 +62,7 @@ async fn a_listen_dsn_wakes_waiters_through_the_pooler() {
     until_listening(&store).await;
     let producer = pooled(pooler, PostgresOptions::new().schema(&schema).listen(false)).await;
     // Without a notification this watch never ends: nothing polls here.
-    let watch = store.watch_for_change(&Wake::Queued(vec!["mail".into()]));
+    let watch = store.notifications().watch(&Wake::Queued(vec!["mail".into()]));
     let started = Instant::now();
     CairnQ::new(producer).submit("send", &json!({})).queue("mail").await.expect("submit through the pooler");
     tokio::time::timeout(LONG, watch).await.expect("the submit's notification woke the watch");
