@@ -3,7 +3,8 @@
 //! delivers by polling; with one, LISTEN goes straight to Postgres and
 //! wakes waiters through the pooler; keyed submits (transactions holding
 //! advisory locks) work through it; and the server connections report the
-//! application name `doctor` groups by.
+//! application name `doctor` groups by; a claim recovers expired leases
+//! before it draws.
 //! Skipped (saying so) where `pgbouncer` is not installed.
 
 use std::time::{Duration, Instant};
@@ -96,4 +97,24 @@ async fn connections_report_the_store_s_application_name() {
     let named: i64 = raw.query_one(sql, &[&name]).await.expect("pg_stat_activity").get(0);
     assert!(named >= 1, "the pooled connection reports the store's name");
     store.close().await.expect("close");
+}
+
+/// A claim's lease recovery runs before its draw in pooler mode too: a
+/// lease that ran out is taken back and the very next claim gets the task
+/// again (attempt 2). Learning a statement's types (a round trip) once let
+/// a later statement of the transaction overtake it: the draw ran first,
+/// saw the task still running, and the claim came back empty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_claim_takes_back_a_lease_that_ran_out() {
+    let Some(pooler) = pooler() else { return };
+    let schema = fresh_schema_name();
+    let client = CairnQ::new(pooled(pooler, PostgresOptions::new().schema(&schema)).await);
+    let task = client.submit("n", &json!({})).max_attempts(5).await.expect("submit");
+    let draw = || vec![ClaimDraw::new(vec!["default".into()]).limit(1)];
+    let short = client.worker_session("w", Duration::from_millis(150)).expect("a session");
+    let first = short.claim(draw(), vec![]).await.expect("claim");
+    assert_eq!(first.iter().map(|t| (t.id.as_str(), t.attempt)).collect::<Vec<_>>(), [(task.id.as_str(), 1)]);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let again = client.worker_session("w", LONG).expect("a session").claim(draw(), vec![]).await.expect("reclaim");
+    assert_eq!(again.iter().map(|t| (t.id.as_str(), t.attempt)).collect::<Vec<_>>(), [(task.id.as_str(), 2)]);
 }
