@@ -231,7 +231,7 @@ pub(crate) struct InOrder {
 }
 
 /// Why a pooler-mode store without a listen DSN polls, said once by a
-/// worker at its start (through `Store::wakeups_lost`).
+/// worker at its start (through `Notifications::lost`).
 pub(crate) fn polls_only() -> String {
     "pooler mode without a listen URL: LISTEN cannot reach Postgres through a transaction pooler, \
      so this store polls (give a direct DSN for LISTEN: --listen-url, PostgresOptions::listen_dsn)"
