@@ -59,6 +59,7 @@ macro_rules! worker_suite_tests {
             "multi_thread": waiting_tasks_follow_the_cancel_retry_and_purge_rules,
             "multi_thread": a_fan_out_of_a_thousand_children_joins_once,
             "multi_thread": a_fan_out_of_a_lost_lease_writes_nothing,
+            "multi_thread": sigkills_leave_no_half_written_fan_out,
             "multi_thread": a_batch_call_settles_what_it_left_open,
             "multi_thread": a_failed_batch_call_fails_what_it_left_open,
             "multi_thread": a_resource_is_never_overcommitted,
