@@ -155,6 +155,7 @@ mod context;
 #[cfg(all(feature = "exec", unix))]
 pub mod exec;
 mod fan_in;
+mod fan_out;
 mod handler;
 mod heartbeat;
 mod issue;
@@ -177,6 +178,7 @@ mod wakeups;
 mod worker;
 
 pub use context::{Progress, TaskContext};
+pub use fan_out::FanOutSettle;
 pub use handler::{AsyncHandler, BatchHandler, BatchItem, BatchResults, BlockingHandler, ErasedHandler, TaskName};
 pub use issue::{AbandonReason, OnError, Phase, WorkerIssue};
 pub use options::{OnUnusable, TaskOptions, WorkerOptions};

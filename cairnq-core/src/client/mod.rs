@@ -11,6 +11,7 @@
 mod after;
 mod bulk;
 mod diagnosis;
+mod fan_out;
 mod gauges;
 mod limits;
 mod reads;

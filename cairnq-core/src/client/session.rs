@@ -247,7 +247,7 @@ impl WorkerSession {
 
 /// The task and worker of an ownership-checked write, as text every
 /// backend can hold.
-fn require_owner(task_id: &str, worker_id: &str) -> Result<()> {
+pub(super) fn require_owner(task_id: &str, worker_id: &str) -> Result<()> {
     require_text("task_id", task_id)?;
     require_text("worker_id", worker_id)
 }

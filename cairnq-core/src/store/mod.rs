@@ -24,6 +24,7 @@
 //! (SQLite: a [`Clock`](crate::Clock); Postgres: the database clock).
 
 mod dependencies;
+mod fan_out;
 mod feed;
 mod limit_params;
 mod listing;
@@ -44,6 +45,7 @@ use crate::error::{Error, Result};
 use crate::model::{HeldLease, QueueAge, Task, TaskCount, TaskRef, Undecodable};
 
 pub use dependencies::{DependenciesParams, DependencyStore, SubmitAfterParams, TaskWaitsParams};
+pub use fan_out::{FanOut, FanOutParams};
 pub use feed::{Change, ChangeFeed, FeedParams, WakeupsLost};
 pub use limit_params::{
     KeyUsage, LimitRow, LimitUsage, LimitUsageParams, LimitWaitParams, LimitsQuery, RemoveLimitParams, SetLimitParams,
