@@ -27,6 +27,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), String> {
     }
     let unpublished = unpublished_crates(root);
     let published = published_crates(root, &unpublished);
+    forget_earlier_packages(&published, &workspace_version(root)?)?;
     package(root, &unpublished)?;
     install_cli(root, &published)
 }
@@ -56,6 +57,31 @@ fn package(root: &Path, unpublished: &[String]) -> Result<(), String> {
         cargo.args(["--exclude", name]);
     }
     run_to_success(&mut cargo, "cargo package")
+}
+
+/// Removes the sources cargo unpacked from an earlier run's packages.
+/// `cargo package` verifies through a local registry, and cargo unpacks
+/// each crate of it under `$CARGO_HOME/registry/src/<registry>/` by name and
+/// version only: a second run at the same version would build the first
+/// run's sources. crates.io's own directories are left alone.
+fn forget_earlier_packages(published: &[String], version: &str) -> Result<(), String> {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo")));
+    let Some(sources) = home.map(|home| home.join("registry").join("src")) else { return Ok(()) };
+    let Ok(registries) = fs::read_dir(&sources) else { return Ok(()) };
+    for registry in registries.flatten() {
+        if registry.file_name().to_string_lossy().starts_with("index.") {
+            continue;
+        }
+        for name in published {
+            let unpacked = registry.path().join(format!("{name}-{version}"));
+            if unpacked.exists() {
+                fs::remove_dir_all(&unpacked).map_err(|e| format!("cannot remove {}: {e}", unpacked.display()))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `cargo install` of the packaged CLI, every internal crate patched to its
