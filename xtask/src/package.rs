@@ -50,9 +50,16 @@ fn dir_name(dir: &Path) -> Option<String> {
     dir.file_name().and_then(|name| name.to_str()).map(str::to_string)
 }
 
+/// The target directory of the packages' verification builds: their own,
+/// because cargo takes a crate from a registry as never changing and would
+/// reuse an earlier run's build of our crates at the same version.
+const VERIFY_TARGET: &str = "target/package-verify";
+
 fn package(root: &Path, unpublished: &[String]) -> Result<(), String> {
+    forget_earlier_builds(&root.join(VERIFY_TARGET))?;
     let mut cargo = Command::new(env!("CARGO"));
     cargo.current_dir(root).args(["package", "--workspace", "--locked", "--allow-dirty"]);
+    cargo.env("CARGO_TARGET_DIR", root.join(VERIFY_TARGET));
     for name in unpublished {
         cargo.args(["--exclude", name]);
     }
@@ -78,6 +85,22 @@ fn forget_earlier_packages(published: &[String], version: &str) -> Result<(), St
             let unpacked = registry.path().join(format!("{name}-{version}"));
             if unpacked.exists() {
                 fs::remove_dir_all(&unpacked).map_err(|e| format!("cannot remove {}: {e}", unpacked.display()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Removes the verification builds' fingerprints of our crates (the
+/// dependencies from crates.io stay built), so each run builds the
+/// packaged sources it just made.
+fn forget_earlier_builds(target: &Path) -> Result<(), String> {
+    for profile in ["debug", "release"] {
+        let Ok(entries) = fs::read_dir(target.join(profile).join(".fingerprint")) else { continue };
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().starts_with("cairnq-") {
+                fs::remove_dir_all(entry.path())
+                    .map_err(|e| format!("cannot remove {}: {e}", entry.path().display()))?;
             }
         }
     }
