@@ -18,9 +18,6 @@ use std::process::Command;
 
 use crate::tidy::member_dirs;
 
-/// Where `cargo package` leaves the unpacked sources it verified.
-const PACKAGE_DIR: &str = "target/package";
-
 pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), String> {
     if let Some(other) = args.first() {
         return Err(format!("package: unknown argument {other:?} (usage: cargo xtask package)"));
@@ -109,14 +106,17 @@ fn forget_earlier_builds(target: &Path) -> Result<(), String> {
 
 /// `cargo install` of the packaged CLI, every internal crate patched to its
 /// packaged source, into a temporary root; then `cairnq --help` from there.
+/// It builds in the verification target, where `cargo package` left the
+/// unpacked sources and the crates.io dependencies already built.
 fn install_cli(root: &Path, published: &[String]) -> Result<(), String> {
-    let packages = root.join(PACKAGE_DIR);
+    let target = root.join(VERIFY_TARGET);
+    let packages = target.join("package");
     let version = workspace_version(root)?;
     let install_root = packages.join("install");
     let mut cargo = Command::new(env!("CARGO"));
     cargo.current_dir(&packages).args(["install", "--debug", "--locked", "--force", "--root"]).arg(&install_root);
     cargo.arg("--path").arg(unpacked(&packages, "cairnq-cli", &version));
-    cargo.env("CARGO_TARGET_DIR", packages.join("install-target"));
+    cargo.env("CARGO_TARGET_DIR", &target);
     for name in published.iter().filter(|name| name.as_str() != "cairnq-cli") {
         let path = unpacked(&packages, name, &version);
         cargo.arg("--config").arg(format!("patch.crates-io.{name}.path={:?}", path.display().to_string()));
