@@ -11,6 +11,7 @@
 mod after;
 mod bulk;
 mod diagnosis;
+mod flow;
 mod gauges;
 mod limits;
 mod reads;
