@@ -14,7 +14,7 @@ use crate::output::{Format, hint};
 pub(crate) struct Args {
     /// A task id: its root's flow is drawn (the task itself for a root).
     id: String,
-    /// At most this many tasks (the newest are left out first).
+    /// At most this many tasks (the newest; the root is always shown).
     #[arg(long, default_value_t = 10_000)]
     max: u32,
 }

@@ -17,9 +17,10 @@ const PAGE: u32 = 500;
 impl CairnQ {
     /// The flow `task_id` belongs to: every task whose root is `task_id`'s
     /// root (the task itself when it is a root), as a tree by parent, with
-    /// each node's dependencies and wait. At most `max_nodes` tasks are read
-    /// (the newest are left out first; [`Flow::truncated`] says so). `None`
-    /// when no task has the id.
+    /// each node's dependencies and wait. At most `max_nodes` tasks are read,
+    /// the newest first (beyond the cap the oldest are left out, the root
+    /// always kept; [`Flow::truncated`] says so). `None` when no task has
+    /// the id.
     ///
     /// ```no_run
     /// # async fn demo(client: &cairnq_core::CairnQ, root: &str) -> cairnq_core::Result<()> {
