@@ -1,7 +1,8 @@
 //! How `cairnq get` shows a task's durable steps: a table after the task's
 //! own fields (each step's name, the attempt that stored it, when, and a
 //! short rendering of its value or error), and a `steps` array beside the
-//! task's fields in `-o json` / `-o jsonl`.
+//! task's fields in `-o json` / `-o jsonl` when it has any: a task without
+//! steps prints exactly the library's (and the other SDKs') task JSON.
 
 use cairnq_core::{Step, Task, now_ms};
 use serde::Serialize;
@@ -17,6 +18,7 @@ const STEP_VALUE: usize = 60;
 pub(crate) struct TaskWithSteps<'a> {
     #[serde(flatten)]
     pub(crate) task: &'a Task,
+    #[serde(skip_serializing_if = "<[Step]>::is_empty")]
     pub(crate) steps: &'a [Step],
 }
 

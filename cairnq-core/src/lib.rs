@@ -75,5 +75,7 @@ pub use retention::{Retention, Sweeper, SweeperHandle};
 pub use schedule::{CatchUp, MIN_INTERVAL, Overlap, Schedule, ScheduleInfo, ScheduleOwner, ScheduleSpec, slot_key};
 pub use settle_hook::{SettleHook, SettleWrite, Settled, not_the_workers_store};
 pub use step::{Step, step_name};
-pub use store::{Capabilities, Change, ChangeWatch, ListFilter, PurgeFilter, Repaired, Store, TaskSelector, Wake};
+pub use store::{
+    Capabilities, Change, ChangeWatch, ListFilter, Notifications, PurgeFilter, Repaired, Store, TaskSelector, Wake,
+};
 pub use typed::TaskDef;

@@ -7,14 +7,17 @@
 use std::collections::{HashMap, VecDeque};
 
 use async_trait::async_trait;
-use cairnq_core::store::{DependenciesParams, DependencyStore, SubmitAfterParams, TaskRow, TaskWaitsParams};
+use cairnq_core::store::{
+    DependenciesParams, DependencyStore, FanOut, FanOutParams, SubmitAfterParams, SubmitManyParams, TaskRow,
+    TaskWaitsParams,
+};
 use cairnq_core::{
     DependencyFailure, Error, Result, Task, TaskStatus, TaskWait, WAITING_RUN_AT_MS, dependency_failed, is_waiting,
 };
 
 use crate::MemoryStore;
 use crate::tables::{Tables, Txn};
-use crate::task_ops;
+use crate::{task_ops, worker_ops};
 
 /// One task's wait: `cairnq_ext_task_waits`.
 #[derive(Debug)]
@@ -138,6 +141,31 @@ fn submit_after(txn: &mut Txn<'_>, deps: &mut Dependencies, p: &SubmitAfterParam
     changed.ok_or_else(|| Error::corrupt_row("the task submitted with dependencies vanished in its own operation"))
 }
 
+/// A handler's fan-out as the SQL backends' one transaction: the settle
+/// first (the ownership check), then the children and the join waiting for
+/// them; a pending cancel stops it after the settle.
+fn fan_out(txn: &mut Txn<'_>, deps: &mut Dependencies, p: &FanOutParams) -> Result<FanOut> {
+    let task = worker_ops::complete(txn, &p.settle.task_id, &p.settle.worker_id, &p.settle.result)?;
+    if task.status != TaskStatus::Succeeded {
+        return Ok(FanOut::new(task, Vec::new(), None));
+    }
+    let children = task_ops::submit_many(txn, &SubmitManyParams::new(p.children.clone()))?;
+    let mut seen = std::collections::HashSet::new();
+    let after: Vec<String> = children
+        .iter()
+        .map(|child| &child.id)
+        .chain(&p.join.after)
+        .filter(|id| seen.insert(id.as_str()))
+        .cloned()
+        .collect();
+    let join = if after.is_empty() {
+        task_ops::submit(txn, &p.join.task)?
+    } else {
+        submit_after(txn, deps, &SubmitAfterParams::new(p.join.task.clone(), after).on_failure(p.join.on_failure))?
+    };
+    Ok(FanOut::new(task, children, Some(join)))
+}
+
 fn wait_of(tables: &Tables, task_id: &str, wait: &Wait) -> TaskWait {
     let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
     let waiting = tables.task(task_id).is_some_and(is_waiting);
@@ -154,6 +182,10 @@ impl MemoryStore {
 impl DependencyStore for MemoryStore {
     async fn submit_after(&self, params: &SubmitAfterParams) -> Result<Task> {
         self.write(|txn| submit_after(txn, &mut self.dependencies_lock(), params))
+    }
+
+    async fn complete_with_fan_out(&self, params: &FanOutParams) -> Result<FanOut> {
+        self.write(|txn| fan_out(txn, &mut self.dependencies_lock(), params))
     }
 
     async fn dependencies(&self, params: &DependenciesParams) -> Result<Vec<TaskRow>> {

@@ -30,16 +30,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 use async_trait::async_trait;
 use cairnq_core::backend::WakeBoard;
 use cairnq_core::store::{
-    CancelParams, ChangeFeed, ChildrenParams, ClaimParams, CompleteBatchParams, CountQueuedParams, CountTasksParams,
-    DeleteScheduleParams, FailParams, FeedParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams,
-    LimitRow, LimitUsage, LimitUsageParams, LimitWaitParams, LimitsQuery, ListFilter, NewTask, PauseScheduleParams,
-    ProbeParams, ProgressParams, PurgeFilter, RemoveLimitParams, RepairParams, RetryParams, SaveScheduleParams,
-    ScheduleQuery, ScheduleRead, ScheduleRow, ScheduleStore, SetLimitParams, SettleParams, StatsParams, StepStore,
-    SubmitManyParams, TaskKeyParams, TaskRow,
+    CancelParams, ChildrenParams, ClaimParams, CompleteBatchParams, CountQueuedParams, CountTasksParams,
+    DeleteScheduleParams, FailParams, FireScheduleParams, GetParams, HeartbeatBatchParams, HeartbeatParams, LimitRow,
+    LimitUsage, LimitUsageParams, LimitWaitParams, LimitsQuery, ListFilter, NewTask, Notifications,
+    PauseScheduleParams, ProbeParams, ProgressParams, PurgeFilter, RemoveLimitParams, RepairParams, RetryParams,
+    SaveScheduleParams, ScheduleQuery, ScheduleRead, ScheduleRow, ScheduleStore, SetLimitParams, SettleParams,
+    StatsParams, StepStore, SubmitManyParams, TaskKeyParams, TaskRow,
 };
 use cairnq_core::{
-    Capabilities, ChangeWatch, Clock, Error, HeldLease, QueueAge, Repaired, Result, Store, SystemClock, Task,
-    TaskCount, TaskRef, Wake,
+    Capabilities, Clock, Error, HeldLease, QueueAge, Repaired, Result, Store, SystemClock, Task, TaskCount, TaskRef,
 };
 
 use tables::{Tables, Txn};
@@ -275,12 +274,8 @@ impl Store for MemoryStore {
         self.write(|txn| Ok(worker_ops::repair(txn, params)))
     }
 
-    fn watch_for_change(&self, wake: &Wake) -> ChangeWatch {
-        self.sleepers.watch(wake)
-    }
-
-    fn change_feed(&self, _params: &FeedParams) -> ChangeFeed {
-        self.sleepers.feed()
+    fn notifications(&self) -> Notifications {
+        self.sleepers.notifications()
     }
 
     async fn limits(&self, query: &LimitsQuery) -> Result<Vec<LimitRow>> {

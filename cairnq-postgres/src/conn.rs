@@ -6,7 +6,6 @@
 //! [`crate::pooler`]). The flows never know which.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 use async_trait::async_trait;
 use cairnq_core::Result;
@@ -18,7 +17,7 @@ use crate::error::classify;
 use crate::exec::Exec;
 use crate::options::PostgresOptions;
 use crate::pool;
-use crate::pooler::Unnamed;
+use crate::pooler::{InOrder, Unnamed};
 
 /// How statements run on the store's connections.
 #[derive(Debug, Clone)]
@@ -83,7 +82,7 @@ impl Conn {
     /// Starts a transaction.
     pub(crate) async fn begin(&mut self) -> Result<Tx<'_>> {
         let tx = self.client.transaction().await.map_err(|e| classify("start a transaction", "begin", e))?;
-        Ok(Tx { tx, statements: self.statements.clone(), path_set: AtomicBool::new(false) })
+        Ok(Tx { tx, statements: self.statements.clone(), order: InOrder::default() })
     }
 }
 
@@ -91,8 +90,8 @@ impl Conn {
 pub(crate) struct Tx<'a> {
     tx: Transaction<'a>,
     statements: Statements,
-    /// Pooler mode: whether `set local search_path` ran in it yet.
-    path_set: AtomicBool,
+    /// Pooler mode: its statements' turns to be sent.
+    order: InOrder,
 }
 
 #[async_trait]
@@ -103,7 +102,7 @@ impl Exec for Tx<'_> {
                 let prepared = self.tx.prepare_cached(sql).await?;
                 self.tx.query(&prepared, params).await
             }
-            Statements::Unnamed(unnamed) => unnamed.run_in(&*self.tx, &self.path_set, sql, params).await,
+            Statements::Unnamed(unnamed) => unnamed.run_in(&*self.tx, &self.order, sql, params).await,
         }
     }
 }
@@ -113,7 +112,7 @@ impl Tx<'_> {
     /// schema is set in pooler mode.
     pub(crate) async fn batch_execute(&self, sql: &str) -> Result<(), tokio_postgres::Error> {
         if let Statements::Unnamed(unnamed) = &self.statements {
-            unnamed.ensure_path(&*self.tx, &self.path_set).await?;
+            unnamed.ensure_path(&*self.tx, &self.order).await?;
         }
         self.tx.batch_execute(sql).await
     }

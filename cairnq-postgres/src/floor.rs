@@ -2,7 +2,7 @@
 //! measures the floor beneath the store (`cairnq-bench`'s
 //! `raw_burn_down`, `raw_submit`): it runs the protocol's statements
 //! straight through tokio-postgres, and binding through the store's own
-//! [`PgArg`] keeps the wire encoding (integer widths, jsonb) the same as
+//! `PgArg` (the store's own binder) keeps the wire encoding (integer widths, jsonb) the same as
 //! the engine's. Hidden from the docs: not an API for applications.
 
 use cairnq_sql::Arg;

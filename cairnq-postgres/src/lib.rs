@@ -36,12 +36,12 @@
 //!   second, split queue.
 //! - **Push wakeups.** One LISTEN connection per store turns the
 //!   `cairnq_queued` / `cairnq_done` notifications into early returns of
-//!   [`Store::watch_for_change`](cairnq_core::Store::watch_for_change) and
-//!   into [`Store::change_feed`](cairnq_core::Store::change_feed). It
+//!   the watches of [`Store::notifications`](cairnq_core::Store::notifications)
+//!   and into its feeds. It
 //!   reconnects with backoff; polling stays the source of truth, so a lost
 //!   notification (or `listen(false)`) only costs a poll interval. A server
 //!   that refuses LISTEN (or the connection for it) for good ends it:
-//!   [`Store::wakeups_lost`](cairnq_core::Store::wakeups_lost) resolves
+//!   [`Notifications::lost`](cairnq_core::Notifications::lost) resolves
 //!   once and the store polls alone.
 //! - **The application's own pool.** [`PostgresStore::from_pool`] runs on
 //!   the application's deadpool pool (re-exported as [`deadpool_postgres`])

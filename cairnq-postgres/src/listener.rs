@@ -3,7 +3,8 @@
 //! Migration 0003 installs a trigger that notifies `cairnq_queued` (payload:
 //! the queue) when a row becomes queued and `cairnq_done` (payload: the
 //! task id) when a row becomes terminal. The listener forwards those to
-//! every sleeper in [`Listener::watch`] and every [`Listener::feed`], so an
+//! every watch and feed of its [`PushSource`] (the store's
+//! [`Notifications`](cairnq_core::Notifications)), so an
 //! idle worker, a waiting caller or a watching dashboard hears as soon as
 //! something relevant commits.
 //!
@@ -17,7 +18,7 @@
 //! on connecting or on LISTEN itself: a connection pooler that does not
 //! support LISTEN (`feature_not_supported`), a role that may no longer log
 //! in, a standby — ends the listener: the store falls back to polling alone
-//! and [`Listener::lost`] resolves with the reason, once, for a worker to
+//! and [`PushSource::lost`] resolves with the reason, once, for a worker to
 //! report. Channels are per database, not per schema, so two installations
 //! in one database wake each other spuriously — harmless, as a wakeup only
 //! triggers a poll.
@@ -34,7 +35,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use cairnq_core::backend::broadcast_feed;
-use cairnq_core::store::{Change, ChangeFeed, WakeupsLost};
+use cairnq_core::store::{Change, ChangeFeed, FeedParams, PushSource, WakeupsLost};
 use cairnq_core::{ChangeWatch, Error, Wake};
 use futures::StreamExt;
 use tokio::sync::broadcast::{self, error::RecvError};
@@ -125,10 +126,18 @@ impl Listener {
         self.refused.borrow().is_some()
     }
 
+    /// Stops the task (idempotent).
+    pub(crate) fn stop(&self) {
+        self.task.abort();
+        self.live.store(false, Ordering::Release);
+    }
+}
+
+impl PushSource for Listener {
     /// Subscribes now; the watch completes on the next notice relevant to
     /// `wake`, or when the connection comes up or drops. Never once the
     /// server refused LISTEN for good (sleepers then poll).
-    pub(crate) fn watch(&self, wake: &Wake) -> ChangeWatch {
+    fn watch(&self, wake: &Wake) -> ChangeWatch {
         let mut notices = self.notices.subscribe();
         if self.is_refused() {
             return Box::pin(std::future::pending());
@@ -146,13 +155,14 @@ impl Listener {
         })
     }
 
-    /// Every notice from now on, as changes.
-    pub(crate) fn feed(&self) -> ChangeFeed {
+    /// Every notice from now on, as changes (notifications name tasks,
+    /// not always their queue: feed readers filter).
+    fn feed(&self, _params: &FeedParams) -> ChangeFeed {
         broadcast_feed(self.notices.subscribe(), |notice: Notice| Some(notice.change()))
     }
 
     /// Resolves with the reason once the server refused LISTEN for good.
-    pub(crate) fn lost(&self) -> WakeupsLost {
+    fn lost(&self) -> WakeupsLost {
         let mut refused = self.refused.subscribe();
         Box::pin(async move {
             let reason = match refused.wait_for(Option::is_some).await {
@@ -165,12 +175,6 @@ impl Listener {
                 None => std::future::pending().await,
             }
         })
-    }
-
-    /// Stops the task (idempotent).
-    pub(crate) fn stop(&self) {
-        self.task.abort();
-        self.live.store(false, Ordering::Release);
     }
 }
 

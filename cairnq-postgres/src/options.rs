@@ -62,7 +62,7 @@ pub struct PostgresOptions {
     /// locks are transaction-scoped. LISTEN cannot work through such a
     /// pooler: without [`listen_dsn`](Self::listen_dsn) (a direct
     /// connection) the store opens no LISTEN connection and polls, and
-    /// [`Store::wakeups_lost`](cairnq_core::Store::wakeups_lost) says so
+    /// [`Notifications::lost`](cairnq_core::Notifications::lost) says so
     /// at once (a worker logs it once). Costs a little per statement
     /// against a direct connection (BENCHMARKS.md); off by default.
     pub pooler: bool,

@@ -22,6 +22,9 @@
 //! - the schema is `SET LOCAL` inside each transaction: a statement outside
 //!   one gets a transaction of its own, `begin; set local search_path`,
 //!   the statement and `commit` sent together (one round trip);
+//! - learning types must not reorder a transaction's statements: a flow
+//!   sends several together, and each waits its turn ([`InOrder`]) from
+//!   learning its types to being sent;
 //! - advisory locks are transaction-scoped (they already are everywhere:
 //!   `pg_advisory_xact_lock`), and LISTEN needs a direct connection
 //!   ([`PostgresOptions::listen_dsn`](crate::PostgresOptions::listen_dsn)).
@@ -31,8 +34,9 @@
 //! mode's per-connection statement cache saves.
 
 use std::collections::HashMap;
+use std::pin::pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::Poll;
 
 use parking_lot::Mutex;
 use tokio_postgres::types::{ToSql, Type};
@@ -57,6 +61,10 @@ impl Unnamed {
     }
 
     fn known(&self, sql: &str) -> Option<Arc<[Type]>> {
+        if !sql.contains('$') {
+            // A statement without parameters has no types to learn.
+            return Some(Arc::from(Vec::new()));
+        }
         self.types.lock().get(sql).cloned()
     }
 
@@ -66,16 +74,13 @@ impl Unnamed {
     /// whose search_path is set, when there is a schema). Never a driver
     /// `prepare`: its names (`s0`, `s1`, ...) are what other clients leave
     /// behind on a pooler's server connections. A statement without
-    /// parameters needs none.
+    /// parameters needs none (see `known`).
     async fn learn<C: GenericClient + Sync>(
         &self,
         client: &C,
         sql: &str,
         wrap: Option<(&str, &str)>,
     ) -> Result<Arc<[Type]>, tokio_postgres::Error> {
-        if !sql.contains('$') {
-            return Ok(Arc::from(Vec::new()));
-        }
         let name = format!("cairnq_types_{}", cairnq_core::backend::new_task_id().to_lowercase());
         let (before, after) = wrap.unwrap_or_default();
         let batch = format!(
@@ -137,53 +142,96 @@ impl Unnamed {
         Ok(rows)
     }
 
-    /// Runs `sql` inside a transaction; `path_set` says whether this
-    /// transaction's search_path is set already (and is set by the call).
+    /// Runs `sql` inside a transaction, in its turn (see [`InOrder`]).
     pub(crate) async fn run_in<C: GenericClient + Sync>(
         &self,
         tx: &C,
-        path_set: &AtomicBool,
+        order: &InOrder,
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<Row>, tokio_postgres::Error> {
-        match (self.known(sql), self.pending_path(path_set)) {
-            (Some(types), Some(set)) => {
-                let typed = with_types(params, &types);
-                let (set, rows) = futures::join!(tx.batch_execute(set), tx.query_typed(sql, &typed));
-                set?;
-                path_set.store(true, Ordering::Release);
-                rows
+        let mut path_set = order.turn.lock().await;
+        let types = match self.known(sql) {
+            Some(types) => types,
+            None => {
+                self.set_path_once(tx, &mut path_set).await?;
+                self.learn(tx, sql, None).await?
             }
-            (Some(types), None) => tx.query_typed(sql, &with_types(params, &types)).await,
-            (None, _) => {
-                self.ensure_path(tx, path_set).await?;
-                let types = self.learn(tx, sql, None).await?;
-                tx.query_typed(sql, &with_types(params, &types)).await
-            }
+        };
+        let typed = with_types(params, &types);
+        let set = self.set_path.as_deref().filter(|_| !*path_set);
+        let sent = async {
+            let set_first = async {
+                match set {
+                    Some(set) => tx.batch_execute(set).await,
+                    None => Ok(()),
+                }
+            };
+            let (set, rows) = futures::join!(set_first, tx.query_typed(sql, &typed));
+            set?;
+            rows
+        };
+        let mut sent = pin!(sent);
+        // The first poll puts the statement (after the `set local`, when
+        // it is pending) on the wire: tokio-postgres sends a request before
+        // it waits for the answer. Only then may the next statement go.
+        let first = futures::poll!(sent.as_mut());
+        *path_set |= set.is_some();
+        drop(path_set);
+        match first {
+            Poll::Ready(rows) => rows,
+            Poll::Pending => sent.await,
         }
     }
 
     /// Sets the schema for the rest of the transaction `tx` unless it is
-    /// set already (or there is none).
+    /// set already (or there is none), in its turn (see [`InOrder`]).
     pub(crate) async fn ensure_path<C: GenericClient + Sync>(
         &self,
         tx: &C,
-        path_set: &AtomicBool,
+        order: &InOrder,
     ) -> Result<(), tokio_postgres::Error> {
-        if let Some(set) = self.pending_path(path_set) {
-            tx.batch_execute(set).await?;
-            path_set.store(true, Ordering::Release);
-        }
-        Ok(())
+        self.set_path_once(tx, &mut *order.turn.lock().await).await
     }
 
-    fn pending_path(&self, path_set: &AtomicBool) -> Option<&str> {
-        self.set_path.as_deref().filter(|_| !path_set.load(Ordering::Acquire))
+    /// Sets the schema unless `path_set` says it is set; the caller holds the turn.
+    async fn set_path_once<C: GenericClient + Sync>(
+        &self,
+        tx: &C,
+        path_set: &mut bool,
+    ) -> Result<(), tokio_postgres::Error> {
+        match self.set_path.as_deref() {
+            Some(set) if !*path_set => {
+                tx.batch_execute(set).await?;
+                *path_set = true;
+                Ok(())
+            }
+            _ => Ok(()),
+        }
     }
 }
 
+/// One pooler-mode transaction's turn to send: its statements reach the
+/// server in the order its flow issued them, as in the default mode.
+///
+/// A flow pipelines statements of one transaction (a claim sends lease
+/// recovery and its first draw together), and their order is their
+/// meaning: a draw that overtook the recovery would not see the tasks the
+/// recovery requeues. In pooler mode a statement whose parameter types are
+/// not known yet needs a round trip to learn them (and the first one of a
+/// transaction may set the schema) before it can be sent, so without a
+/// turn a later statement whose types are known would go first. The turn
+/// is a fair (first come, first served) lock held from the learning to
+/// the send, not to the answer: statements whose types are known still go
+/// out together in one round trip.
+#[derive(Debug, Default)]
+pub(crate) struct InOrder {
+    /// Whether `set local search_path` was sent in the transaction yet.
+    turn: tokio::sync::Mutex<bool>,
+}
+
 /// Why a pooler-mode store without a listen DSN polls, said once by a
-/// worker at its start (through `Store::wakeups_lost`).
+/// worker at its start (through `Notifications::lost`).
 pub(crate) fn polls_only() -> String {
     "pooler mode without a listen URL: LISTEN cannot reach Postgres through a transaction pooler, \
      so this store polls (give a direct DSN for LISTEN: --listen-url, PostgresOptions::listen_dsn)"

@@ -57,7 +57,10 @@ pub(crate) async fn pooler_in_front(dsn: &str, options: &PostgresOptions) -> Res
             if said.contains("unsupported startup parameter") {
                 return Ok(Some(format!("PgBouncer (it refused the startup parameter `options`: {said})")));
             }
-            return Err(crate::error::classify("probe the server", "connect", error));
+            // Said as every other connection failure is: where it tried.
+            let whom = pool::endpoint(&config)
+                .map_or("connect to Postgres".to_string(), |at| format!("connect to Postgres at {at}"));
+            return Err(crate::error::classify(&whom, "connect", error));
         }
     };
     let driver = tokio::spawn(connection);

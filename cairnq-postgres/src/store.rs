@@ -6,15 +6,13 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use cairnq_core::backend::Coalescer;
 use cairnq_core::store::{
-    CancelParams, ChangeFeed, ChildrenParams, ClaimParams, CompleteBatchParams, CountQueuedParams, CountTasksParams,
-    FailParams, FeedParams, GetParams, HeartbeatBatchParams, HeartbeatParams, LimitRow, LimitUsage, LimitUsageParams,
-    LimitWaitParams, LimitsQuery, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RemoveLimitParams,
-    RepairParams, Repaired, RetryParams, ScheduleStore, SetLimitParams, SettleParams, StatsParams, StepStore,
-    SubmitManyParams, TaskKeyParams, TaskRow, WakeupsLost,
+    CancelParams, ChildrenParams, ClaimParams, CompleteBatchParams, CountQueuedParams, CountTasksParams, FailParams,
+    GetParams, HeartbeatBatchParams, HeartbeatParams, LimitRow, LimitUsage, LimitUsageParams, LimitWaitParams,
+    LimitsQuery, ListFilter, NewTask, Notifications, ProbeParams, ProgressParams, PurgeFilter, PushSource,
+    RemoveLimitParams, RepairParams, Repaired, RetryParams, ScheduleStore, SetLimitParams, SettleParams, StatsParams,
+    StepStore, SubmitManyParams, TaskKeyParams, TaskRow,
 };
-use cairnq_core::{
-    Capabilities, ChangeWatch, HeldLease, Install, QueueAge, Result, Store, Task, TaskCount, TaskRef, Wake,
-};
+use cairnq_core::{Capabilities, HeldLease, Install, QueueAge, Result, Store, Task, TaskCount, TaskRef};
 use cairnq_sql::steps::STEPS_TABLE;
 use cairnq_sql::{LimitMode, Query, Sql, flows, limits};
 use deadpool_postgres::Pool;
@@ -57,7 +55,7 @@ struct Inner {
     owns_pool: bool,
     /// Closes our pool's idle connections (`idle_timeout`).
     idle_sweeper: Option<pool::IdleSweeper>,
-    listener: Option<Listener>,
+    listener: Option<Arc<Listener>>,
     /// Pooler mode with no LISTEN connection: why the store only polls.
     polls_only: Option<String>,
     schema: Option<String>,
@@ -179,7 +177,7 @@ impl PostgresStore {
         let stepped = table_exists(&client, STEPS_TABLE).await?;
         drop(client);
         let listener = match listen_config.filter(|_| options.listen) {
-            Some(config) => Some(Listener::start(config, tls::connector(&options)?)),
+            Some(config) => Some(Arc::new(Listener::start(config, tls::connector(&options)?))),
             None => None,
         };
         let polls_only = (options.pooler && options.listen && listener.is_none()).then(crate::pooler::polls_only);
@@ -215,7 +213,7 @@ impl PostgresStore {
 
     /// Whether the LISTEN connection is up right now (push wakeups flow).
     pub fn listening(&self) -> bool {
-        self.inner.listener.as_ref().is_some_and(Listener::is_live)
+        self.inner.listener.as_ref().is_some_and(|l| l.is_live())
     }
 
     /// [`Store::complete`] inside the application's own client or
@@ -411,28 +409,15 @@ impl Store for PostgresStore {
         in_transaction!(self, repair, params)
     }
 
-    fn watch_for_change(&self, wake: &Wake) -> ChangeWatch {
-        match &self.inner.listener {
-            Some(listener) => listener.watch(wake),
-            None => Box::pin(std::future::pending()),
-        }
-    }
-
-    fn change_feed(&self, _params: &FeedParams) -> ChangeFeed {
-        match &self.inner.listener {
-            Some(listener) => listener.feed(),
-            None => Box::pin(futures::stream::pending()),
-        }
-    }
-
-    fn wakeups_lost(&self) -> WakeupsLost {
+    fn notifications(&self) -> Notifications {
         match (&self.inner.listener, &self.inner.polls_only) {
-            (Some(listener), _) => listener.lost(),
-            (None, Some(why)) => {
-                let error = cairnq_core::Error::Storage { message: why.clone(), source: None, transient: false };
-                Box::pin(std::future::ready(error))
-            }
-            (None, None) => Box::pin(std::future::pending()),
+            (Some(listener), _) => Notifications::push(Arc::clone(listener) as Arc<dyn PushSource>),
+            (None, Some(why)) => Notifications::polls_only(cairnq_core::Error::Storage {
+                message: why.clone(),
+                source: None,
+                transient: false,
+            }),
+            (None, None) => Notifications::none(),
         }
     }
 

@@ -19,6 +19,7 @@
 //! [`Query::list_planned`].
 
 pub mod after;
+pub mod fan_out;
 pub mod flows;
 mod limit_walk;
 pub mod limits;

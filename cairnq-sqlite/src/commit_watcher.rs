@@ -2,7 +2,7 @@
 //! notices commits made through any other connection to the file (another
 //! process, another SDK, a store this process opened through a hard link)
 //! and wakes every sleeper of
-//! [`Store::watch_for_change`](cairnq_core::Store::watch_for_change).
+//! [`Notifications::watch`](cairnq_core::Notifications::watch).
 //! Stores of this process on the same file share one writer, whose
 //! commits wake their sleepers directly (`cairnq_core::backend::WakeBoard`).
 //!

@@ -1,12 +1,14 @@
 //! Task dependencies on SQLite (extension ext_0008): the shared flows of
-//! `cairnq_sql::after`, a submit on the writer (one transaction
-//! with the insert), reads on reader threads. The release is the
+//! `cairnq_sql::after`, a submit (and a handler's fan-out) on the writer
+//! (one transaction with the insert), reads on reader threads. The release is the
 //! migration's trigger, so nothing here runs when a dependency settles.
 
 use async_trait::async_trait;
-use cairnq_core::store::{DependenciesParams, DependencyStore, SubmitAfterParams, TaskRow, TaskWaitsParams};
+use cairnq_core::store::{
+    DependenciesParams, DependencyStore, FanOut, FanOutParams, SubmitAfterParams, TaskRow, TaskWaitsParams,
+};
 use cairnq_core::{Result, Task, TaskWait};
-use cairnq_sql::after;
+use cairnq_sql::{after, fan_out};
 
 use crate::exec::SqliteExec;
 use crate::store::SqliteStore;
@@ -18,6 +20,17 @@ impl DependencyStore for SqliteStore {
         self.write(move |mut ctx| {
             let exec = SqliteExec::writing(&mut ctx);
             exec.run(after::submit_after(&exec, &params))
+        })
+        .await
+    }
+
+    async fn complete_with_fan_out(&self, params: &FanOutParams) -> Result<FanOut> {
+        // One writer job: the settle, the children and the join commit
+        // together, or (a failed job is rolled back) not at all.
+        let params = params.clone();
+        self.write(move |mut ctx| {
+            let exec = SqliteExec::writing(&mut ctx);
+            exec.run(fan_out::complete_with_fan_out(&exec, &params))
         })
         .await
     }

@@ -121,7 +121,7 @@
 //! and reads the ledger with [`SqliteStore::migrations`].
 //!
 //! Another process's commits cut sleeps in
-//! [`Store::watch_for_change`](cairnq_core::Store::watch_for_change) short too:
+//! [`Notifications::watch`](cairnq_core::Notifications::watch) short too:
 //! while (and only while) someone watches, a watcher thread reads the
 //! wal-index header SQLite rewrites on every commit (one `pread` of the
 //! `-shm` file, confirmed by `PRAGMA data_version` on its own connection

@@ -68,7 +68,7 @@ pub struct SqliteOptions {
     pub max_batch: usize,
     /// How often a watcher thread checks for commits of other connections
     /// (other processes) while someone sleeps in
-    /// [`Store::watch_for_change`](cairnq_core::Store::watch_for_change);
+    /// [`Notifications::watch`](cairnq_core::Notifications::watch);
     /// `None` turns cross-process wakeups off (those commits are then seen
     /// at the caller's next poll). With nobody sleeping it does not poll.
     pub watch_interval: Option<Duration>,

@@ -6,15 +6,13 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use cairnq_core::store::{
-    CancelParams, ChangeFeed, ChildrenParams, ClaimParams, CompleteBatchParams, CountQueuedParams, CountTasksParams,
-    FailParams, FeedParams, GetParams, HeartbeatBatchParams, HeartbeatParams, LimitRow, LimitUsage, LimitUsageParams,
-    LimitWaitParams, LimitsQuery, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter, RemoveLimitParams,
+    CancelParams, ChildrenParams, ClaimParams, CompleteBatchParams, CountQueuedParams, CountTasksParams, FailParams,
+    GetParams, HeartbeatBatchParams, HeartbeatParams, LimitRow, LimitUsage, LimitUsageParams, LimitWaitParams,
+    LimitsQuery, ListFilter, NewTask, Notifications, ProbeParams, ProgressParams, PurgeFilter, RemoveLimitParams,
     RepairParams, Repaired, RetryParams, ScheduleStore, SetLimitParams, SettleParams, StatsParams, StepStore,
     SubmitManyParams, TaskKeyParams, TaskRow,
 };
-use cairnq_core::{
-    Capabilities, ChangeWatch, Error, HeldLease, Json, QueueAge, Result, Store, Task, TaskCount, TaskRef, Wake,
-};
+use cairnq_core::{Capabilities, Error, HeldLease, Json, QueueAge, Result, Store, Task, TaskCount, TaskRef};
 use cairnq_sql::{flows, limits};
 use parking_lot::Mutex;
 use rusqlite::Connection;
@@ -421,12 +419,8 @@ impl Store for SqliteStore {
         write_flow!(self, repair, params)
     }
 
-    fn watch_for_change(&self, wake: &Wake) -> ChangeWatch {
-        self.wakes.watch(wake)
-    }
-
-    fn change_feed(&self, _params: &FeedParams) -> ChangeFeed {
-        self.wakes.feed()
+    fn notifications(&self) -> Notifications {
+        self.wakes.notifications()
     }
 
     fn schedule_store(&self) -> Option<&dyn ScheduleStore> {

@@ -27,13 +27,12 @@
 
 use async_trait::async_trait;
 use cairnq_core::store::{
-    CancelParams, ChangeFeed, ChildrenParams, ClaimParams, CompleteBatchParams, CountQueuedParams, CountTasksParams,
-    FailParams, FeedParams, GetParams, HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask, ProbeParams,
-    ProgressParams, PurgeFilter, RepairParams, RetryParams, SettleParams, StatsParams, SubmitManyParams, TaskKeyParams,
-    TaskRow, WakeupsLost,
+    CancelParams, ChildrenParams, ClaimParams, CompleteBatchParams, CountQueuedParams, CountTasksParams, FailParams,
+    GetParams, HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter,
+    RepairParams, RetryParams, SettleParams, StatsParams, SubmitManyParams, TaskKeyParams, TaskRow,
 };
 use cairnq_core::{
-    Capabilities, ChangeWatch, HeldLease, QueueAge, Repaired, Result, Store, Task, TaskCount, TaskRef, Wake,
+    Capabilities, HeldLease, Notifications, QueueAge, Repaired, Result, Store, Task, TaskCount, TaskRef,
 };
 
 /// Writes [`Forward`] (every operation forwarded to `inner` unless
@@ -54,19 +53,9 @@ macro_rules! forwarded_operations {
                 self.inner().capabilities()
             }
 
-            /// [`Store::watch_for_change`], forwarded unless overridden.
-            fn watch_for_change(&self, wake: &Wake) -> ChangeWatch {
-                self.inner().watch_for_change(wake)
-            }
-
-            /// [`Store::change_feed`], forwarded unless overridden.
-            fn change_feed(&self, params: &FeedParams) -> ChangeFeed {
-                self.inner().change_feed(params)
-            }
-
-            /// [`Store::wakeups_lost`], forwarded unless overridden.
-            fn wakeups_lost(&self) -> WakeupsLost {
-                self.inner().wakeups_lost()
+            /// [`Store::notifications`], forwarded unless overridden.
+            fn notifications(&self) -> Notifications {
+                self.inner().notifications()
             }
 
             /// [`Store::close`], forwarded unless overridden.
@@ -96,16 +85,8 @@ macro_rules! forwarded_operations {
                 self.0.capabilities()
             }
 
-            fn watch_for_change(&self, wake: &Wake) -> ChangeWatch {
-                self.0.watch_for_change(wake)
-            }
-
-            fn change_feed(&self, params: &FeedParams) -> ChangeFeed {
-                self.0.change_feed(params)
-            }
-
-            fn wakeups_lost(&self) -> WakeupsLost {
-                self.0.wakeups_lost()
+            fn notifications(&self) -> Notifications {
+                self.0.notifications()
             }
 
             async fn close(&self) -> Result<()> {

@@ -26,6 +26,8 @@ mod clients;
 mod dependencies;
 mod events;
 mod fairness;
+mod fan_out;
+mod fan_out_kills;
 mod flow_control;
 mod flow_fleet;
 mod handler_api;
@@ -58,6 +60,8 @@ pub use dependencies::{
 };
 pub use events::worker_events_name_their_attempt;
 pub use fairness::worker_processes_share_a_drain;
+pub use fan_out::{a_fan_out_of_a_lost_lease_writes_nothing, a_fan_out_of_a_thousand_children_joins_once};
+pub use fan_out_kills::sigkills_leave_no_half_written_fan_out;
 pub use flow_control::{
     a_claim_admits_what_each_limit_allows, a_draw_over_several_queues_admits_by_the_same_limits,
     keys_take_turns_within_a_priority, limit_statuses_count_what_runs_and_waits, limits_are_set_read_and_removed,

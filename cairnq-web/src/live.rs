@@ -1,5 +1,5 @@
 //! Live updates: one hub per dashboard follows the store's change feed
-//! ([`Store::change_feed`](cairnq_core::Store::change_feed): push wakeups,
+//! ([`Store::notifications`](cairnq_core::Store::notifications): push wakeups,
 //! every queue's, so a task another process puts on a queue nobody has
 //! seen yet shows at once), with a periodic tick as the polling fallback,
 //! and tells every open page over server-sent events that something

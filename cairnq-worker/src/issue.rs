@@ -136,7 +136,7 @@ pub enum WorkerIssue {
         error: Error,
     },
     /// The store's push wakeups stopped for good (see
-    /// [`Store::wakeups_lost`](cairnq_core::Store::wakeups_lost)): the
+    /// [`Notifications::lost`](cairnq_core::Notifications::lost)): the
     /// server refused LISTEN, or the connection for it, in a way no retry
     /// cures (a connection pooler in transaction mode, a role that may no
     /// longer log in, a standby). The worker keeps working and finds new

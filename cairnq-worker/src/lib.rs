@@ -37,7 +37,7 @@
 //!   for other workers. Only registered names are claimed. After a claim that
 //!   took rows the loop looks again at once (skipping the probe when the
 //!   claim filled its limit); with every slot busy it waits for a call to
-//!   end; when idle it sleeps on a `Store::watch_for_change` watch taken
+//!   end; when idle it sleeps on a `Store::notifications` watch taken
 //!   before its probe (a push wakeup may cut the poll short, also for a
 //!   submit that committed between the probe and the sleep).
 //! - **Prefetch.** When every name shares the one draw (no per-name
@@ -155,6 +155,7 @@ mod context;
 #[cfg(all(feature = "exec", unix))]
 pub mod exec;
 mod fan_in;
+mod fan_out;
 mod handler;
 mod heartbeat;
 mod issue;
@@ -177,6 +178,7 @@ mod wakeups;
 mod worker;
 
 pub use context::{Progress, TaskContext};
+pub use fan_out::FanOutSettle;
 pub use handler::{AsyncHandler, BatchHandler, BatchItem, BatchResults, BlockingHandler, ErasedHandler, TaskName};
 pub use issue::{AbandonReason, OnError, Phase, WorkerIssue};
 pub use options::{OnUnusable, TaskOptions, WorkerOptions};

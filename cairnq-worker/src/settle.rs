@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use cairnq_core::backend::lost_lease;
+use cairnq_core::store::FanOut;
 use cairnq_core::{Error, Json, MAX_DELAY, Result, Task, TaskStatus, codes};
 
 use crate::issue::Phase;
@@ -26,7 +27,7 @@ pub(crate) enum Settlement {
 
 /// What a settle write answers: the status it left the row in, and the
 /// envelope of a failure it wrote (the settled event names its code).
-trait Written {
+pub(crate) trait Written {
     fn status(&self) -> TaskStatus;
     fn error(&self) -> Option<&Json>;
 }
@@ -38,6 +39,16 @@ impl Written for Task {
 
     fn error(&self) -> Option<&Json> {
         self.error.as_ref()
+    }
+}
+
+impl Written for FanOut {
+    fn status(&self) -> TaskStatus {
+        self.task.status
+    }
+
+    fn error(&self) -> Option<&Json> {
+        None
     }
 }
 
@@ -81,12 +92,12 @@ impl Shared {
     /// wait for the row the application's transaction holds). Lost lease:
     /// marked and reported once. Any other error wrote nothing, so the
     /// claim is given back and the handler's return settles as usual.
-    pub(crate) async fn settle_by(
+    pub(crate) async fn settle_by<T: Written>(
         &self,
         task: &Task,
         state: &TaskState,
-        write: impl std::future::Future<Output = Result<Task>>,
-    ) -> Result<Option<Task>> {
+        write: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<Option<T>> {
         if !self.may_settle(task, state)? {
             return Ok(None);
         }

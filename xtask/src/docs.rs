@@ -7,6 +7,10 @@
 //!
 //! mdBook is a tool, not a dependency of the workspace: it is run as a
 //! command, and a machine without it gets one line saying how to install it.
+//!
+//! The book's screenshots are taken by the tests (the dashboard in a real
+//! browser, `cairnq top` in a pseudo-terminal) and copied in before each
+//! build, so CI, which builds the book after the tests, regenerates them.
 
 use std::io::ErrorKind;
 use std::path::Path;
@@ -35,9 +39,31 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), String> {
     if !problems.is_empty() {
         return Err(format!("docs: {} problem(s):\n  {}", problems.len(), problems.join("\n  ")));
     }
+    refresh_screenshots(root)?;
     build(root)?;
     if test {
         run_snippets(root)?;
+    }
+    Ok(())
+}
+
+/// The book's pictures the tests take (source in `target/`, destination in
+/// `docs/src/images`): the dashboard's overview from the browser test, and
+/// `cairnq top` as text from its terminal test.
+const SCREENSHOTS: &[(&str, &str)] =
+    &[("target/web-screenshots/overview.png", "overview.png"), ("target/tui-screenshots/top.txt", "top.txt")];
+
+/// Takes the screenshots the last test run made into the book, so a build
+/// after the tests (as CI runs them) shows the dashboard and `top` as they
+/// are now. A picture no test made yet keeps its committed version.
+fn refresh_screenshots(root: &Path) -> Result<(), String> {
+    let images = root.join("docs").join("src").join("images");
+    for (taken, name) in SCREENSHOTS {
+        let fresh = root.join(taken);
+        if fresh.exists() {
+            std::fs::copy(&fresh, images.join(name)).map_err(|e| format!("cannot copy {taken} into the book: {e}"))?;
+            eprintln!("xtask: the book's {name} is the one the tests took ({taken})");
+        }
     }
     Ok(())
 }

@@ -27,6 +27,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), String> {
     }
     let unpublished = unpublished_crates(root);
     let published = published_crates(root, &unpublished);
+    forget_earlier_packages(&published, &workspace_version(root)?)?;
     package(root, &unpublished)?;
     install_cli(root, &published)
 }
@@ -49,13 +50,61 @@ fn dir_name(dir: &Path) -> Option<String> {
     dir.file_name().and_then(|name| name.to_str()).map(str::to_string)
 }
 
+/// The target directory of the packages' verification builds: their own,
+/// because cargo takes a crate from a registry as never changing and would
+/// reuse an earlier run's build of our crates at the same version.
+const VERIFY_TARGET: &str = "target/package-verify";
+
 fn package(root: &Path, unpublished: &[String]) -> Result<(), String> {
+    forget_earlier_builds(&root.join(VERIFY_TARGET))?;
     let mut cargo = Command::new(env!("CARGO"));
     cargo.current_dir(root).args(["package", "--workspace", "--locked", "--allow-dirty"]);
+    cargo.env("CARGO_TARGET_DIR", root.join(VERIFY_TARGET));
     for name in unpublished {
         cargo.args(["--exclude", name]);
     }
     run_to_success(&mut cargo, "cargo package")
+}
+
+/// Removes the sources cargo unpacked from an earlier run's packages.
+/// `cargo package` verifies through a local registry, and cargo unpacks
+/// each crate of it under `$CARGO_HOME/registry/src/<registry>/` by name and
+/// version only: a second run at the same version would build the first
+/// run's sources. crates.io's own directories are left alone.
+fn forget_earlier_packages(published: &[String], version: &str) -> Result<(), String> {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo")));
+    let Some(sources) = home.map(|home| home.join("registry").join("src")) else { return Ok(()) };
+    let Ok(registries) = fs::read_dir(&sources) else { return Ok(()) };
+    for registry in registries.flatten() {
+        if registry.file_name().to_string_lossy().starts_with("index.") {
+            continue;
+        }
+        for name in published {
+            let unpacked = registry.path().join(format!("{name}-{version}"));
+            if unpacked.exists() {
+                fs::remove_dir_all(&unpacked).map_err(|e| format!("cannot remove {}: {e}", unpacked.display()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Removes the verification builds' fingerprints of our crates (the
+/// dependencies from crates.io stay built), so each run builds the
+/// packaged sources it just made.
+fn forget_earlier_builds(target: &Path) -> Result<(), String> {
+    for profile in ["debug", "release"] {
+        let Ok(entries) = fs::read_dir(target.join(profile).join(".fingerprint")) else { continue };
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().starts_with("cairnq-") {
+                fs::remove_dir_all(entry.path())
+                    .map_err(|e| format!("cannot remove {}: {e}", entry.path().display()))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `cargo install` of the packaged CLI, every internal crate patched to its

@@ -36,7 +36,8 @@ async fn get_shows_the_steps_a_task_stored(fixture: &Fixture) {
     assert_eq!(got["steps"][0]["result"], json!({"id": "ch_1"}));
     assert_eq!(got["steps"][1]["error"]["code"], json!("declined"));
 
-    assert_eq!(fixture.cli.json(&["-o", "json", "get", &plain.id])["steps"], json!([]));
+    let plain_json = fixture.cli.json(&["-o", "json", "get", &plain.id]);
+    assert!(plain_json.get("steps").is_none(), "a task without steps prints the task's JSON alone: {plain_json}");
     assert!(!fixture.cli.run(&["get", &plain.id]).stdout.contains("STEP"), "no steps, no table");
 }
 

@@ -86,6 +86,16 @@ fn queue_row<'a>(screen: &'a str, queue: &str) -> Vec<&'a str> {
     cells(row.unwrap_or_else(|| panic!("no row for queue {queue}: {screen}"))).collect()
 }
 
+/// Saves a screen as the book's picture of `top` (`cargo xtask docs`
+/// takes it into `docs/src/images/top.txt`, so every test run regenerates
+/// it): the trailing blank lines of the pane cut.
+fn keep_for_the_book(screen: &str) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/tui-screenshots");
+    std::fs::create_dir_all(&dir).expect("the screenshot dir");
+    let text: Vec<&str> = screen.trim_end().lines().map(str::trim_end).collect();
+    std::fs::write(dir.join("top.txt"), text.join("\n") + "\n").expect("the screenshot is saved");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn top_shows_a_submitted_task_and_q_quits() {
     let fixture = Fixture::sqlite().await;
@@ -161,6 +171,9 @@ async fn top_keeps_worker_ids_distinct_and_shows_error_messages() {
             );
         } else {
             assert!(workers.iter().all(|w| screen.contains(w)), "whole at {width} columns: {screen}");
+        }
+        if width == 80 {
+            keep_for_the_book(&screen);
         }
         let failure = section(&screen, "recent failures")[0];
         assert!(failure.contains(&doomed.id), "{screen}");

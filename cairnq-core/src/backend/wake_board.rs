@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 
 use crate::backend::FeedHub;
 use crate::model::{Task, TaskStatus};
-use crate::store::{Change, ChangeFeed, ChangeWatch, Wake};
+use crate::store::{Change, ChangeFeed, ChangeWatch, FeedParams, Notifications, PushSource, Wake};
 
 /// What one write changed, as far as sleepers care.
 ///
@@ -219,6 +219,31 @@ impl WakeBoard {
             foreign.subscribe(&subscription.notify);
         }
         Box::pin(async move { subscription.notify.notified().await })
+    }
+}
+
+impl WakeBoard {
+    /// This board as a store's [`Notifications`] (what
+    /// [`Store::notifications`](crate::Store::notifications) returns for a
+    /// store whose wakeups all pass through it): watches and feeds from
+    /// the board, wakeups never lost.
+    pub fn notifications(self: &Arc<Self>) -> Notifications {
+        Notifications::push(Arc::new(BoardPush(Arc::clone(self))))
+    }
+}
+
+/// A board as a [`PushSource`]: the board's watch and feed need the `Arc`
+/// they live in, which a trait object's `&self` cannot give.
+struct BoardPush(Arc<WakeBoard>);
+
+impl PushSource for BoardPush {
+    fn watch(&self, wake: &Wake) -> ChangeWatch {
+        self.0.watch(wake)
+    }
+
+    // The board's feed carries every queue's changes; feed readers filter.
+    fn feed(&self, _params: &FeedParams) -> ChangeFeed {
+        self.0.feed()
     }
 }
 

@@ -11,6 +11,7 @@
 mod after;
 mod bulk;
 mod diagnosis;
+mod fan_out;
 mod flow;
 mod gauges;
 mod limits;
@@ -136,7 +137,7 @@ impl CairnQ {
     /// A stream of changes in `params`' queues (submits, claims, settles),
     /// from the store's own notifications: what a live view redraws on.
     pub fn change_feed(&self, params: &FeedParams) -> ChangeFeed {
-        self.store.change_feed(params)
+        self.store.notifications().feed(params)
     }
 
     /// Starts a submit of `name` with `payload`; set options on the builder,

@@ -15,8 +15,8 @@ use crate::json::Json;
 use crate::model::{HeldLease, Task, TaskRef};
 use crate::observe::Outage;
 use crate::store::{
-    ChangeWatch, ClaimDraw, ClaimParams, CompleteBatchParams, FailParams, HeartbeatBatchParams, HeartbeatParams,
-    LimitWaitParams, ProbeParams, ProgressParams, RepairParams, Repaired, SettleParams, Store, Wake, WakeupsLost,
+    ClaimDraw, ClaimParams, CompleteBatchParams, FailParams, HeartbeatBatchParams, HeartbeatParams, LimitWaitParams,
+    Notifications, ProbeParams, ProgressParams, RepairParams, Repaired, SettleParams, Store,
 };
 
 /// A lease holder on one client: claims due tasks under one worker id and
@@ -126,16 +126,12 @@ impl WorkerSession {
         self.client.store.claim(&params).await
     }
 
-    /// A watch that fires on the next change `wake` describes (new work in
-    /// some queues, a task ending), from the store's own notifications.
-    pub fn watch(&self, wake: &Wake) -> ChangeWatch {
-        self.client.store.watch_for_change(wake)
-    }
-
-    /// How often this process missed a wakeup it should have had (a
-    /// notification channel that dropped), so a loop can poll sooner.
-    pub fn wakeups_lost(&self) -> WakeupsLost {
-        self.client.store.wakeups_lost()
+    /// The store's push notifications: a watch that fires on the next
+    /// change a [`Wake`](crate::Wake) describes (new work in some queues, a
+    /// task ending), and the moment push wakeups stop for good, so a loop
+    /// polls and says so.
+    pub fn notifications(&self) -> Notifications {
+        self.client.store.notifications()
     }
 
     /// The store's outage state in this process: one "unreachable" and one
@@ -251,7 +247,7 @@ impl WorkerSession {
 
 /// The task and worker of an ownership-checked write, as text every
 /// backend can hold.
-fn require_owner(task_id: &str, worker_id: &str) -> Result<()> {
+pub(super) fn require_owner(task_id: &str, worker_id: &str) -> Result<()> {
     require_text("task_id", task_id)?;
     require_text("worker_id", worker_id)
 }

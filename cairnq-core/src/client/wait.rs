@@ -93,7 +93,7 @@ impl CairnQ {
             // Watch first, then read: a finish committed after the read
             // still ends the sleep below.
             let watched = current.clone();
-            let watch = watched.as_ref().map(|id| self.store().watch_for_change(&Wake::TaskDone(id.clone())));
+            let watch = watched.as_ref().map(|id| self.store().notifications().watch(&Wake::TaskDone(id.clone())));
             if let Some(status) = self.store().get_status(&params).await? {
                 if status.status.is_terminal()
                     && let Some(task) = self.store().get(&GetParams::new(TaskSelector::Id(status.id.clone()))).await?

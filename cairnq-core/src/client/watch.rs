@@ -1,7 +1,7 @@
 //! [`CairnQ::watch`]: a stream of signals about a set of queues, for
 //! dashboards and autoscalers — a task became claimable, a task finished,
 //! and a periodic tick as the fallback — built on the store's push channel
-//! ([`Store::change_feed`](crate::Store::change_feed)).
+//! ([`Store::notifications`](crate::Store::notifications)).
 //!
 //! Signals only say when to look: a push channel may drop a notification
 //! (a reconnect, another process's commit SQLite cannot name) and a
@@ -143,7 +143,7 @@ impl CairnQ {
             require_text("queues", queue)?;
         }
         let store = Arc::clone(&self.store);
-        let feed = store.change_feed(&FeedParams::new(queues.clone()));
+        let feed = store.notifications().feed(&FeedParams::new(queues.clone()));
         let queues: Arc<[String]> = queues.into();
         let pushed = feed.filter_map(move |change| signal_for(Arc::clone(&store), Arc::clone(&queues), change));
         Ok(Watch { pushed: pushed.boxed().fuse(), every: DEFAULT_TICK, ticks: None })

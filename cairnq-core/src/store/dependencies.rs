@@ -6,9 +6,9 @@
 use async_trait::async_trait;
 
 use crate::dependencies::{DependencyFailure, TaskWait};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::Task;
-use crate::store::{NewTask, TaskRow};
+use crate::store::{FanOut, FanOutParams, NewTask, TaskRow};
 
 /// A submit of a task that waits for others (see
 /// [`SubmitOptions::after`](crate::SubmitOptions::after)).
@@ -94,4 +94,21 @@ pub trait DependencyStore: Send + Sync {
 
     /// The waits of the tasks asked that have one, in no particular order.
     async fn task_waits(&self, params: &TaskWaitsParams) -> Result<Vec<TaskWait>>;
+
+    /// Fan-out: in ONE transaction, settles `params.settle`'s task as
+    /// [`Store::complete`](super::Store::complete) would (ownership-checked:
+    /// [`Error::LostLease`] and nothing written once the lease is gone),
+    /// then, unless a pending cancel ended it canceled, inserts
+    /// `params.children` as [`Store::submit_many`](super::Store::submit_many)
+    /// would and `params.join` as [`submit_after`](Self::submit_after) would,
+    /// waiting for every child (their ids first, then `params.join.after`).
+    /// With no child and nothing else to wait for, the join is a plain
+    /// submit. Any error writes nothing.
+    ///
+    /// The default answers [`Error::UnsupportedBackend`], so a store
+    /// written before fan-out keeps compiling.
+    async fn complete_with_fan_out(&self, params: &FanOutParams) -> Result<FanOut> {
+        let _ = params;
+        Err(Error::UnsupportedBackend { operation: "fan_out", backend: "this" })
+    }
 }

@@ -2,8 +2,8 @@
 //! changes for long-lived watchers ([`CairnQ::watch`](crate::CairnQ::watch),
 //! dashboards, autoscalers), and the moment push wakeups stop for good.
 //!
-//! Both ride on the same push channel as
-//! [`Store::watch_for_change`](super::Store::watch_for_change) and, like it,
+//! Both ride on the same push channel as a watch
+//! ([`Store::notifications`](super::Store::notifications)) and, like it,
 //! only say when to look: polling stays the source of truth.
 
 use futures::future::BoxFuture;
@@ -34,11 +34,11 @@ pub enum Change {
     Unknown,
 }
 
-/// A stream of [`Change`]s from [`Store::change_feed`](super::Store::change_feed);
+/// A stream of [`Change`]s from [`Notifications::feed`](super::Notifications::feed);
 /// dropping it withdraws the subscription.
 pub type ChangeFeed = BoxStream<'static, Change>;
 
-/// A future from [`Store::wakeups_lost`](super::Store::wakeups_lost): the
+/// A future from [`Notifications::lost`](super::Notifications::lost): the
 /// reason push wakeups stopped for good.
 pub type WakeupsLost = BoxFuture<'static, Error>;
 

@@ -24,9 +24,11 @@
 //! (SQLite: a [`Clock`](crate::Clock); Postgres: the database clock).
 
 mod dependencies;
+mod fan_out;
 mod feed;
 mod limit_params;
 mod listing;
+mod notifications;
 mod read_params;
 mod schedule_params;
 mod schedule_store;
@@ -43,10 +45,12 @@ use crate::error::{Error, Result};
 use crate::model::{HeldLease, QueueAge, Task, TaskCount, TaskRef, Undecodable};
 
 pub use dependencies::{DependenciesParams, DependencyStore, SubmitAfterParams, TaskWaitsParams};
+pub use fan_out::{FanOut, FanOutParams};
 pub use feed::{Change, ChangeFeed, FeedParams, WakeupsLost};
 pub use limit_params::{
     KeyUsage, LimitRow, LimitUsage, LimitUsageParams, LimitWaitParams, LimitsQuery, RemoveLimitParams, SetLimitParams,
 };
+pub use notifications::{Notifications, PushSource};
 pub use read_params::{ChildrenParams, CountTasksParams, TaskKeyParams};
 pub use schedule_params::{
     DeleteScheduleParams, FireScheduleParams, PauseScheduleParams, SaveScheduleParams, ScheduleQuery, ScheduleRead,
@@ -72,8 +76,8 @@ pub type TaskRow = std::result::Result<Task, Undecodable>;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Capabilities {
-    /// [`Store::watch_for_change`] completes on relevant commits (else it
-    /// never does, and waiters only poll).
+    /// [`Store::notifications`]' watches complete on relevant commits
+    /// (else they never do, and waiters only poll).
     pub push_wakeups: bool,
 }
 
@@ -90,7 +94,7 @@ impl Capabilities {
     }
 }
 
-/// A watch from [`Store::watch_for_change`]: completes once something it
+/// A watch from [`Notifications::watch`]: completes once something it
 /// watches may have changed since it was taken.
 pub type ChangeWatch = futures::future::BoxFuture<'static, ()>;
 
@@ -278,36 +282,15 @@ pub trait Store: Send + Sync + 'static {
         Ok(Repaired::default())
     }
 
-    /// Starts watching for `wake` NOW; the future completes once something
-    /// relevant to it may have changed since this call. Take the watch
-    /// before reading the store and await it (under a timeout) after, so a
-    /// change that commits between the read and the wait still cuts the
-    /// wait short. Polling stays the source of truth: a watch only cuts
-    /// sleeps short. The default never completes (no push wakeups).
-    fn watch_for_change(&self, wake: &Wake) -> ChangeWatch {
-        let _ = wake;
-        Box::pin(std::future::pending())
-    }
-
-    /// Starts a feed of the changes on `params.queues` NOW (like
-    /// [`watch_for_change`](Self::watch_for_change), it subscribes when
-    /// called): queued rows by queue, finished tasks by id, and
-    /// [`Change::Unknown`] when the store knows only that something changed.
-    /// It ends only when dropped. A store reporting
-    /// [`push_wakeups`](Capabilities::push_wakeups) should implement it; the
-    /// default yields nothing, ever (watchers then rely on their poll).
-    fn change_feed(&self, params: &FeedParams) -> ChangeFeed {
-        let _ = params;
-        Box::pin(futures::stream::pending())
-    }
-
-    /// Resolves, with the reason, once the store's push wakeups stopped for
-    /// good (a LISTEN a connection pooler refuses, a role that may no longer
-    /// connect): from then on watches never complete and sleepers wake by
-    /// their poll alone. Workers report it once. The default never resolves
-    /// (no push wakeups to lose, or none that can be lost).
-    fn wakeups_lost(&self) -> WakeupsLost {
-        Box::pin(std::future::pending())
+    /// The store's push notifications: one handle that makes watches
+    /// (an idle worker, a `wait`), feeds (long-lived watchers) and says
+    /// when push wakeups stop for good. Polling stays the source of truth:
+    /// notifications only cut sleeps short. A store reporting
+    /// [`push_wakeups`](Capabilities::push_wakeups) should return
+    /// [`Notifications::push`]. The default is [`Notifications::none`]
+    /// (watches only time out, no feed, wakeups never pushed).
+    fn notifications(&self) -> Notifications {
+        Notifications::none()
     }
 
     /// The store's schedules (extension `ext_0001_schedules`), when it
@@ -384,8 +367,8 @@ fn unsupported(backend: &'static str, operation: &'static str) -> Error {
 }
 
 /// Sleeps until something relevant to `wake` may have changed, or `timeout`
-/// passes: a watch taken now (see [`Store::watch_for_change`]), bounded by
+/// passes: a watch taken now (see [`Notifications::watch`]), bounded by
 /// `timeout`. Take a watch yourself when a read comes between.
 pub async fn wait_for_change(store: &dyn Store, wake: &Wake, timeout: Duration) {
-    let _ = tokio::time::timeout(timeout, store.watch_for_change(wake)).await;
+    let _ = tokio::time::timeout(timeout, store.notifications().watch(wake)).await;
 }

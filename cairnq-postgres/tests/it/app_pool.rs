@@ -61,7 +61,7 @@ async fn a_listen_dsn_brings_push_wakeups() {
     assert!(store.capabilities().push_wakeups);
     eventually("the LISTEN connection is up", || async { store.listening() }).await;
 
-    let woken = store.watch_for_change(&Wake::Queued(vec!["default".into()]));
+    let woken = store.notifications().watch(&Wake::Queued(vec!["default".into()]));
     CairnQ::new(store.clone()).submit("resize", &json!({})).await.expect("submit");
     tokio::time::timeout(Duration::from_secs(30), woken).await.expect("the submit's NOTIFY woke the watch");
 }

@@ -3,7 +3,8 @@
 //! delivers by polling; with one, LISTEN goes straight to Postgres and
 //! wakes waiters through the pooler; keyed submits (transactions holding
 //! advisory locks) work through it; and the server connections report the
-//! application name `doctor` groups by.
+//! application name `doctor` groups by; a claim recovers expired leases
+//! before it draws.
 //! Skipped (saying so) where `pgbouncer` is not installed.
 
 use std::time::{Duration, Instant};
@@ -36,7 +37,7 @@ async fn without_a_listen_dsn_the_store_says_it_polls_and_delivers_by_polling() 
     let store = pooled(pooler, PostgresOptions::new().schema(&schema)).await;
     assert!(!store.capabilities().push_wakeups);
     // Said at once, for a worker to log once at its start.
-    let said = tokio::time::timeout(Duration::from_secs(1), store.wakeups_lost()).await.expect("said at once");
+    let said = tokio::time::timeout(Duration::from_secs(1), store.notifications().lost()).await.expect("said at once");
     assert!(said.to_string().contains("polls") && said.to_string().contains("listen"), "{said}");
 
     let client = CairnQ::new(store.clone());
@@ -62,7 +63,7 @@ async fn a_listen_dsn_wakes_waiters_through_the_pooler() {
     until_listening(&store).await;
     let producer = pooled(pooler, PostgresOptions::new().schema(&schema).listen(false)).await;
     // Without a notification this watch never ends: nothing polls here.
-    let watch = store.watch_for_change(&Wake::Queued(vec!["mail".into()]));
+    let watch = store.notifications().watch(&Wake::Queued(vec!["mail".into()]));
     let started = Instant::now();
     CairnQ::new(producer).submit("send", &json!({})).queue("mail").await.expect("submit through the pooler");
     tokio::time::timeout(LONG, watch).await.expect("the submit's notification woke the watch");
@@ -96,4 +97,24 @@ async fn connections_report_the_store_s_application_name() {
     let named: i64 = raw.query_one(sql, &[&name]).await.expect("pg_stat_activity").get(0);
     assert!(named >= 1, "the pooled connection reports the store's name");
     store.close().await.expect("close");
+}
+
+/// A claim's lease recovery runs before its draw in pooler mode too: a
+/// lease that ran out is taken back and the very next claim gets the task
+/// again (attempt 2). Learning a statement's types (a round trip) once let
+/// a later statement of the transaction overtake it: the draw ran first,
+/// saw the task still running, and the claim came back empty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_claim_takes_back_a_lease_that_ran_out() {
+    let Some(pooler) = pooler() else { return };
+    let schema = fresh_schema_name();
+    let client = CairnQ::new(pooled(pooler, PostgresOptions::new().schema(&schema)).await);
+    let task = client.submit("n", &json!({})).max_attempts(5).await.expect("submit");
+    let draw = || vec![ClaimDraw::new(vec!["default".into()]).limit(1)];
+    let short = client.worker_session("w", Duration::from_millis(150)).expect("a session");
+    let first = short.claim(draw(), vec![]).await.expect("claim");
+    assert_eq!(first.iter().map(|t| (t.id.as_str(), t.attempt)).collect::<Vec<_>>(), [(task.id.as_str(), 1)]);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let again = client.worker_session("w", LONG).expect("a session").claim(draw(), vec![]).await.expect("reclaim");
+    assert_eq!(again.iter().map(|t| (t.id.as_str(), t.attempt)).collect::<Vec<_>>(), [(task.id.as_str(), 2)]);
 }

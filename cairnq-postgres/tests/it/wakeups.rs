@@ -90,7 +90,7 @@ async fn a_watch_taken_before_the_listener_is_up_ends_once_it_is() {
     let (_, schema) = crate::support::fresh().await;
     for _ in 0..20 {
         let store = PostgresStore::connect_with(&dsn(), PostgresOptions::new().schema(&schema)).await.expect("connect");
-        let watch = store.watch_for_change(&Wake::Queued(vec!["early".into()]));
+        let watch = store.notifications().watch(&Wake::Queued(vec!["early".into()]));
         if store.listening() {
             continue;
         }

@@ -39,7 +39,7 @@ async fn a_memory_store_submits_claims_completes_and_wakes_a_waiter_by_push() {
 
     // Subscribed before the commit, as waiters do; the completion must end
     // the sleep at once, not at a poll or the timeout.
-    let woken = store.watch_for_change(&Wake::TaskDone(task.id.clone()));
+    let woken = store.notifications().watch(&Wake::TaskDone(task.id.clone()));
     let settler = {
         let (client, id) = (client.clone(), task.id.clone());
         tokio::spawn(async move {

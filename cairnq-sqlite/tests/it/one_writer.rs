@@ -118,7 +118,7 @@ async fn a_commit_through_one_store_wakes_a_sleeper_on_the_other_without_the_wat
     let sleeping = SqliteStore::open_with(&fresh.path, options).await.expect("open again");
     let timeout = Duration::from_secs(5);
 
-    let queued = sleeping.watch_for_change(&Wake::Queued(vec!["default".into()]));
+    let queued = sleeping.notifications().watch(&Wake::Queued(vec!["default".into()]));
     let (woken, task) = tokio::join!(woken_within(queued, timeout), async {
         tokio::time::sleep(Duration::from_millis(50)).await;
         CairnQ::new(writing).submit("job", &serde_json::json!({})).await.expect("submit")
@@ -128,7 +128,7 @@ async fn a_commit_through_one_store_wakes_a_sleeper_on_the_other_without_the_wat
     let claimed = sleeping.claim(&claim("w", 1)).await.expect("claim");
     assert_eq!(claimed.len(), 1);
     let writing = SqliteStore::open_with(&fresh.path, SqliteOptions::new()).await.expect("a third store");
-    let done = sleeping.watch_for_change(&Wake::TaskDone(task.id.clone()));
+    let done = sleeping.notifications().watch(&Wake::TaskDone(task.id.clone()));
     let (woken, settled) = tokio::join!(woken_within(done, timeout), async {
         tokio::time::sleep(Duration::from_millis(50)).await;
         writing.complete(&SettleParams::new(&task.id, "w")).await

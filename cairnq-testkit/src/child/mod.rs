@@ -41,6 +41,10 @@
 //!   `{"attempt": <attempt>, "worker": <worker id>}`. On attempt 1 with
 //!   `payload.hold_first_ms` it prints `holding <task id>` after the writes
 //!   and waits that long before the commit: the window to kill it in.
+//! - `fan-out` (needs `--log`): handlers `fan_split`, `fan_part` and
+//!   `fan_join` of a fan-out (see [`fan_out`]): the split prints
+//!   `splitting <task id> <attempt>` before it fans out, the join logs its
+//!   runs as `record` does.
 //!
 //! With `--report-issues` every worker issue prints as `issue <text>`; with
 //! `--report-claims` every claim attempt prints `claim` before it is made.
@@ -69,6 +73,7 @@
 //! Every run ends with `exit ok` (exit code 0) or `exit err <error>` (exit
 //! code 1) on stdout.
 
+pub mod fan_out;
 mod process;
 mod record;
 mod run;
@@ -100,6 +105,9 @@ pub enum ChildMode {
     /// settles in the same transaction, holding it open on attempt 1 when
     /// told to.
     SettleIn,
+    /// A worker whose handlers fan out (`fan_split`), run the parts
+    /// (`fan_part`) and join them (`fan_join`, logged as `record` logs).
+    FanOut,
     /// Open the store, report how that went, end.
     Open,
     /// Submit from eight tasks at once until killed, acknowledging each.
@@ -114,6 +122,7 @@ const MODES: &[(ChildMode, &str)] = &[
     (ChildMode::Noop, "noop"),
     (ChildMode::Record, "record"),
     (ChildMode::SettleIn, "settle-in"),
+    (ChildMode::FanOut, "fan-out"),
     (ChildMode::Open, "open"),
     (ChildMode::SubmitBurst, "submit-burst"),
     (ChildMode::SubmitOnGo, "submit-on-go"),
@@ -122,7 +131,7 @@ const MODES: &[(ChildMode, &str)] = &[
 impl ChildMode {
     /// Whether this mode runs a worker (and takes the worker options).
     pub fn is_worker(self) -> bool {
-        matches!(self, Self::Hang | Self::Sleep | Self::Noop | Self::Record | Self::SettleIn)
+        matches!(self, Self::Hang | Self::Sleep | Self::Noop | Self::Record | Self::SettleIn | Self::FanOut)
     }
 
     fn name(self) -> &'static str {
@@ -266,8 +275,8 @@ impl ChildArgs {
         }
         parsed.locator = locator.ok_or("--sqlite or --postgres is required")?;
         parsed.mode = mode.ok_or("--mode is required")?;
-        if parsed.mode == ChildMode::Record && parsed.log.is_none() {
-            return Err("--mode record needs --log".into());
+        if matches!(parsed.mode, ChildMode::Record | ChildMode::FanOut) && parsed.log.is_none() {
+            return Err(format!("--mode {} needs --log", parsed.mode.name()));
         }
         Ok(parsed)
     }
@@ -298,6 +307,8 @@ mod tests {
         args.mode = ChildMode::Record;
         args.log = None;
         assert!(ChildArgs::parse(&args.to_args()).is_err(), "record mode needs a log");
+        args.mode = ChildMode::FanOut;
+        assert!(ChildArgs::parse(&args.to_args()).is_err(), "fan-out mode needs a log");
         let defaults = ChildArgs::new(StoreLocator::Sqlite { path: "q.db".into() }, ChildMode::Sleep);
         assert_eq!(ChildArgs::parse(&defaults.to_args()), Ok(defaults));
         assert!(ChildArgs::parse(&["--poll-ms".into(), "soon".into()]).is_err());

@@ -202,6 +202,12 @@ async fn run_worker(
                 record(ctx, payload, log.clone())
             })?
         }
+        (ChildMode::FanOut, Some(log)) => {
+            let header = RecordLine::Child { pid: std::process::id(), worker: worker.worker_id().to_string() };
+            log.append(&header).map_err(|e| Error::storage("cannot write the run log", e))?;
+            super::fan_out::register(&mut worker, log, count)?;
+            &mut worker
+        }
         (ChildMode::SettleIn, _) => {
             let settle_store = settle_store.ok_or_else(|| Error::validation("mode", "settle-in needs its store"))?;
             let locator = args.locator.clone();

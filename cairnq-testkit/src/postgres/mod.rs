@@ -154,6 +154,7 @@ impl PostgresFactory {
     /// [`test_dsn`]'s server. Where `pgbouncer` is not installed (and
     /// [`REQUIRE_PGBOUNCER_ENV`] is unset), pooler mode straight to the
     /// server, said on stderr: the mode's statements are still what runs.
+    /// LISTEN goes to the server directly (`listen_dsn`).
     /// Its stores name no [`StoreLocator`]: a child process would not
     /// know to connect in pooler mode, so the tests that need one skip.
     pub fn through_test_pooler() -> Result<Self> {
@@ -164,7 +165,10 @@ impl PostgresFactory {
                 test_dsn()?
             }
         };
-        Ok(Self::new(dsn).options(test_options().pooler(true)))
+        // LISTEN on a direct connection, as the book says to deploy behind a
+        // pooler; the polling-only mode has tests of its own
+        // (cairnq-postgres/tests/it/pooler.rs).
+        Ok(Self::new(dsn).options(test_options().pooler(true).listen_dsn(test_dsn()?)))
     }
 
     /// The server's DSN.

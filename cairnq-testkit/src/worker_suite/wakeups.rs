@@ -6,8 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cairnq_core::store::{ChangeFeed, ClaimDraw, FeedParams};
-use cairnq_core::{CairnQ, Capabilities, ChangeWatch, Signal, Store, TaskStatus, WaitOptions, Wake, Watch};
+use cairnq_core::store::ClaimDraw;
+use cairnq_core::{
+    CairnQ, Capabilities, ChangeWatch, Notifications, Signal, Store, TaskStatus, WaitOptions, Wake, Watch,
+};
 use futures::StreamExt;
 
 use super::support::{fresh, session};
@@ -29,7 +31,7 @@ pub async fn push_wakeups_complete_watches_taken_before_a_change(factory: &dyn B
     wakeups_flowing(&client, deadline).await;
     loop {
         let task = client.submit("job", &2).queue("elsewhere").await.expect("submit");
-        let watch = store.watch_for_change(&Wake::TaskDone(task.id.clone()));
+        let watch = store.notifications().watch(&Wake::TaskDone(task.id.clone()));
         settle(&client, &task.id).await;
         if woke(watch).await {
             break;
@@ -115,12 +117,8 @@ impl Forward for NoPush {
         Capabilities::none()
     }
 
-    fn watch_for_change(&self, _wake: &Wake) -> ChangeWatch {
-        Box::pin(std::future::pending())
-    }
-
-    fn change_feed(&self, _params: &FeedParams) -> ChangeFeed {
-        Box::pin(futures::stream::pending())
+    fn notifications(&self) -> Notifications {
+        Notifications::none()
     }
 }
 
@@ -148,7 +146,7 @@ async fn named(watch: &mut Watch) -> Signal {
 async fn wakeups_flowing(client: &CairnQ, deadline: tokio::time::Instant) {
     let watcher = session(client, "watcher", Duration::from_secs(60));
     loop {
-        let watch = watcher.watch(&Wake::Queued(vec!["wakeups".into()]));
+        let watch = watcher.notifications().watch(&Wake::Queued(vec!["wakeups".into()]));
         client.submit("job", &1).queue("wakeups").await.expect("submit");
         if woke(watch).await {
             return;

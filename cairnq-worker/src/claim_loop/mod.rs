@@ -8,7 +8,7 @@
 //! skipped right after a claim that took every row it could (more than
 //! one): work was due a moment ago, so the probe would only cost a read.
 //! When idle the loop sleeps on a watch
-//! ([`Store::watch_for_change`](cairnq_core::Store::watch_for_change)) taken
+//! ([`Store::notifications`](cairnq_core::Store::notifications)) taken
 //! BEFORE the probe read the store, so a push wakeup for a submit that
 //! committed between the probe and the sleep still cuts the poll short. A
 //! claim that took nothing asks when a rate limit next admits a start
@@ -106,7 +106,7 @@ fn claim_backoff(poll: Duration, failures: u32) -> Duration {
 
 /// A watch, taken now, for tasks becoming queued on the worker's queues.
 fn queued_watch(core: &Shared) -> ChangeWatch {
-    core.session.watch(&Wake::Queued(core.options.queues.clone()))
+    core.session.notifications().watch(&Wake::Queued(core.options.queues.clone()))
 }
 
 /// A handler with its per-name options.

@@ -102,7 +102,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), String> {
     let report = render(&args, &base, &head, &samples);
     println!("{report}");
     if args.record {
-        record(root, &report)?;
+        record(root, &report, None)?;
     }
     Ok(())
 }

@@ -39,6 +39,7 @@ mod curves;
 mod floors;
 mod rows;
 mod soak;
+mod summary;
 
 use rows::{Row, parse_rows};
 
@@ -163,7 +164,7 @@ pub(crate) fn run(root: &Path, args: &[String]) -> Result<(), String> {
     }
     println!("{report}");
     if flags.record {
-        record(root, &report)?;
+        record(root, &report, summary::block(&stamp, &shell("git rev-parse --short HEAD"), &rows))?;
     }
     Ok(())
 }
@@ -383,9 +384,14 @@ fn shell(command: &str) -> String {
         .unwrap_or_default()
 }
 
-fn record(root: &Path, report: &str) -> Result<(), String> {
+/// Appends the run's section to BENCHMARKS.md and, when the run measured
+/// headline workloads, refreshes the summary's generated block with them.
+fn record(root: &Path, report: &str, latest: Option<String>) -> Result<(), String> {
     let path = root.join("BENCHMARKS.md");
     let mut text = std::fs::read_to_string(&path).unwrap_or_else(|_| "# Benchmarks\n\n".to_string());
+    if let Some(block) = latest {
+        text = summary::refresh(&text, &block);
+    }
     text.push('\n');
     text.push_str(report);
     std::fs::write(&path, text).map_err(|e| format!("cannot write BENCHMARKS.md: {e}"))

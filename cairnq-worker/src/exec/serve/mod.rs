@@ -72,7 +72,7 @@ use crate::task_error::TaskError;
 use crate::worker::Worker;
 
 /// A command line started once per slot that serves tasks over the line
-/// protocol (see the [module docs](self)). Cheap to clone; register it with
+/// protocol (documented in the book's cross-language chapter, `docs/src/cross-language.md`). Cheap to clone; register it with
 /// [`Worker::serve_lines`] or [`Worker::serve_lines_all`], and
 /// [`close`](Self::close) it once the worker has stopped.
 ///
