@@ -53,6 +53,8 @@ enum Command {
     Retry(commands::bulk::RetryArgs),
     /// Delete finished tasks (succeeded, failed, canceled) older than --older-than.
     Purge(commands::purge::Args),
+    /// The tree of a flow: every task of ID's root, children under their parent, with status and dependencies.
+    Flow(commands::flow::Args),
     /// Wait for a task to finish (exit 0 succeeded, 1 failed or canceled, 4 timeout).
     Wait(commands::wait::Args),
     /// Schedules: ls, add (--cron or --every), pause, resume, trigger, rm.
@@ -93,6 +95,7 @@ impl Cli {
             Command::Cancel(args) => commands::bulk::cancel(&context, args).await,
             Command::Retry(args) => commands::bulk::retry(&context, args).await,
             Command::Purge(args) => commands::purge::run(&context, args).await,
+            Command::Flow(args) => commands::flow::run(&context, args).await,
             Command::Wait(args) => commands::wait::run(&context, args).await,
             Command::Schedule(args) => commands::schedule::run(&context, args).await,
             Command::Limit(args) => commands::limit::run(&context, args).await,
@@ -116,6 +119,7 @@ impl Command {
             Self::Cancel(_) => "cancel",
             Self::Retry(_) => "retry",
             Self::Purge(_) => "purge",
+            Self::Flow(_) => "flow",
             Self::Wait(_) => "wait",
             Self::Schedule(_) => "schedule",
             Self::Limit(_) => "limit",

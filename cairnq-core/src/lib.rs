@@ -33,6 +33,7 @@ mod coalesce;
 mod dependencies;
 mod envelope;
 mod error;
+mod flow_tree;
 mod human;
 mod id;
 mod install;
@@ -60,6 +61,7 @@ pub use dependencies::{
 };
 pub use envelope::{ErrorEnvelope, codes};
 pub use error::{BoxError, Error, ErrorKind, Result, StepError, could_not, find_cause};
+pub use flow_tree::{Flow, FlowNode, flow_order};
 pub use human::{human_duration, human_duration_coarse};
 pub use install::{Install, MigrationStatus};
 pub use json::{Json, JsonError};

@@ -3,7 +3,7 @@
 //! asked for (and only to a page of this dashboard), the task list says why
 //! a task failed, the login cookie never holds the token itself, the
 //! limits page shows what runs and waits under each limit, and a task's
-//! page lists its durable steps.
+//! page lists its durable steps and draws its flow.
 
 mod common;
 
@@ -252,4 +252,48 @@ async fn a_waiting_task_says_what_it_waits_for() {
     assert!(page.body.contains(&second.id), "the dependencies are listed");
     let plain = http(addr, "GET", &format!("/tasks/{}", first.id), &[], "").await;
     assert!(!plain.body.contains("Waits for"), "a task without dependencies says nothing of them");
+}
+
+/// A task's page draws the flow of its root as nested lists (children
+/// under their parent, names escaped, each node linked, the page's own
+/// task marked), with a waiting task's wait and dependencies; the partial
+/// re-read the live updates make shows a node's new status; a task alone
+/// in its flow has no such section.
+#[tokio::test]
+async fn a_task_page_draws_its_flow() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let client = sqlite_client(&dir).await;
+    let addr = start(client.clone(), WebOptions::new()).await;
+    let root = client.submit("<i>split</i>", &json!({})).await.expect("submit");
+    let chunk = client.submit("chunk", &json!({})).child_of(&root).await.expect("a child");
+    let piece = client.submit("piece", &json!({})).child_of(&chunk).await.expect("a grandchild");
+    let join = client.submit("merge", &json!({})).child_of(&root).after([&chunk.id]).await.expect("the join");
+    let alone = client.submit("alone", &json!({})).await.expect("submit");
+
+    let page = http(addr, "GET", &format!("/tasks/{}", chunk.id), &[], "").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let at = page.body.find(r#"<div id="flow">"#).unwrap_or_else(|| panic!("a flow section: {}", page.body));
+    let flow = &page.body[at..];
+    assert!(flow.contains("&lt;i&gt;split&lt;/i&gt;") && !page.body.contains("<i>split"), "escaped: {flow}");
+    assert_eq!(flow.matches(r#"<ul class="flow">"#).count(), 3, "root, its children, the chunk's child: {flow}");
+    let place =
+        |id: &str| flow.find(&format!(r#"href="/tasks/{id}""#)).unwrap_or_else(|| panic!("{id} linked: {flow}"));
+    assert!(place(&root.id) < place(&chunk.id) && place(&chunk.id) < place(&piece.id), "{flow}");
+    assert!(place(&piece.id) < place(&join.id), "the grandchild under its parent, before the join: {flow}");
+    assert!(flow.contains(&format!(r#"data-task="{}" class="current""#, chunk.id)), "the page's task marked: {flow}");
+    let join_item = &flow[flow.find(&format!(r#"data-task="{}""#, join.id)).expect("the join")..];
+    assert!(join_item.contains("waiting for 1 of 1 task") && join_item.contains("after: "), "{join_item}");
+
+    let worker = client.worker_session("w-flow", Duration::from_secs(60)).expect("a session");
+    let draw = ClaimDraw::new(vec!["default".into()]).names(vec!["chunk".into()]);
+    assert_eq!(worker.claim(vec![draw], vec![]).await.expect("claim").len(), 1);
+    worker.complete(&chunk.id, json!({"ok": true})).await.expect("complete");
+    let partial = http(addr, "GET", &format!("/tasks/{}", root.id), &[("x-cairnq-partial", "1")], "").await;
+    let item = &partial.body[partial.body.find(&format!(r#"data-task="{}""#, chunk.id)).expect("the chunk")..];
+    assert!(item.starts_with(&format!(r#"data-task="{}">"#, chunk.id)), "not current on the root's page: {item}");
+    assert!(item.split("<ul").next().unwrap_or("").contains("succeeded"), "its new status: {item}");
+    assert!(!partial.body.contains("waiting for 1 of 1 task"), "the join no longer waits: {}", partial.body);
+
+    let lone = http(addr, "GET", &format!("/tasks/{}", alone.id), &[], "").await;
+    assert!(!lone.body.contains("<h2>Flow</h2>"), "a task alone has no flow section");
 }

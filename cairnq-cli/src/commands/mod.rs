@@ -6,6 +6,7 @@ pub(crate) mod bulk;
 pub(crate) mod confirm;
 pub(crate) mod doctor;
 pub(crate) mod filter;
+pub(crate) mod flow;
 pub(crate) mod limit;
 pub(crate) mod migrate;
 pub(crate) mod purge;

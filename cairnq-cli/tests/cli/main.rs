@@ -11,6 +11,7 @@ mod details;
 mod errtext;
 mod exec_chaos;
 mod flags;
+mod flow;
 mod limit;
 mod list_view;
 mod lost_lease;

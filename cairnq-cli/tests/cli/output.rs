@@ -48,6 +48,7 @@ async fn every_command_prints_one_json_document_or_one_per_line() {
         &["cancel", "--name", "resize", "--dry-run"],
         &["retry", "--status", "failed", "--dry-run"],
         &["wait", &done.id],
+        &["flow", &queued.id],
         &["purge", "--older-than", "7d"],
         &["stats"],
         &["stats", "--queue", "nothing-here"],

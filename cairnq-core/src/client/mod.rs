@@ -12,6 +12,7 @@ mod after;
 mod bulk;
 mod diagnosis;
 mod fan_out;
+mod flow;
 mod gauges;
 mod limits;
 mod reads;

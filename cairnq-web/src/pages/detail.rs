@@ -3,7 +3,7 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use cairnq_core::{CairnQ, DependencyFailure, Result, Step, Task, TaskWait, is_waiting, now_ms};
+use cairnq_core::{CairnQ, DependencyFailure, Flow, Result, Step, Task, TaskWait, is_waiting, now_ms};
 use maud::{Markup, html};
 
 use crate::html::{
@@ -22,8 +22,13 @@ pub(crate) async fn page(State(state): State<AppState>, ctx: PageCtx, Path(id): 
         Err(error) => return error_page(&ctx, &error),
     };
     let client = &state.client;
-    let read = futures::try_join!(client.task_key(&id), client.children(&id, CHILDREN_SHOWN), client.steps(&id));
-    let (key, children, steps) = match read {
+    let read = futures::try_join!(
+        client.task_key(&id),
+        client.children(&id, CHILDREN_SHOWN),
+        client.steps(&id),
+        client.flow(&id, super::flow::FLOW_SHOWN)
+    );
+    let (key, children, steps, flow) = match read {
         Ok(found) => found,
         Err(error) => return error_page(&ctx, &error),
     };
@@ -31,7 +36,7 @@ pub(crate) async fn page(State(state): State<AppState>, ctx: PageCtx, Path(id): 
         Ok(found) => found,
         Err(error) => return error_page(&ctx, &error),
     };
-    let related = Related { key, children: children.tasks, steps, wait, dependencies };
+    let related = Related { key, children: children.tasks, steps, wait, dependencies, flow };
     layout(&ctx, &task.id, true, body(&ctx, &task, &related, state.writable()))
 }
 
@@ -47,6 +52,8 @@ struct Related {
     wait: Option<TaskWait>,
     /// The tasks it was submitted after, in the order named.
     dependencies: Vec<Task>,
+    /// The flow of its root (`None` if the task went between the reads).
+    flow: Option<Flow>,
 }
 
 /// The wait and dependencies of a task submitted after others (none for
@@ -119,6 +126,7 @@ fn body(ctx: &PageCtx, task: &Task, related: &Related, writable: bool) -> Markup
             }
         }
         (super::steps::section(&related.steps, now))
+        (super::flow::section(ctx, related.flow.as_ref(), &task.id))
         h2 { "Children" }
         @if related.children.is_empty() { p.muted { "None." } }
         ul #children {

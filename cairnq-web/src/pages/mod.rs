@@ -3,6 +3,7 @@
 
 pub(crate) mod bulk;
 pub(crate) mod detail;
+pub(crate) mod flow;
 pub(crate) mod limits;
 pub(crate) mod overview;
 pub(crate) mod schedules;
