@@ -3,7 +3,9 @@
 //! the book's pages (and from the README into the book) lands on a file and
 //! a heading that exist, and every chapter is included by one of the crates
 //! that compile its Rust snippets as doc tests. `--test` then compiles and
-//! runs those snippets (`cargo test --doc` of the including crates).
+//! runs those snippets (`cargo test --doc` of the including crates). The
+//! book's shell transcripts (```` ```console ```` blocks) are run as written
+//! by cairnq-cli's `book` test, with the tests.
 //!
 //! mdBook is a tool, not a dependency of the workspace: it is run as a
 //! command, and a machine without it gets one line saying how to install it.

@@ -5,6 +5,7 @@
 
 mod after;
 mod bad_input;
+mod book;
 mod damage;
 mod destructive;
 mod details;
