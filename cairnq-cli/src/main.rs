@@ -6,6 +6,10 @@
 //! `cairnq_worker::Worker`): every rule about tasks lives there, so the
 //! command behaves exactly like an application would. This file only turns
 //! the outcome into output and an exit code (see [`exit`]).
+//!
+//! The guide to cairnq is its book, in `docs/` of the repository (built
+//! by `cargo xtask docs`); its chapter "The `cairnq` command" (`docs/src/operating/cli.md`) is about
+//! this crate.
 
 mod cli;
 mod commands;

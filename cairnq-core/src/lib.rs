@@ -19,6 +19,10 @@
 //!     .await?;
 //! # Ok(()) }
 //! ```
+//!
+//! The guide to cairnq is its book, in `docs/` of the repository (built
+//! by `cargo xtask docs`); its chapter "Concepts" (`docs/src/concepts.md`) is about
+//! this crate.
 
 pub mod backend;
 pub mod observe;

@@ -14,6 +14,10 @@
 //! Each operation runs under the lock as one transaction: it sees every
 //! operation before it, and a failed one (a rejected key in a
 //! `submit_many`, say) leaves nothing behind.
+//!
+//! The guide to cairnq is its book, in `docs/` of the repository (built
+//! by `cargo xtask docs`); its chapter "Writing a backend" (`docs/src/writing-a-backend.md`) is about
+//! this crate.
 
 mod dependencies;
 mod limits;

@@ -89,6 +89,10 @@
 //!   feature, connections are plain TCP.
 //! - `complete_in` / `succeed_in` use the application's session as is: its
 //!   search_path must reach the cairnq tables.
+//!
+//! The guide to cairnq is its book, in `docs/` of the repository (built
+//! by `cargo xtask docs`); its chapter "SQLite vs Postgres" (`docs/src/sqlite-vs-postgres.md`) is about
+//! this crate.
 
 mod conn;
 mod dependencies;

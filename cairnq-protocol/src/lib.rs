@@ -18,6 +18,10 @@
 //! assert_eq!(first.ordinal, 1);
 //! assert!(sqlite::STATEMENTS.iter().all(|s| s.dialect == Dialect::Sqlite));
 //! ```
+//!
+//! The guide to cairnq is its book, in `docs/` of the repository (built
+//! by `cargo xtask docs`); its chapter "Writing a backend" (`docs/src/writing-a-backend.md`) is about
+//! this crate.
 
 include!(concat!(env!("OUT_DIR"), "/generated.rs"));
 

@@ -17,6 +17,10 @@
 //! protocol's statements come from `cairnq_protocol`, picked by [`Sql`]; a
 //! filtered list asks its [`ListProbe`] first, then runs
 //! [`Query::list_planned`].
+//!
+//! The guide to cairnq is its book, in `docs/` of the repository (built
+//! by `cargo xtask docs`); its chapter "Writing a backend" (`docs/src/writing-a-backend.md`) is about
+//! this crate.
 
 pub mod after;
 pub mod fan_out;

@@ -160,6 +160,10 @@
 //!   on one host).
 //! - A task's `now` comes from this host's clock; processes on hosts with
 //!   skewed clocks sharing one file (over a network share) would disagree.
+//!
+//! The guide to cairnq is its book, in `docs/` of the repository (built
+//! by `cargo xtask docs`); its chapter "SQLite vs Postgres" (`docs/src/sqlite-vs-postgres.md`) is about
+//! this crate.
 
 mod app_writes;
 mod busy;

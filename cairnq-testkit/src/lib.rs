@@ -15,6 +15,10 @@
 //! child-process protocol ([`child`]: a worker, submitter or opener in a
 //! process of its own) and the helpers ([`support`]: `eventually`,
 //! `finished`, `count`, ...).
+//!
+//! The guide to cairnq is its book, in `docs/` of the repository (built
+//! by `cargo xtask docs`); its chapter "Writing a backend" (`docs/src/writing-a-backend.md`) is about
+//! this crate.
 
 use std::path::PathBuf;
 use std::sync::Arc;

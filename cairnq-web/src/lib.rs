@@ -28,6 +28,10 @@
 //! let app: axum::Router = axum::Router::new().nest("/admin/queue", cairnq_web::router(client, &options)?);
 //! # Ok(()) }
 //! ```
+//!
+//! The guide to cairnq is its book, in `docs/` of the repository (built
+//! by `cargo xtask docs`); its chapter "The dashboard" (`docs/src/operating/dashboard.md`) is about
+//! this crate.
 
 mod api;
 mod assets;

@@ -146,6 +146,10 @@
 //!   (`setsid`) is beyond both.
 //! - A batch draw reserves one call slot for the transaction even when it
 //!   then finds nothing; the next round rotates and retries at once.
+//!
+//! The guide to cairnq is its book, in `docs/` of the repository (built
+//! by `cargo xtask docs`); its chapter "The worker" (`docs/src/worker.md`) is about
+//! this crate.
 
 mod call;
 mod claim_loop;
