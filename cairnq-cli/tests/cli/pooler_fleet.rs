@@ -146,3 +146,22 @@ async fn two_thousand_submits_and_three_exec_workers_with_a_schema_through_a_tra
     let ticks = count(client, TICKS, TaskStatus::Succeeded).await;
     assert!(runs.len() as u64 >= total + ticks, "a run per task: {} runs, {total} + {ticks} tasks", runs.len());
 }
+
+/// With `--listen-url` (a direct connection for LISTEN) a worker in pooler
+/// mode has push wakeups: it does not say it polls, and logs nothing wrong.
+/// (How soon it hears of work: cairnq-postgres's `pooler_wakeup.rs`.)
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pooled_exec_worker_with_a_listen_url_does_not_poll() {
+    let Some(pooler) = TestPooler::shared().expect("the test PgBouncer") else { return };
+    let fixture = Fixture::postgres().await;
+    let cli = Cli { db: pooler.dsn().to_string(), schema: fixture.cli.schema.clone() };
+    for n in 0..20 {
+        let ran = pooled(&cli, &["submit", "fleet", "--payload", &json!({"n": n}).to_string()]);
+        assert_eq!(ran.code, 0, "{}", ran.stderr);
+    }
+    let mut fleet = Fleet::start(&cli, 1, &["--pooler", "--listen-url", &fixture.cli.db], &["--concurrency", "4"]);
+    let client = &fixture.client;
+    fleet.until("the worker drained", || async { count(client, "default", TaskStatus::Succeeded).await == 20 }).await;
+    let logs = fleet.stop();
+    assert!(!logs[0].contains(POLLS_NOTICE) && !logs[0].contains("polling"), "{}", logs[0]);
+}
