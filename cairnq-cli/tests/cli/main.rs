@@ -22,6 +22,7 @@ mod ops;
 mod outage;
 mod output;
 mod pooler;
+mod pooler_budget;
 mod pooler_fleet;
 mod python;
 mod scenarios;
