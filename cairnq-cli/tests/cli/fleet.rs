@@ -29,10 +29,18 @@ impl Fleet {
     /// `args` (after `worker`), each command recording its task's id and
     /// answering with its payload as the result.
     pub(crate) fn start(cli: &Cli, count: usize, global: &[&str], args: &[&str]) -> Self {
+        Self::start_pausing(cli, count, global, args, Duration::ZERO)
+    }
+
+    /// [`start`](Self::start) with commands that first sleep `pause`.
+    pub(crate) fn start_pausing(cli: &Cli, count: usize, global: &[&str], args: &[&str], pause: Duration) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let runs = dir.path().join("runs");
         // One short line per append (O_APPEND): whole lines, whoever writes.
-        let command = format!("echo \"$CAIRNQ_TASK_ID\" >> '{}'; cat", runs.display());
+        let mut command = format!("echo \"$CAIRNQ_TASK_ID\" >> '{}'; cat", runs.display());
+        if !pause.is_zero() {
+            command = format!("sleep {}; {command}", pause.as_secs_f64());
+        }
         let workers = (0..count)
             .map(|n| {
                 let log = std::fs::File::create(dir.path().join(format!("worker-{n}.log"))).expect("a log file");
@@ -91,7 +99,15 @@ impl Fleet {
 
     /// SIGTERMs every worker (each drains), waits for each, and checks
     /// that each exited 0 with a clean log. Returns the logs.
-    pub(crate) fn stop(mut self) -> Vec<String> {
+    pub(crate) fn stop(self) -> Vec<String> {
+        let logs = self.drain();
+        logs.iter().for_each(|log| assert_clean(log));
+        logs
+    }
+
+    /// SIGTERMs every worker (each drains), waits for each, and checks
+    /// that each exited 0. Returns the logs.
+    pub(crate) fn drain(mut self) -> Vec<String> {
         for worker in &self.workers {
             let pid = worker.id().to_string();
             assert!(Command::new("kill").args(["-TERM", &pid]).status().expect("kill").success());
@@ -100,7 +116,6 @@ impl Fleet {
         let logs = self.logs();
         for (n, (status, log)) in statuses.iter().zip(&logs).enumerate() {
             assert!(status.success(), "worker {n} exited {status}: {log}");
-            assert_clean(log);
         }
         logs
     }
