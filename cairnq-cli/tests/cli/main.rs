@@ -24,6 +24,7 @@ mod output;
 mod pooler;
 mod pooler_budget;
 mod pooler_fleet;
+mod pooler_python;
 mod pooler_restart;
 mod python;
 mod scenarios;
