@@ -69,6 +69,10 @@ admin_users = postgres
 pool_mode = transaction
 default_pool_size = $pool
 max_client_conn = 2000
+; After a failed server login (the server restarting) retry in 1 s, not the
+; default 15 s, in which every client is refused: a restart test then waits
+; for the server, not for the pooler's back-off.
+server_login_retry = 1
 ; Clients send these at startup; PgBouncer refuses what it does not know.
 ignore_startup_parameters = extra_float_digits
 logfile = $dir/pgbouncer.log

@@ -20,6 +20,7 @@ mod cpu;
 mod exec;
 mod floors;
 mod limits;
+mod pooler;
 mod process;
 mod processes;
 mod roles;
@@ -174,6 +175,7 @@ pub const WORKLOADS: &[&str] = &[
     "call_in_process",
     "call_two_processes",
     "wakeup_latency",
+    "pooler_mode",
     "claim_backlog",
     "claim_beside_throttled",
     "idle_worker_cpu",
@@ -326,6 +328,11 @@ pub async fn run_workload(
                 m(name, "p95_ms", p95, detail(sizes.calls.min(50))),
             ]
         }
+        "pooler_mode" => pooler::pooler_mode(factory, sizes)
+            .await?
+            .into_iter()
+            .map(|(metric, value, detail)| m(name, &metric, value, detail))
+            .collect(),
         "claim_backlog" => {
             let small = claim_at_backlog(factory, sizes.backlog_small, sizes.backing_off).await?;
             let large = claim_at_backlog(factory, sizes.backlog_large, sizes.backing_off).await?;

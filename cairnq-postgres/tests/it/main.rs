@@ -10,6 +10,7 @@ mod existing;
 mod ops;
 mod plans;
 mod pooler;
+mod pooler_wakeup;
 mod repair;
 mod restart;
 mod session;
