@@ -82,9 +82,12 @@ struct Session {
 }
 
 impl Drop for Session {
+    /// Stops each background command's whole process group (the shell and
+    /// the `cairnq worker` it started), as the reader's Ctrl-C would.
     fn drop(&mut self) {
         for child in &mut self.background {
-            let _ = child.kill();
+            let group = format!("-{}", child.id());
+            let _ = Command::new("kill").args(["-s", "TERM", "--", &group]).status();
             let _ = child.wait();
         }
     }
@@ -123,7 +126,9 @@ impl Session {
             return true;
         }
         if let Some(background) = command.strip_suffix('&') {
-            let child = self.shell(background).stdout(Stdio::null()).stderr(Stdio::null()).spawn();
+            let mut shell = self.shell(background);
+            std::os::unix::process::CommandExt::process_group(&mut shell, 0);
+            let child = shell.stdout(Stdio::null()).stderr(Stdio::null()).spawn();
             self.background.push(child.unwrap_or_else(|e| panic!("{where_}: cannot start `{command}`: {e}")));
             return true;
         }
