@@ -18,6 +18,7 @@ mod book;
 mod claims;
 mod cpu;
 mod exec;
+mod fan_out;
 mod floors;
 mod limits;
 mod process;
@@ -80,6 +81,8 @@ pub struct Sizes {
     schedules: usize,
     /// Tasks of each `--exec` drain (and bare spawns beside them).
     spawns: usize,
+    /// Children of the flow's fan-out (`flow_fan_out`).
+    fan_out: usize,
 }
 
 impl Sizes {
@@ -110,6 +113,7 @@ impl Sizes {
             },
             schedules: 10_000,
             spawns: 3_000,
+            fan_out: 10_000,
         }
     }
 
@@ -136,6 +140,7 @@ impl Sizes {
             soak: Sizes::full().soak,
             schedules: 100,
             spawns: 40,
+            fan_out: 1_000,
         }
     }
 
@@ -171,6 +176,7 @@ pub const WORKLOADS: &[&str] = &[
     "burn_down_c8_telemetry",
     "burn_down_c64_telemetry",
     "burn_down_limited",
+    "flow_fan_out",
     "call_in_process",
     "call_two_processes",
     "wakeup_latency",
@@ -304,6 +310,11 @@ pub async fn run_workload(
             }
             out
         }
+        "flow_fan_out" => fan_out::flow_fan_out(factory, sizes.fan_out)
+            .await?
+            .into_iter()
+            .map(|(metric, value, detail)| m(name, &metric, value, detail))
+            .collect(),
         "call_in_process" => {
             let (p50, p95) = call_in_process(factory, sizes.calls).await?;
             vec![
