@@ -18,6 +18,7 @@ mod book;
 mod claims;
 mod cpu;
 mod exec;
+mod fan_out;
 mod floors;
 mod limits;
 mod pooler;
@@ -81,6 +82,8 @@ pub struct Sizes {
     schedules: usize,
     /// Tasks of each `--exec` drain (and bare spawns beside them).
     spawns: usize,
+    /// Children of the flow's fan-out (`flow_fan_out`).
+    fan_out: usize,
 }
 
 impl Sizes {
@@ -111,6 +114,7 @@ impl Sizes {
             },
             schedules: 10_000,
             spawns: 3_000,
+            fan_out: 10_000,
         }
     }
 
@@ -137,6 +141,7 @@ impl Sizes {
             soak: Sizes::full().soak,
             schedules: 100,
             spawns: 40,
+            fan_out: 1_000,
         }
     }
 
@@ -172,6 +177,7 @@ pub const WORKLOADS: &[&str] = &[
     "burn_down_c8_telemetry",
     "burn_down_c64_telemetry",
     "burn_down_limited",
+    "flow_fan_out",
     "call_in_process",
     "call_two_processes",
     "wakeup_latency",
@@ -306,6 +312,11 @@ pub async fn run_workload(
             }
             out
         }
+        "flow_fan_out" => fan_out::flow_fan_out(factory, sizes.fan_out)
+            .await?
+            .into_iter()
+            .map(|(metric, value, detail)| m(name, &metric, value, detail))
+            .collect(),
         "call_in_process" => {
             let (p50, p95) = call_in_process(factory, sizes.calls).await?;
             vec![

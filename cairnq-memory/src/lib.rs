@@ -298,8 +298,8 @@ impl Store for MemoryStore {
         self.usage()
     }
 
-    async fn limit_wait(&self, _params: &LimitWaitParams) -> Result<Option<i64>> {
-        self.rate_wait()
+    async fn limit_wait(&self, params: &LimitWaitParams) -> Result<Option<i64>> {
+        self.rate_wait(params)
     }
 
     /// Drops every row; calls after this fail with [`Error::StoreClosed`].

@@ -8,7 +8,9 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use cairnq_core::backend::{Admission, LimitBook};
-use cairnq_core::store::{KeyUsage, LimitRow, LimitUsage, LimitsQuery, RemoveLimitParams, SetLimitParams};
+use cairnq_core::store::{
+    KeyUsage, LimitRow, LimitUsage, LimitWaitParams, LimitsQuery, RemoveLimitParams, SetLimitParams,
+};
 use cairnq_core::{Result, Task};
 
 use super::MemoryStore;
@@ -138,16 +140,13 @@ impl MemoryStore {
         })
     }
 
-    pub(super) fn rate_wait(&self) -> Result<Option<i64>> {
+    pub(super) fn rate_wait(&self, params: &LimitWaitParams) -> Result<Option<i64>> {
         let now_ms = self.read(|_, now_ms| Ok(now_ms))?;
+        let since_ms = params.since_ms(now_ms);
         let limits = self.limit_tables();
         let book = LimitBook::new(&limits.rows.values().cloned().collect::<Vec<_>>());
-        Ok(limits
-            .state
-            .iter()
-            .filter_map(|(key, tat)| book.rate(key).map(|rate| rate.next_admit(Some(*tat), now_ms) - now_ms))
-            .filter(|wait| *wait > 0)
-            .min())
+        let states: Vec<(String, i64)> = limits.state.iter().map(|(key, tat)| (key.clone(), *tat)).collect();
+        Ok(book.rate_wait(&states, since_ms, now_ms))
     }
 
     /// Runs `claim` with the limits locked for its whole length, so what

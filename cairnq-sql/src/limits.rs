@@ -118,31 +118,28 @@ pub async fn limit_usage(exec: &impl Executor, params: &LimitUsageParams) -> Res
     Ok(LimitUsage::new(now_ms, keys.into_values().collect()))
 }
 
-/// Milliseconds until the soonest rate-held key may start again (see
-/// [`Store::limit_wait`](cairnq_core::Store::limit_wait)); `None` when no rate
-/// holds a key back.
+/// Milliseconds until the soonest key a rate held back at the params'
+/// `since` may start again, zero when it may already (see
+/// [`Store::limit_wait`](cairnq_core::Store::limit_wait) and
+/// [`LimitBook::rate_wait`]); `None` when no rate held a key back.
 pub async fn limit_wait(exec: &impl Executor, params: &LimitWaitParams) -> Result<Option<i64>> {
-    let _ = params;
     let now_ms = clock(exec).await?;
+    let since_ms = params.since_ms(now_ms);
     let (limits, states) =
-        futures::try_join!(exec.rows::<LimitRow>(Query::new(Sql::SelectLimits)), states(exec, None, now_ms))?;
-    let book = LimitBook::new(&limits);
-    Ok(states
-        .iter()
-        .filter_map(|(key, tat)| book.rate(key).map(|rate| rate.next_admit(Some(*tat), now_ms) - now_ms))
-        .filter(|wait| *wait > 0)
-        .min())
+        futures::try_join!(exec.rows::<LimitRow>(Query::new(Sql::SelectLimits)), states(exec, None, since_ms))?;
+    Ok(LimitBook::new(&limits).rate_wait(&states, since_ms, now_ms))
 }
 
 /// `(key, theoretical arrival time)` of the rate states of `keys` that
-/// can still hold a start back at `now_ms`.
-async fn states(exec: &impl Executor, keys: Option<&[String]>, now_ms: i64) -> Result<Vec<(String, i64)>> {
+/// can still hold a start back at `after_ms` (a wait hint asks from its
+/// claim's time, before the store's now).
+async fn states(exec: &impl Executor, keys: Option<&[String]>, after_ms: i64) -> Result<Vec<(String, i64)>> {
     #[derive(Deserialize)]
     struct State {
         key: String,
         tat_ms: i64,
     }
-    let q = with_keys(Query::new(Sql::SelectLimitState).arg("now_ms", now_ms), keys);
+    let q = with_keys(Query::new(Sql::SelectLimitState).arg("after_ms", after_ms), keys);
     let rows = exec.rows::<String>(q).await?;
     rows.iter().map(|t| decode::<State>("rate state", t).map(|s| (s.key, s.tat_ms))).collect()
 }

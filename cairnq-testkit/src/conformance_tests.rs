@@ -102,6 +102,7 @@ macro_rules! worker_suite_tests {
             "multi_thread": a_draw_over_several_queues_admits_by_the_same_limits,
             "multi_thread": a_fleet_never_runs_more_of_a_key_than_its_limit,
             "multi_thread": a_rate_limit_paces_the_starts_of_a_fleet,
+            "multi_thread": a_rate_that_opens_before_the_wait_hint_starts_work_without_a_poll,
             "multi_thread": a_backlogged_key_starves_no_other_key,
             "multi_thread": random_sigkills_never_break_a_limit,
             "multi_thread": a_task_knows_its_children_and_its_key,

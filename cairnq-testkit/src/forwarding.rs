@@ -28,8 +28,9 @@
 use async_trait::async_trait;
 use cairnq_core::store::{
     CancelParams, ChildrenParams, ClaimParams, CompleteBatchParams, CountQueuedParams, CountTasksParams, FailParams,
-    GetParams, HeartbeatBatchParams, HeartbeatParams, ListFilter, NewTask, ProbeParams, ProgressParams, PurgeFilter,
-    RepairParams, RetryParams, SettleParams, StatsParams, SubmitManyParams, TaskKeyParams, TaskRow,
+    GetParams, HeartbeatBatchParams, HeartbeatParams, LimitWaitParams, ListFilter, NewTask, ProbeParams,
+    ProgressParams, PurgeFilter, RepairParams, RetryParams, SettleParams, StatsParams, SubmitManyParams, TaskKeyParams,
+    TaskRow,
 };
 use cairnq_core::{
     Capabilities, HeldLease, Notifications, QueueAge, Repaired, Result, Store, Task, TaskCount, TaskRef,
@@ -131,4 +132,5 @@ forwarded_operations! {
     complete_batch(CompleteBatchParams) -> Vec<TaskRef>;
     fail(FailParams) -> Task;
     repair(RepairParams) -> Repaired;
+    limit_wait(LimitWaitParams) -> Option<i64>;
 }

@@ -68,7 +68,7 @@ pub use flow_control::{
 };
 pub use flow_fleet::{
     a_backlogged_key_starves_no_other_key, a_fleet_never_runs_more_of_a_key_than_its_limit,
-    a_rate_limit_paces_the_starts_of_a_fleet,
+    a_rate_limit_paces_the_starts_of_a_fleet, a_rate_that_opens_before_the_wait_hint_starts_work_without_a_poll,
 };
 pub use handler_api::{
     a_batch_item_that_does_not_decode_fails_alone, a_context_that_lost_its_lease_submits_no_children,

@@ -121,6 +121,22 @@ impl LimitBook {
     pub fn rate(&self, key: &str) -> Option<Gcra> {
         self.bound(key).and_then(|b| b.gcra)
     }
+
+    /// Milliseconds from `now_ms` until the soonest of the keys whose rate
+    /// held a start back at `since_ms` (`states`: key and stored
+    /// theoretical arrival time) admits one again; zero when that moment
+    /// has passed by `now_ms` (the rate opened after the claim looked:
+    /// claim again now). `None` when no rate held a key back at `since_ms`.
+    /// What [`Store::limit_wait`](crate::Store::limit_wait) answers.
+    pub fn rate_wait(&self, states: &[(String, i64)], since_ms: i64, now_ms: i64) -> Option<i64> {
+        states
+            .iter()
+            .filter_map(|(key, tat)| {
+                let admit = self.rate(key)?.next_admit(Some(*tat), since_ms);
+                (admit > since_ms).then(|| (admit - now_ms).max(0))
+            })
+            .min()
+    }
 }
 
 /// One key's standing during a claim.
@@ -294,6 +310,17 @@ mod tests {
             (row.rate_count, row.rate_period_ms, row.burst) = (Some(count), Some(period), Some(burst));
         }
         row
+    }
+
+    #[test]
+    fn a_rate_that_opened_after_the_claim_waits_zero_not_nothing() {
+        // 1 a second, burst 1: a start at 0 holds the next back until 1,000.
+        let book = LimitBook::new(&[row("k", None, Some((1, 1_000, 1)))]);
+        let states = vec![("k".to_string(), 1_000)];
+        assert_eq!(book.rate_wait(&states, 100, 100), Some(900), "held back: wait for the rate");
+        assert_eq!(book.rate_wait(&states, 100, 1_500), Some(0), "opened since the claim: claim again now");
+        assert_eq!(book.rate_wait(&states, 1_500, 1_500), None, "nothing held back when the claim looked");
+        assert_eq!(book.rate_wait(&[("other".to_string(), 9_000)], 100, 100), None, "no rate for the key");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! every round, and the store behind the client stays private to it.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::CairnQ;
 use crate::clock::require_span_ms;
@@ -140,13 +140,14 @@ impl WorkerSession {
         Outage::of(&self.client.store)
     }
 
-    /// How long until a rate limit next lets a start of a key it holds
-    /// back through (`None`: no rate holds a key back now), so a loop whose
-    /// claim found only throttled work sleeps until then rather than a
-    /// whole poll.
-    pub async fn next_rate_admit(&self) -> Result<Option<Duration>> {
-        let wait = self.client.store.limit_wait(&LimitWaitParams::new()).await?;
-        Ok(wait.map(|ms| Duration::from_millis(ms.unsigned_abs())))
+    /// How long until a rate limit next lets a start of a key it held
+    /// back when the claim that found nothing began (`claim_began`) through,
+    /// so a loop whose claim found only throttled work sleeps until then
+    /// rather than a whole poll. Zero when such a rate has opened since
+    /// (claim again now); `None` when no rate held a key back.
+    pub async fn next_rate_admit(&self, claim_began: Instant) -> Result<Option<Duration>> {
+        let wait = self.client.store.limit_wait(&LimitWaitParams::new().since(claim_began)).await?;
+        Ok(wait.map(|ms| Duration::from_millis(ms.max(0).unsigned_abs())))
     }
 
     /// Repairs rows of the params' queues that no ordinary operation would

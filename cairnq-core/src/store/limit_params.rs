@@ -3,6 +3,8 @@
 //! integer milliseconds. Applications use [`Limit`](crate::Limit); the
 //! client converts, validated, before anything is written.
 
+use std::time::Instant;
+
 /// One row of `cairnq_ext_limits`: a limit as stored. A `None` column
 /// bounds nothing of its kind; `rate_count`, `rate_period_ms` and `burst`
 /// are set together.
@@ -145,11 +147,34 @@ impl LimitUsage {
 /// ([`Store::limit_wait`](crate::Store::limit_wait)).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct LimitWaitParams {}
+pub struct LimitWaitParams {
+    /// When the claim that found nothing began (`None`: now). The keys a
+    /// rate held back then count, even when their rate has opened by the
+    /// time the store reads its clock: their wait is then zero, "claim
+    /// again now". Without it, a rate opening between an empty claim and
+    /// this read would give no wait at all, and a worker without push
+    /// wakeups would sleep a whole poll.
+    pub since: Option<Instant>,
+}
 
 impl LimitWaitParams {
-    /// Over every key.
+    /// Over every key, from now.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Counts the keys a rate held back at `claim_began` (see
+    /// [`since`](Self::since)).
+    pub fn since(mut self, claim_began: Instant) -> Self {
+        self.since = Some(claim_began);
+        self
+    }
+
+    /// [`since`](Self::since) on the store's clock, given the store's
+    /// `now_ms` read just now: `now_ms` less the time passed since then
+    /// (never later than `now_ms`).
+    pub fn since_ms(&self, now_ms: i64) -> i64 {
+        let passed = self.since.map_or(0, |at| i64::try_from(at.elapsed().as_millis()).unwrap_or(i64::MAX));
+        now_ms.saturating_sub(passed)
     }
 }

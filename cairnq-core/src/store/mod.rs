@@ -347,9 +347,12 @@ pub trait Store: Send + Sync + 'static {
     }
 
     /// Milliseconds from the store's now until a rate limit next lets a
-    /// start of a key it holds back through, so a worker whose claim found
-    /// only throttled work sleeps until then rather than a whole poll.
-    /// `None` (the default): no rate holds a key back now.
+    /// start of a key it held back at the params'
+    /// [`since`](LimitWaitParams::since) through, so a worker whose claim
+    /// found only throttled work sleeps until then rather than a whole
+    /// poll; `Some(0)` when such a rate has opened since (claim again now:
+    /// see [`LimitBook::rate_wait`](crate::backend::LimitBook::rate_wait)).
+    /// `None` (the default): no rate held a key back.
     async fn limit_wait(&self, params: &LimitWaitParams) -> Result<Option<i64>> {
         let _ = params;
         Ok(None)

@@ -39,12 +39,13 @@ where status = 'running' and (metadata ->> 'limit_key') is not null
   and (metadata ->> 'limit_key') = any(:keys::text[]) -- when: keys
 group by metadata ->> 'limit_key'
 
--- The rate state that can still hold a start back (a theoretical arrival
--- time in the past is the same as none).
+-- The rate state that can still hold a start back after :after_ms (a
+-- theoretical arrival time before it is the same as none; a wait hint
+-- asks from the time of the claim that found nothing).
 -- name: select_limit_state
 select json_build_object('key', key, 'tat_ms', tat_ms)::text as id
 from cairnq_ext_limit_state
-where tat_ms > :now_ms::bigint
+where tat_ms > :after_ms::bigint
   and key = any(:keys::text[]) -- when: keys
 
 -- name: upsert_limit_state

@@ -13,11 +13,15 @@ select cast(exists (select 1 from sqlite_master where type = 'table' and name = 
 select id, status from cairnq_tasks where id in (select value from json_each(:ids))
 
 -- :ids and :outcomes are parallel JSON arrays (an outcome is null for a
--- dependency that has not ended).
+-- dependency that has not ended). Two json_each joined on their keys are a
+-- nested loop that parses the inner array once per outer row, quadratic in
+-- a fan-out's thousands of children: the outcomes are materialized once
+-- and the cross join keeps them inner, where SQLite indexes them by key.
 -- name: insert_dependencies
+with o (k, v) as materialized (select key, value from json_each(:outcomes))
 insert into cairnq_ext_task_deps (task_id, depends_on_id, ordinal, outcome, resolved_at_ms)
-select :task_id, d.value, d.key, o.value, iif(o.value is null, null, :now_ms)
-from json_each(:ids) d join json_each(:outcomes) o on o.key = d.key
+select :task_id, d.value, d.key, o.v, iif(o.v is null, null, :now_ms)
+from json_each(:ids) d cross join o on o.k = d.key
 
 -- name: insert_task_wait
 insert into cairnq_ext_task_waits (task_id, on_failure, total, remaining, not_before_ms)

@@ -44,12 +44,14 @@ where status = 'running' and priority >= -2147483648
   and coalesce(cast(json_extract(metadata, '$.limit_key') as text), '') in (select value from json_each(:keys)) -- when: keys
 group by coalesce(cast(json_extract(metadata, '$.limit_key') as text), '')
 
--- The rate state that can still hold a start back (a theoretical arrival
--- time in the past is the same as none).
+-- The rate state that can still hold a start back after :after_ms (a
+-- theoretical arrival time before it is the same as none). Not :now_ms:
+-- a wait hint asks from the time of the claim that found nothing, before
+-- the store's now, and SQLite binds its own now to every :now_ms.
 -- name: select_limit_state
 select json_object('key', key, 'tat_ms', tat_ms) as id
 from cairnq_ext_limit_state
-where tat_ms > :now_ms
+where tat_ms > :after_ms
   and key in (select value from json_each(:keys)) -- when: keys
 
 -- :keys and :tats are parallel JSON arrays.

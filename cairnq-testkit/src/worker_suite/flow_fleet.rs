@@ -1,18 +1,23 @@
 //! Flow control under a fleet: several worker loops claiming at once drain
 //! limited keys, and every handler run is accounted for, so a limit broken
 //! for an instant (two claimers both counting a free slot) shows as an
-//! overlap the handlers saw.
+//! overlap the handlers saw. And the rate's wait hint, which lets a worker
+//! that found only throttled work sleep until the rate admits rather than
+//! a whole poll, even when the rate opens before the hint is read.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use cairnq_core::{Limit, SubmitOptions, TaskSpec, TaskStatus};
+use async_trait::async_trait;
+use cairnq_core::store::LimitWaitParams;
+use cairnq_core::{CairnQ, Capabilities, Limit, Notifications, Store, SubmitOptions, TaskSpec, TaskStatus};
 use cairnq_worker::{TaskContext, TaskError, WorkerHandle, WorkerOptions};
 use serde_json::{Value, json};
 
 use super::support::{Gauge, count, fresh, quick_options, start};
 use crate::BackendFactory;
+use crate::forwarding::{Forward, Forwarding};
 use crate::support::eventually_within;
 
 const PATIENCE: Duration = Duration::from_secs(120);
@@ -110,6 +115,67 @@ pub async fn a_rate_limit_paces_the_starts_of_a_fleet(factory: &dyn BackendFacto
     let span = starts[39] - starts[0];
     assert!(span >= 1_950, "40 starts at 20/s take 39 intervals of 50 ms, took {span} ms: {starts:?}");
     eprintln!("40 starts over {span} ms: {:.1} a second", 39_000.0 / span as f64);
+}
+
+/// Issue 25's polling race: a worker without push wakeups (a poll of
+/// 20 s) whose claim finds a key's next task held back by its rate (1 a
+/// second, burst 1), and whose wait hint reaches the store only after the
+/// rate opened (the store answers the hint 1.5 s late, as a loaded one
+/// may). The hint counts from the claim, so the opened rate means "claim
+/// again now": the second task starts within seconds of the first, not a
+/// poll later (a hint read at its own now found nothing held back, and the
+/// worker slept the whole 20 s).
+pub async fn a_rate_that_opens_before_the_wait_hint_starts_work_without_a_poll(factory: &dyn BackendFactory) {
+    let (client, fresh) = fresh(factory).await;
+    client.set_limit(&Limit::new("slow").rate(1, Duration::from_secs(1)).burst(1)).await.expect("set the limit");
+    let specs: Vec<TaskSpec> =
+        (0..2).map(|i| TaskSpec::new("job", &i).options(SubmitOptions::new().limit_key("slow"))).collect();
+    client.submit_many(&specs).await.expect("submit");
+    let starts = Arc::new(Mutex::new(Vec::new()));
+    let s = Arc::clone(&starts);
+    let late = CairnQ::new(Forwarding(LateHint(fresh.store.clone())));
+    let polling = quick_options().poll_interval(Duration::from_secs(20));
+    let _worker = start(&late, polling, move |w| {
+        w.task("job", move |_ctx: TaskContext, _: Value| {
+            s.lock().expect("starts").push(Instant::now());
+            async { Ok::<_, TaskError>(()) }
+        })
+        .expect("register");
+    });
+    let before_a_poll = Duration::from_secs(12);
+    eventually_within("both tasks succeed before a poll", before_a_poll, || async {
+        count(&client, TaskStatus::Succeeded).await == 2
+    })
+    .await;
+    let starts = starts.lock().expect("starts").clone();
+    assert_eq!(starts.len(), 2, "each task started once");
+    let gap = starts[1].duration_since(starts[0]);
+    assert!(gap >= Duration::from_millis(900), "the rate spaces the starts a second apart: {gap:?}");
+    assert!(gap < Duration::from_secs(8), "the second start waited {gap:?}, as for a poll");
+}
+
+/// Pushes nothing (a worker on it only polls) and answers the wait hint
+/// 1.5 s late; forwards the rest.
+struct LateHint(Arc<dyn Store>);
+
+#[async_trait]
+impl Forward for LateHint {
+    fn inner(&self) -> &dyn Store {
+        self.0.as_ref()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::none()
+    }
+
+    fn notifications(&self) -> Notifications {
+        Notifications::none()
+    }
+
+    async fn limit_wait(&self, params: &LimitWaitParams) -> cairnq_core::Result<Option<i64>> {
+        tokio::time::sleep(Duration::from_millis(1_500)).await;
+        self.0.limit_wait(params).await
+    }
 }
 
 /// A `tenant:*` default of concurrency 1, key A holding 10,000 queued tasks

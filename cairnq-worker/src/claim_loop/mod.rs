@@ -11,9 +11,11 @@
 //! ([`Store::notifications`](cairnq_core::Store::notifications)) taken
 //! BEFORE the probe read the store, so a push wakeup for a submit that
 //! committed between the probe and the sleep still cuts the poll short. A
-//! claim that took nothing asks when a rate limit next admits a start
+//! claim that took nothing asks when a rate limit that held work back at
+//! the claim next admits a start
 //! ([`Store::limit_wait`](cairnq_core::Store::limit_wait)) and sleeps no
-//! longer than that: rate-limited work starts at its rate, not a poll's.
+//! longer than that (not at all when the rate opened since the claim):
+//! rate-limited work starts at its rate, not a poll's.
 //!
 //! # Prefetch
 //!
@@ -410,11 +412,14 @@ async fn claim_rows(
         }
     }
     let ClaimParams { draws, budgets, .. } = params;
+    let began = Instant::now();
     match core.session.claim(draws, budgets).await {
         Ok(tasks) if tasks.is_empty() => {
             // Due work the claim passed over may be held back by a rate
-            // limit: ask when it admits (a hint; a failed read is no wait).
-            let rate_wait = core.session.next_rate_admit().await.ok().flatten();
+            // limit: ask when it admits (a hint; a failed read is no wait),
+            // counting from the claim, so a rate that opened since says
+            // "claim again now" rather than nothing (a poll's sleep).
+            let rate_wait = core.session.next_rate_admit(began).await.ok().flatten();
             Claimed::Empty { left_out_draws, rate_wait }
         }
         Ok(tasks) => {
