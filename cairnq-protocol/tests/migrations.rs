@@ -29,7 +29,7 @@ const PINNED: &[(Dialect, &str, u64)] = &[
     (Dialect::Sqlite, "ext_0007_limit_queue_index.sql", 0x318c75ba5056a1d7),
     (Dialect::Sqlite, "ext_0008_task_dependencies.sql", 0xf73bc3f2b3abf625),
     (Dialect::Sqlite, "ext_0009_steps.sql", 0x452b472743ed8e6f),
-    (Dialect::Sqlite, "ext_0010_cheaper_dependency_release.sql", 0xf57d4cea42c944d1),
+    (Dialect::Sqlite, "ext_0010_cheaper_dependency_release.sql", 0xbcec0e55fd4c0e1b),
     (Dialect::Postgres, "0001_init.sql", 0x7778450e5831eae1),
     (Dialect::Postgres, "0002_purge_index.sql", 0xa965e0ae09892a22),
     (Dialect::Postgres, "0003_notify.sql", 0x9ac243e7bda4bbce),

@@ -30,6 +30,18 @@ async fn installed(exec: &impl Executor) -> Result<bool> {
 /// one refuses the submit before anything is written, and none of them can
 /// end unseen between this read and the edges' insert.
 pub async fn submit_after(exec: &impl Executor, params: &SubmitAfterParams) -> Result<Task> {
+    submit_after_known(exec, params, &HashMap::new()).await
+}
+
+/// [`submit_after`], where `known` holds the status of dependencies the
+/// caller's transaction inserted itself (a fan-out's new children): those
+/// are neither read nor locked again, since no other transaction sees them,
+/// let alone ends them, before the commit.
+pub(crate) async fn submit_after_known(
+    exec: &impl Executor,
+    params: &SubmitAfterParams,
+    known: &HashMap<String, TaskStatus>,
+) -> Result<Task> {
     if !installed(exec).await? {
         return Err(Error::validation(
             "after",
@@ -37,8 +49,13 @@ pub async fn submit_after(exec: &impl Executor, params: &SubmitAfterParams) -> R
              `cairnq migrate` or open it with Install::Migrate",
         ));
     }
-    let found = exec.rows::<TaskRef>(Query::new(Sql::LockDependencies).arg("ids", params.after.clone())).await?;
-    let status: HashMap<&str, TaskStatus> = found.iter().map(|r| (r.id.as_str(), r.status)).collect();
+    let unknown: Vec<String> = params.after.iter().filter(|id| !known.contains_key(id.as_str())).cloned().collect();
+    let found = match unknown.is_empty() {
+        true => Vec::new(),
+        false => exec.rows::<TaskRef>(Query::new(Sql::LockDependencies).arg("ids", unknown)).await?,
+    };
+    let mut status: HashMap<&str, TaskStatus> = known.iter().map(|(id, s)| (id.as_str(), *s)).collect();
+    status.extend(found.iter().map(|r| (r.id.as_str(), r.status)));
     if let Some(missing) = params.after.iter().find(|id| !status.contains_key(id.as_str())) {
         return Err(Error::validation(
             "after",

@@ -8,12 +8,12 @@
 //! and a pending cancel (the settle ends the row canceled) stops the
 //! fan-out before any child exists.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use cairnq_core::store::{FanOut, FanOutParams, SubmitAfterParams, SubmitManyParams};
 use cairnq_core::{Result, TaskStatus};
 
-use crate::after::submit_after;
+use crate::after::submit_after_known;
 use crate::flows::{Executor, complete, submit, submit_many};
 
 /// Settles `params.settle` (as [`complete`]), then inserts the children
@@ -35,11 +35,19 @@ pub async fn complete_with_fan_out(exec: &impl Executor, params: &FanOutParams) 
         .filter(|id| seen.insert(id.as_str()))
         .cloned()
         .collect();
+    // A child inserted now (its row has the id asked for; a key may return
+    // an older task instead) is known queued, and no lock can add to that.
+    let inserted: HashMap<String, TaskStatus> = children
+        .iter()
+        .zip(&params.children)
+        .filter(|(child, asked)| child.id == asked.id)
+        .map(|(child, _)| (child.id.clone(), child.status))
+        .collect();
     let join = if after.is_empty() {
         submit(exec, &params.join.task).await?
     } else {
         let join = SubmitAfterParams::new(params.join.task.clone(), after).on_failure(params.join.on_failure);
-        submit_after(exec, &join).await?
+        submit_after_known(exec, &join, &inserted).await?
     };
     Ok(FanOut::new(task, children, Some(join)))
 }

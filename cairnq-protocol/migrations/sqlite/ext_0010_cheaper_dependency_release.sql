@@ -1,51 +1,42 @@
--- cairnq-rs extension 10: the dependency release trigger of extension 8
--- made cheap again (PROTOCOL.md, Extensions: "a few indexed row writes"),
+-- cairnq-rs extension 10: the dependency release of extension 8 made
+-- cheap again (PROTOCOL.md, Extensions: "a few indexed row writes"),
 -- measured by the flow_fan_out benchmark (one handler fans out 10,000
--- children and a join).
+-- children and a join). Extension 8's one trigger ran six statements for
+-- every settled dependency, and two of them, updates of cairnq_tasks that
+-- filtered on status = 'queued' beside the ids to change, were driven by
+-- the (status, completed_at_ms) index: every settle walked every queued
+-- row, so a fan-out settled in time quadratic in its size. Now the work
+-- is split by what each write changes, each trigger doing a few lookups
+-- by key (the edges of a success are resolved in one statement; each
+-- resolved edge counts itself):
 --
--- 1. Its two updates of cairnq_tasks filtered on status = 'queued' and the
---    waiting run_at_ms beside the ids to change, and SQLite drove them from
---    the (status, completed_at_ms) index: every settle of a dependency
---    walked every queued row, so a fan-out settled in time quadratic in its
---    size. A unary + keeps those terms off any index, so both updates look
---    their few rows up by id.
--- 2. A success, the common end, takes a trigger of its own with the three
---    steps a success needs (count it, resolve its edges, make due what has
---    nothing left to wait for). Failed and canceled keep extension 8's
---    steps, in its order, in the trigger of the old name; the two never
---    fire for one write (their statuses differ), and neither fires from
---    the other's writes: a release sets no status, a cancel ends no row
---    succeeded.
--- What either writes is what extension 8 wrote.
+-- 1. A task ends succeeded: its unresolved edges are resolved.
+-- 2. A task ends failed or canceled: extension 8's steps for the waiting
+--    tasks to cancel (marked, directly or through each other; canceled
+--    with an envelope naming their own dependency), then its edges and
+--    theirs are resolved, then the marks cleared. The unary + keeps the
+--    cancel's terms off the status index.
+-- 3. An edge is resolved (by 1 or 2): its waiting task counts it once and,
+--    with nothing left and not being canceled, is made due at the edge's
+--    resolution (the ending that released it), never before its own delay.
+--
+-- What is written is what extension 8 wrote, in the same transaction.
+-- SQLite fires a trigger from another trigger's writes (only a trigger's
+-- own writes never fire it again), on every SDK's SQLite.
 drop trigger if exists cairnq_ext_task_deps_release;
 
--- A dependency succeeded: each waiting task counts it once (a task has one
--- edge per dependency), the edges are resolved, and a waiting task with
--- nothing left is made due, never before its own delay.
+-- 1.
 create trigger cairnq_ext_task_deps_succeed after update of status on cairnq_tasks
 when new.status = 'succeeded' and old.status <> new.status
     and exists (select 1 from cairnq_ext_task_deps where depends_on_id = new.id and outcome is null)
 begin
-    update cairnq_ext_task_waits set remaining = remaining - 1
-    where task_id in (select task_id from cairnq_ext_task_deps where depends_on_id = new.id and outcome is null);
-
     update cairnq_ext_task_deps set
         outcome = 'succeeded',
         resolved_at_ms = coalesce(new.completed_at_ms, new.updated_at_ms)
     where depends_on_id = new.id and outcome is null;
-
-    update cairnq_tasks set
-        run_at_ms = max(coalesce(new.completed_at_ms, new.updated_at_ms),
-                        (select w.not_before_ms from cairnq_ext_task_waits w where w.task_id = cairnq_tasks.id)),
-        updated_at_ms = coalesce(new.completed_at_ms, new.updated_at_ms)
-    where +status = 'queued' and +run_at_ms = 253402300799999
-        and id in (
-            select w.task_id from cairnq_ext_task_waits w
-            where w.remaining <= 0 and w.doomed_by is null
-                and w.task_id in (select task_id from cairnq_ext_task_deps where depends_on_id = new.id));
 end;
 
--- A dependency failed or was canceled: extension 8's steps (see there).
+-- 2.
 create trigger cairnq_ext_task_deps_release after update of status on cairnq_tasks
 when new.status in ('failed', 'canceled') and old.status <> new.status
     and exists (select 1 from cairnq_ext_task_deps where depends_on_id = new.id and outcome is null)
@@ -94,32 +85,26 @@ begin
     where +status = 'queued' and +run_at_ms = 253402300799999
         and id in (select task_id from cairnq_ext_task_waits where doomed_by = new.id);
 
-    update cairnq_ext_task_waits set remaining = remaining - (
-        select count(*) from cairnq_ext_task_deps e
-        where e.task_id = cairnq_ext_task_waits.task_id and e.outcome is null
-            and e.depends_on_id in (select new.id union all select task_id from cairnq_ext_task_waits where doomed_by = new.id))
-    where task_id in (
-        select e.task_id from cairnq_ext_task_deps e
-        where e.outcome is null
-            and e.depends_on_id in (select new.id union all select task_id from cairnq_ext_task_waits where doomed_by = new.id));
-
     update cairnq_ext_task_deps set
         outcome = case when depends_on_id = new.id then new.status else 'canceled' end,
         resolved_at_ms = coalesce(new.completed_at_ms, new.updated_at_ms)
     where outcome is null
         and depends_on_id in (select new.id union all select task_id from cairnq_ext_task_waits where doomed_by = new.id);
 
-    update cairnq_tasks set
-        run_at_ms = max(coalesce(new.completed_at_ms, new.updated_at_ms),
-                        (select w.not_before_ms from cairnq_ext_task_waits w where w.task_id = cairnq_tasks.id)),
-        updated_at_ms = coalesce(new.completed_at_ms, new.updated_at_ms)
-    where +status = 'queued' and +run_at_ms = 253402300799999
-        and id in (
-            select w.task_id from cairnq_ext_task_waits w
-            where w.remaining <= 0 and w.doomed_by is null
-                and w.task_id in (
-                    select e.task_id from cairnq_ext_task_deps e
-                    where e.depends_on_id in (select new.id union all select task_id from cairnq_ext_task_waits where doomed_by = new.id)));
-
     update cairnq_ext_task_waits set doomed_by = null where doomed_by = new.id;
+end;
+
+-- 3.
+create trigger cairnq_ext_task_deps_count after update of outcome on cairnq_ext_task_deps
+when old.outcome is null and new.outcome is not null
+begin
+    update cairnq_ext_task_waits set remaining = remaining - 1 where task_id = new.task_id;
+
+    update cairnq_tasks set
+        run_at_ms = max(new.resolved_at_ms,
+                        (select w.not_before_ms from cairnq_ext_task_waits w where w.task_id = new.task_id)),
+        updated_at_ms = new.resolved_at_ms
+    where id = new.task_id and +status = 'queued' and +run_at_ms = 253402300799999
+        and exists (select 1 from cairnq_ext_task_waits w
+                    where w.task_id = new.task_id and w.remaining <= 0 and w.doomed_by is null);
 end;
