@@ -147,6 +147,17 @@ pub enum WorkerIssue {
         /// How often the worker now looks for work.
         poll_interval: Duration,
     },
+    /// The store polls by design (a Postgres store in pooler mode without
+    /// a listen DSN: see
+    /// [`Notifications::polls_only_reason`](cairnq_core::Notifications::polls_only_reason)),
+    /// so the worker finds new tasks every `poll_interval`. A notice, not a
+    /// fault (logged at INFO). Reported once, at the start.
+    Polling {
+        /// Why the store polls.
+        reason: Error,
+        /// How often the worker looks for work.
+        poll_interval: Duration,
+    },
     /// A signal (SIGINT or SIGTERM, under [`Worker::serve`](crate::Worker::serve)
     /// or [`Worker::run_until_signal`](crate::Worker::run_until_signal))
     /// asked the worker to stop: it claims nothing more and gives running
@@ -243,6 +254,9 @@ impl fmt::Display for WorkerIssue {
                 "push wakeups stopped for good, so new tasks are found by polling every {}: {error}",
                 human_duration(*poll_interval)
             ),
+            Self::Polling { reason, poll_interval } => {
+                write!(f, "new tasks are found by polling every {}: {reason}", human_duration(*poll_interval))
+            }
             Self::Draining { drain_timeout } => write!(
                 f,
                 "stopping: claiming nothing more, giving running handlers up to {}; \
@@ -351,7 +365,9 @@ fn log(worker_id: &str, about: Option<&Attempt>, issue: &WorkerIssue) {
         }
         WorkerIssue::Unreachable { phase, error, .. } => (Some(phase.as_str()), None, Some(error)),
         WorkerIssue::SlowStore { phase, .. } => (Some(phase.as_str()), None, None),
-        WorkerIssue::WakeupsLost { error, .. } => (None, None, Some(error)),
+        WorkerIssue::WakeupsLost { error, .. } | WorkerIssue::Polling { reason: error, .. } => {
+            (None, None, Some(error))
+        }
         _ => (None, None, None),
     };
     let task_id = about.map(Attempt::task_id).or(task_id);
@@ -364,7 +380,10 @@ fn log(worker_id: &str, about: Option<&Attempt>, issue: &WorkerIssue) {
         };
     }
     match issue {
-        WorkerIssue::Draining { .. } | WorkerIssue::Repaired { .. } | WorkerIssue::Reconnected { .. } => event!(info),
+        WorkerIssue::Draining { .. }
+        | WorkerIssue::Repaired { .. }
+        | WorkerIssue::Reconnected { .. }
+        | WorkerIssue::Polling { .. } => event!(info),
         WorkerIssue::Unusable { .. } => event!(error),
         _ => event!(warn),
     }
@@ -389,5 +408,12 @@ mod tests {
         assert!(claim.to_string().starts_with("the claim failed and waiting will not help"), "{claim}");
         let abandoned = WorkerIssue::Abandoned { calls: 2, reason: AbandonReason::StoppedAtOnce };
         assert!(abandoned.to_string().contains("abandoned 2 handler call(s) to stop at once"), "{abandoned}");
+    }
+
+    #[test]
+    fn a_store_that_polls_by_design_is_said_with_its_interval() {
+        let reason = Error::Storage { message: "no listen URL".into(), source: None, transient: false };
+        let polling = WorkerIssue::Polling { reason, poll_interval: Duration::from_millis(500) };
+        assert_eq!(polling.to_string(), "new tasks are found by polling every 500ms: storage error: no listen URL");
     }
 }

@@ -92,7 +92,10 @@
 //!   [`Worker::stop_now`]) abandons what still runs at once.
 //! - **Lost push wakeups.** When the store's push channel stops for good
 //!   (a LISTEN the server refuses), the worker reports it once
-//!   ([`WorkerIssue::WakeupsLost`]) and finds work by polling.
+//!   ([`WorkerIssue::WakeupsLost`], a warning) and finds work by polling.
+//!   A store that polls by design (Postgres in pooler mode without a
+//!   listen DSN) is said once at the start ([`WorkerIssue::Polling`], a
+//!   notice).
 //!
 //! # Outcomes
 //!

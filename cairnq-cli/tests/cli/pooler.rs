@@ -91,6 +91,9 @@ async fn a_worker_exec_with_a_schema_drains_through_a_transaction_pooler() {
     assert!(!log.contains("prepared statement") && !log.contains("does not exist"), "{log}");
     // No --listen-url: it says once, at its start, that it polls.
     assert_eq!(log.matches("LISTEN cannot reach Postgres through a transaction pooler").count(), 1, "{log}");
+    // A notice of what the configuration asked for, not a warning.
+    let notice = log.lines().find(|line| line.contains("new tasks are found by polling every")).expect("the notice");
+    assert!(notice.contains("INFO") && !notice.contains("WARN"), "{notice}");
     for (n, id) in ids.iter().enumerate() {
         let task = fixture.client.get(id).await.expect("get").expect("the task");
         assert_eq!(task.status, TaskStatus::Succeeded);

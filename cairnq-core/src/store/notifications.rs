@@ -95,6 +95,16 @@ impl Notifications {
         }
     }
 
+    /// Why this store polls by design (built with
+    /// [`polls_only`](Self::polls_only)), or `None`. A worker says so once,
+    /// as a notice rather than a warning: the configuration asked for it.
+    pub fn polls_only_reason(&self) -> Option<&Error> {
+        match &self.0 {
+            Kind::PollsOnly(reason) => Some(reason),
+            Kind::None | Kind::Push(_) => None,
+        }
+    }
+
     /// Resolves, with the reason, once the store's push wakeups stopped for
     /// good (a LISTEN a connection pooler refuses, a role that may no longer
     /// connect, a pooler mode that never listens): from then on watches
@@ -143,12 +153,14 @@ mod tests {
         assert!(within(none.watch(&Wake::Queued(vec!["q".into()]))).await.is_none());
         assert!(within(none.feed(&FeedParams::new(vec!["q".into()])).next()).await.is_none());
         assert!(within(none.lost()).await.is_none());
+        assert!(none.polls_only_reason().is_none());
     }
 
     #[tokio::test]
     async fn polls_only_says_why_at_once_and_never_wakes() {
         let reason = Error::Storage { message: "pooler mode".into(), source: None, transient: false };
         let polls = Notifications::polls_only(reason);
+        assert_eq!(polls.polls_only_reason().map(Error::to_string).as_deref(), Some("storage error: pooler mode"));
         assert_eq!(within(polls.lost()).await.expect("at once").to_string(), "storage error: pooler mode");
         assert_eq!(within(polls.clone().lost()).await.expect("again").to_string(), "storage error: pooler mode");
         assert!(within(polls.watch(&Wake::TaskDone("t".into()))).await.is_none());
