@@ -76,57 +76,19 @@ impl LimitedClaim {
         let (mut tasks, mut drawn) = (Vec::new(), 0);
         let mut cursor = (ABOVE_TOP, String::new());
         while drawn < limit as usize {
-            let need = limit as usize - drawn;
-            let max_groups = need + self.admission.blocked().len() + 1;
-            let q = Query::new(Sql::SelectLimitGroups)
-                .arg("queue", queue)
-                .arg("priority", cursor.0)
-                .arg("after", cursor.1.clone())
-                .arg("max_groups", i64::try_from(max_groups).unwrap_or(i64::MAX));
-            let groups: Vec<(i64, String)> = exec
-                .rows::<String>(q)
-                .await?
-                .iter()
-                .map(|t| decode::<(i64, Value)>("limit group", t).map(|(p, k)| (p, text_key(k).unwrap_or_default())))
-                .collect::<Result<_>>()?;
+            let max_groups = limit as usize - drawn + self.admission.blocked().len() + 1;
+            let groups = self.next_groups(exec, queue, &cursor, max_groups).await?;
             let exhausted = groups.len() < max_groups;
             if let Some(last) = groups.last() {
                 cursor = last.clone();
             }
-            self.meet_keys(exec, groups.iter().map(|(_, key)| key.as_str()).filter(|k| !k.is_empty())).await?;
-            for (_, key) in groups.iter().filter(|(_, key)| !key.is_empty()) {
-                self.admission.pass_over(key);
-            }
-            let wanted: Vec<(i64, Option<String>, usize)> = groups
-                .into_iter()
-                .map(|(priority, key)| (priority, Some(key).filter(|k| !k.is_empty())))
-                .map(|(p, key)| {
-                    let budget = key.as_deref().map_or(u64::MAX, |k| self.admission.budget(k));
-                    (p, key, usize::try_from(budget).unwrap_or(usize::MAX).min(need))
-                })
-                .filter(|(_, _, n)| *n > 0)
-                .collect();
-            let fetches = wanted.iter().map(|(priority, key, n)| {
-                let q = Query::new(Sql::SelectLimitGroupRows)
-                    .arg("queue", queue)
-                    .arg("priority", *priority)
-                    .arg("key", key.clone().unwrap_or_default())
-                    .arg("limit", i64::try_from(*n).unwrap_or(i64::MAX));
-                exec.rows::<String>(q.names(draw.names.as_deref()))
-            });
-            let rows = futures::future::try_join_all(fetches).await?;
-            let offers = wanted.into_iter().zip(rows).map(|((priority, key, _), ids)| Offer {
-                priority,
-                key,
-                ids: ids.into_iter(),
-            });
-            let picked = self.take_turns(offers.collect(), need);
-            if !picked.is_empty() {
-                let (taken, n) = self.claim_picked(exec, params, &picked).await?;
+            for level in groups.chunk_by(|a, b| a.0 == b.0) {
+                let (taken, n, stalled) =
+                    self.take_level(exec, params, draw, queue, level, limit as usize - drawn).await?;
                 tasks.extend(taken);
                 drawn += n;
-                if n == 0 {
-                    break;
+                if stalled || drawn >= limit as usize {
+                    return Ok((tasks, drawn));
                 }
             }
             if exhausted {
@@ -134,6 +96,93 @@ impl LimitedClaim {
             }
         }
         Ok((tasks, drawn))
+    }
+
+    /// Up to `max_groups` groups after `cursor`, as (priority, key text),
+    /// with their keys met and those at their limit passed over.
+    async fn next_groups(
+        &mut self,
+        exec: &impl Executor,
+        queue: &str,
+        cursor: &(i64, String),
+        max_groups: usize,
+    ) -> Result<Vec<(i64, String)>> {
+        let q = Query::new(Sql::SelectLimitGroups)
+            .arg("queue", queue)
+            .arg("priority", cursor.0)
+            .arg("after", cursor.1.clone())
+            .arg("max_groups", i64::try_from(max_groups).unwrap_or(i64::MAX));
+        let groups: Vec<(i64, String)> = exec
+            .rows::<String>(q)
+            .await?
+            .iter()
+            .map(|t| decode::<(i64, Value)>("limit group", t).map(|(p, k)| (p, text_key(k).unwrap_or_default())))
+            .collect::<Result<_>>()?;
+        self.meet_keys(exec, groups.iter().map(|(_, key)| key.as_str()).filter(|k| !k.is_empty())).await?;
+        for (_, key) in groups.iter().filter(|(_, key)| !key.is_empty()) {
+            self.admission.pass_over(key);
+        }
+        Ok(groups)
+    }
+
+    /// Up to `need` rows of one priority's groups, taking turns. Each group
+    /// is asked for its share of what is needed, not for all of it (a
+    /// claim of 1,000 over 16 keys reads some 1,000 rows, not 16,000);
+    /// a group that filled its share may hold more, so while rows are
+    /// still needed those groups are asked again (the rows just claimed
+    /// run now, and the next read starts after them). The tasks, the rows
+    /// drawn, and whether a claim found every row picked gone (another
+    /// claimer took them: the draw ends).
+    async fn take_level(
+        &mut self,
+        exec: &impl Executor,
+        params: &ClaimParams,
+        draw: &ClaimDraw,
+        queue: &str,
+        level: &[(i64, String)],
+        need: usize,
+    ) -> Result<(Vec<Task>, usize, bool)> {
+        let (mut tasks, mut drawn) = (Vec::new(), 0);
+        let mut open: Vec<&(i64, String)> = level.iter().collect();
+        while drawn < need && !open.is_empty() {
+            let share = (need - drawn).div_ceil(open.len());
+            let wanted: Vec<(&(i64, String), usize)> = open
+                .iter()
+                .map(|group| {
+                    let key = Some(group.1.as_str()).filter(|k| !k.is_empty());
+                    let budget = key.map_or(u64::MAX, |k| self.admission.budget(k));
+                    (*group, usize::try_from(budget).unwrap_or(usize::MAX).min(share))
+                })
+                .filter(|(_, n)| *n > 0)
+                .collect();
+            let fetches = wanted.iter().map(|((priority, key), n)| {
+                let q = Query::new(Sql::SelectLimitGroupRows)
+                    .arg("queue", queue)
+                    .arg("priority", *priority)
+                    .arg("key", key.clone())
+                    .arg("limit", i64::try_from(*n).unwrap_or(i64::MAX));
+                exec.rows::<String>(q.names(draw.names.as_deref()))
+            });
+            let rows = futures::future::try_join_all(fetches).await?;
+            // A group that gave all it was asked for may hold more.
+            open = wanted.iter().zip(&rows).filter(|((_, n), ids)| ids.len() == *n).map(|((g, _), _)| *g).collect();
+            let offers = wanted.into_iter().zip(rows).map(|(((priority, key), _), ids)| Offer {
+                priority: *priority,
+                key: Some(key.clone()).filter(|k| !k.is_empty()),
+                ids: ids.into_iter(),
+            });
+            let picked = self.take_turns(offers.collect(), need - drawn);
+            if picked.is_empty() {
+                break;
+            }
+            let (taken, n) = self.claim_picked(exec, params, &picked).await?;
+            tasks.extend(taken);
+            drawn += n;
+            if n == 0 {
+                return Ok((tasks, drawn, true));
+            }
+        }
+        Ok((tasks, drawn, false))
     }
 
     /// Up to `need` rows from `offers` (in walk order): the groups of the
