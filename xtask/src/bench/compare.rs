@@ -118,9 +118,11 @@ fn build_at(root: &Path, rev: &str, quick: bool) -> Result<Side, String> {
         let _ = git(root, &["worktree", "prune"]);
         git(root, &["worktree", "add", "--detach", "--force", &tree.display().to_string(), &sha])?;
     }
-    // One target directory for every compared revision: dependencies are
-    // built once, and each revision's own crates sit under their own paths.
-    let target = dir.join("target");
+    // A target directory per revision: cargo leaves a path crate's
+    // directory out of its artifact hash, so two revisions sharing one
+    // would take each other's build-script output (cairnq-protocol's
+    // generated statements) for fresh.
+    let target = dir.join(format!("target-{short}"));
     let bench = build_bench(&tree, Some(&target), quick)?;
     Ok(Side { label: short.clone(), bench: keep_copy(&bench, &dir, &short)? })
 }
