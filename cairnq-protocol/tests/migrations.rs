@@ -49,7 +49,7 @@ const PINNED: &[(Dialect, &str, u64)] = &[
     (Dialect::Postgres, "ext_0007_limit_queue_index.sql", 0x24820ff9a4abeae0),
     (Dialect::Postgres, "ext_0008_task_dependencies.sql", 0x5abb1426e6cc07e9),
     (Dialect::Postgres, "ext_0009_steps.sql", 0x5ab39f9f45fc5e52),
-    (Dialect::Postgres, "ext_0010_cheaper_dependency_release.sql", 0x03ff3f600f36f392),
+    (Dialect::Postgres, "ext_0010_cheaper_dependency_release.sql", 0x1a3bd273fee8a506),
 ];
 
 #[test]
