@@ -104,19 +104,24 @@ with recursive groups(priority, lk, n) as (
     select :priority::bigint, :after::text, 0
     union all
     select
-        case when (select min(coalesce(metadata ->> 'limit_key', '')) from cairnq_tasks
-                   where queue = :queue and status = 'queued' and priority = g.priority and coalesce(metadata ->> 'limit_key', '') > g.lk) is not null
-             then g.priority
+        case when s.lk is not null then g.priority
              else (select max(priority) from cairnq_tasks
                    where queue = :queue and status = 'queued' and priority < g.priority) end,
         coalesce(
-            (select min(coalesce(metadata ->> 'limit_key', '')) from cairnq_tasks
-                   where queue = :queue and status = 'queued' and priority = g.priority and coalesce(metadata ->> 'limit_key', '') > g.lk),
+            s.lk,
             (select min(coalesce(metadata ->> 'limit_key', '')) from cairnq_tasks
              where queue = :queue and status = 'queued' and priority = (select max(priority) from cairnq_tasks
                    where queue = :queue and status = 'queued' and priority < g.priority))),
         g.n + 1
     from groups g
+    -- The next key of the same priority, sought once per step: the seek
+    -- lands on the index entries of the rows claimed from that key's
+    -- group and not yet vacuumed, so each seek of it costs.
+    cross join lateral (
+        select min(coalesce(metadata ->> 'limit_key', '')) as lk from cairnq_tasks
+        where queue = :queue and status = 'queued' and priority = g.priority
+          and coalesce(metadata ->> 'limit_key', '') > g.lk
+    ) s
     where g.n < :max_groups::bigint and g.priority is not null
 )
 select json_build_array(priority, lk)::text as id from groups where n > 0 and priority is not null order by n
