@@ -41,9 +41,8 @@ struct Candidate {
 /// A row picked to start: its id and limit key.
 type Pick = (String, Option<String>);
 
-/// What one group offers: its priority, its key, the rows it may start.
+/// What one group offers: its key, the rows it may start.
 struct Offer {
-    priority: i64,
     key: Option<String>,
     ids: std::vec::IntoIter<String>,
 }
@@ -166,9 +165,8 @@ impl LimitedClaim {
             let rows = futures::future::try_join_all(fetches).await?;
             // A group that gave all it was asked for may hold more.
             open = wanted.iter().zip(&rows).filter(|((_, n), ids)| ids.len() == *n).map(|((g, _), _)| *g).collect();
-            let offers = wanted.into_iter().zip(rows).map(|(((priority, key), _), ids)| Offer {
-                priority: *priority,
-                key: Some(key.clone()).filter(|k| !k.is_empty()),
+            let offers = wanted.into_iter().zip(rows).map(|((group, _), ids)| Offer {
+                key: Some(group.1.clone()).filter(|k| !k.is_empty()),
                 ids: ids.into_iter(),
             });
             let picked = self.take_turns(offers.collect(), need - drawn);
@@ -185,30 +183,24 @@ impl LimitedClaim {
         Ok((tasks, drawn, false))
     }
 
-    /// Up to `need` rows from `offers` (in walk order): the groups of the
-    /// highest priority take turns, one row each per round, while their
-    /// limits allow; then the next priority's.
+    /// Up to `need` rows from `offers` (one priority's groups, in key
+    /// order): the groups take turns, one row each per round, while their
+    /// limits allow.
     fn take_turns(&mut self, mut offers: Vec<Offer>, need: usize) -> Vec<Pick> {
         let mut picked = Vec::new();
-        let mut start = 0;
-        while start < offers.len() && picked.len() < need {
-            let priority = offers[start].priority;
-            let end = offers[start..].iter().position(|o| o.priority != priority).map_or(offers.len(), |d| start + d);
-            let mut open: Vec<bool> = vec![true; end - start];
-            while picked.len() < need && open.iter().any(|o| *o) {
-                for (offer, open) in offers[start..end].iter_mut().zip(open.iter_mut()) {
-                    if picked.len() >= need || !*open {
-                        continue;
+        let mut open = vec![true; offers.len()];
+        while picked.len() < need && open.iter().any(|o| *o) {
+            for (offer, open) in offers.iter_mut().zip(open.iter_mut()) {
+                if picked.len() >= need || !*open {
+                    continue;
+                }
+                match offer.ids.next() {
+                    Some(id) if self.admission.try_start(offer.key.as_deref()) => {
+                        picked.push((id, offer.key.clone()));
                     }
-                    match offer.ids.next() {
-                        Some(id) if self.admission.try_start(offer.key.as_deref()) => {
-                            picked.push((id, offer.key.clone()));
-                        }
-                        _ => *open = false,
-                    }
+                    _ => *open = false,
                 }
             }
-            start = end;
         }
         picked
     }
