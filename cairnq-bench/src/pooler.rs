@@ -73,20 +73,30 @@ pub(super) async fn pooler_mode(factory: &dyn BackendFactory, sizes: Sizes) -> R
         pooler: concurrent_producers(&pooled, producers, each).await?,
         detail: format!("{producers} producers x {each}"),
     });
-    let (call_direct, call_pooler) =
-        (call_in_process(&direct, sizes.calls).await?, call_in_process(&pooled, sizes.calls).await?);
-    let calls = format!("{} calls, worker in this process", sizes.calls);
-    let call = |unit, direct, pooler, detail| Pair { name: "call", unit, direct, pooler, detail };
-    pairs.push(call("p50_ms", call_direct.0, call_pooler.0, calls.clone()));
-    pairs.push(call("p95_ms", call_direct.1, call_pooler.1, calls));
+    pairs.extend(percentiles(
+        "call",
+        call_in_process(&direct, sizes.calls).await?,
+        call_in_process(&pooled, sizes.calls).await?,
+        format!("{} calls, worker in this process", sizes.calls),
+    ));
     let submits = sizes.calls.min(50);
-    let (wake_direct, wake_pooler) = (wakeup_latency(&direct, submits).await?, wakeup_latency(&pooled, submits).await?);
-    let wakeups = format!("{submits} submits to an idle worker polling every 5 s; submit to handler start");
-    let wakeup = |unit, direct, pooler, detail| Pair { name: "wakeup", unit, direct, pooler, detail };
-    pairs.push(wakeup("p50_ms", wake_direct.0, wake_pooler.0, wakeups.clone()));
-    pairs.push(wakeup("p95_ms", wake_direct.1, wake_pooler.1, wakeups));
+    pairs.extend(percentiles(
+        "wakeup",
+        wakeup_latency(&direct, submits).await?,
+        wakeup_latency(&pooled, submits).await?,
+        format!("{submits} submits to an idle worker polling every 5 s; submit to handler start"),
+    ));
     drop(pooler);
     Ok(pairs.into_iter().flat_map(rows).collect())
+}
+
+/// The (p50, p95) milliseconds of a latency, direct and through the
+/// pooler, as two pairs.
+fn percentiles(name: &'static str, direct: (f64, f64), pooler: (f64, f64), detail: String) -> [Pair; 2] {
+    [
+        Pair { name, unit: "p50_ms", direct: direct.0, pooler: pooler.0, detail: detail.clone() },
+        Pair { name, unit: "p95_ms", direct: direct.1, pooler: pooler.1, detail },
+    ]
 }
 
 /// A pair as three rows: direct, through the pooler, and their ratio

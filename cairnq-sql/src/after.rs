@@ -50,9 +50,10 @@ pub(crate) async fn submit_after_known(
         ));
     }
     let unknown: Vec<String> = params.after.iter().filter(|id| !known.contains_key(id.as_str())).cloned().collect();
-    let found = match unknown.is_empty() {
-        true => Vec::new(),
-        false => exec.rows::<TaskRef>(Query::new(Sql::LockDependencies).arg("ids", unknown)).await?,
+    let found = if unknown.is_empty() {
+        Vec::new()
+    } else {
+        exec.rows::<TaskRef>(Query::new(Sql::LockDependencies).arg("ids", unknown)).await?
     };
     let mut status: HashMap<&str, TaskStatus> = known.iter().map(|(id, s)| (id.as_str(), *s)).collect();
     status.extend(found.iter().map(|r| (r.id.as_str(), r.status)));

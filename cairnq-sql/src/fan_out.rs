@@ -18,8 +18,8 @@ use crate::flows::{Executor, complete, submit, submit_many};
 
 /// Settles `params.settle` (as [`complete`]), then inserts the children
 /// and the join waiting for them (as [`submit_many`] and
-/// [`submit_after`](crate::after::submit_after)), in the caller's transaction. With nothing to wait
-/// for, the join is a plain [`submit`].
+/// [`submit_after`](crate::after::submit_after)), in the caller's
+/// transaction. With nothing to wait for, the join is a plain [`submit`].
 pub async fn complete_with_fan_out(exec: &impl Executor, params: &FanOutParams) -> Result<FanOut> {
     let task = complete(exec, &params.settle).await?;
     if task.status != TaskStatus::Succeeded {
