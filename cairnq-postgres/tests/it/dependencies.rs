@@ -90,3 +90,34 @@ async fn concurrent_settles_release_every_dependent_exactly_once() {
     let waiting = format!("select count(*) from \"{schema}\".cairnq_ext_task_waits where remaining <> 0");
     assert_eq!(count(&db, &waiting).await, 0, "every count reached zero, none below");
 }
+
+/// The edges carry no foreign keys (extension 11): a delete of task rows,
+/// by any SDK's purge or by hand, removes the edges at either end of what
+/// it deletes, and nothing else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_task_removes_its_edges_at_either_end() {
+    let (store, schema) = fresh().await;
+    let client = CairnQ::new(store);
+    let a = client.submit("a", &json!({})).await.expect("submit a").id;
+    let b = client.submit("b", &json!({})).await.expect("submit b").id;
+    let w = client.submit("w", &json!({})).after([&a, &b]).await.expect("submit w").id;
+    let v = client.submit("v", &json!({})).after([&b]).await.expect("submit v").id;
+
+    let db = raw(&dsn()).await;
+    let edges = format!("select count(*) from \"{schema}\".cairnq_ext_task_deps");
+    let edges_of = |id: &str| {
+        format!(
+            "select count(*) from \"{schema}\".cairnq_ext_task_deps where task_id = '{id}' or depends_on_id = '{id}'"
+        )
+    };
+    assert_eq!(count(&db, &edges).await, 3, "w after a and b, v after b");
+
+    let delete = format!("delete from \"{schema}\".cairnq_tasks where id = $1");
+    db.execute(delete.as_str(), &[&a]).await.expect("delete a dependency");
+    assert_eq!(count(&db, &edges_of(&a)).await, 0, "the dependency's edge went with it");
+    assert_eq!(count(&db, &edges).await, 2, "no other edge went");
+
+    db.execute(delete.as_str(), &[&w]).await.expect("delete a waiting task");
+    assert_eq!(count(&db, &edges_of(&w)).await, 0, "the waiting task's edges went with it");
+    assert_eq!(count(&db, &edges_of(&v)).await, 1, "v still waits for b");
+}
