@@ -27,11 +27,15 @@ use std::path::{Path, PathBuf};
 const DIALECTS: &[(&str, &str)] = &[("sqlite", "Sqlite"), ("postgres", "Postgres")];
 
 /// Migrations that exist in one dialect only, on purpose: Postgres's
-/// notifications, and the removal of the dependency edges' foreign keys
+/// notifications; the removal of the dependency edges' foreign keys
 /// (Postgres checks them per row; SQLite's edge insert is already within
-/// its flow target, and its trigger works the same with them).
-const DIALECT_ONLY_MIGRATIONS: &[(&str, &str)] =
-    &[("postgres", "0003_notify.sql"), ("postgres", "ext_0011_dependency_edges_unchecked.sql")];
+/// its flow target, and its trigger works the same with them); SQLite's
+/// task-count triggers as upserts (Postgres counts through delta rows).
+const DIALECT_ONLY_MIGRATIONS: &[(&str, &str)] = &[
+    ("postgres", "0003_notify.sql"),
+    ("postgres", "ext_0011_dependency_edges_unchecked.sql"),
+    ("sqlite", "ext_0012_task_counts_upsert.sql"),
+];
 
 /// A piece of one SQL line: text as written, or a named parameter.
 enum Piece {

@@ -30,6 +30,7 @@ const PINNED: &[(Dialect, &str, u64)] = &[
     (Dialect::Sqlite, "ext_0008_task_dependencies.sql", 0xf73bc3f2b3abf625),
     (Dialect::Sqlite, "ext_0009_steps.sql", 0x452b472743ed8e6f),
     (Dialect::Sqlite, "ext_0010_cheaper_dependency_release.sql", 0xbcec0e55fd4c0e1b),
+    (Dialect::Sqlite, "ext_0012_task_counts_upsert.sql", 0x2cfd281f07b164c8),
     (Dialect::Postgres, "0001_init.sql", 0x7778450e5831eae1),
     (Dialect::Postgres, "0002_purge_index.sql", 0xa965e0ae09892a22),
     (Dialect::Postgres, "0003_notify.sql", 0x9ac243e7bda4bbce),
@@ -88,5 +89,6 @@ fn migrations_are_ordered_and_named_by_ordinal() {
     let sqlite: Vec<_> = migrations(Dialect::Sqlite).iter().map(|m| m.file_name).collect();
     assert!(!sqlite.contains(&"0003_notify.sql"), "0003 is Postgres-only");
     assert!(!sqlite.contains(&"ext_0011_dependency_edges_unchecked.sql"), "ext 11 is Postgres-only");
-    assert_eq!(migrations(Dialect::Postgres).len(), sqlite.len() + 2);
+    assert!(sqlite.contains(&"ext_0012_task_counts_upsert.sql"), "ext 12 is SQLite-only");
+    assert_eq!(migrations(Dialect::Postgres).len() + 1, sqlite.len() + 2);
 }
