@@ -73,23 +73,23 @@ order by priority desc, run_at_ms, id
 limit :limit::bigint
 for update skip locked
 
--- The rows picked, claimed as claim_due_tasks claims: only those still
--- queued, skipping a row another claimer holds.
+-- The rows picked, claimed as claim_due_tasks claims. The selects that
+-- picked them (select_limit_candidates, select_limit_group_rows) locked
+-- them for this transaction, so they are updated by id at once, with no
+-- second lock: only those still queued. `|| ''` keeps the status test off
+-- the indexes: the ids are found by primary key (on a table whose
+-- statistics lag, the planner otherwise read every queued row through an
+-- index on status and filtered them).
 -- name: claim_tasks_by_id
-with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms),
-picked as materialized (
-    select id from cairnq_tasks
-    where id = any(:ids::text[]) and status = 'queued'
-    for update skip locked
-)
+with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms)
 update cairnq_tasks t set
     status = 'running',
     worker_id = :worker_id,
     lease_until_ms = clock.now_ms + :lease_ms::bigint,
     attempt = t.attempt + 1,
     updated_at_ms = clock.now_ms
-from clock, picked
-where t.id = picked.id
+from clock
+where t.id = any(:ids::text[]) and (t.status || '') = 'queued'
 returning t.*
 
 -- The groups of one queue's queued rows after the cursor (:priority,
@@ -109,9 +109,18 @@ with recursive groups(priority, lk, n) as (
                    where queue = :queue and status = 'queued' and priority < g.priority) end,
         coalesce(
             s.lk,
-            (select min(coalesce(metadata ->> 'limit_key', '')) from cairnq_tasks
+            -- The first key of the next priority, the first row of a
+            -- range of the queued index: ordered and limited by hand (the
+            -- planner does not turn a min() beside a sub-select into one
+            -- seek), and `>= ''`, always true, matches the index's
+            -- predicate (a key that is not null). As a min() this read
+            -- every queued row of the priority.
+            (select coalesce(metadata ->> 'limit_key', '') from cairnq_tasks
              where queue = :queue and status = 'queued' and priority = (select max(priority) from cairnq_tasks
-                   where queue = :queue and status = 'queued' and priority < g.priority))),
+                   where queue = :queue and status = 'queued' and priority < g.priority)
+               and coalesce(metadata ->> 'limit_key', '') >= ''
+             order by coalesce(metadata ->> 'limit_key', '')
+             limit 1)),
         g.n + 1
     from groups g
     -- The next key of the same priority, sought once per step: the seek
