@@ -26,9 +26,12 @@ async fn doctor_reports_expired_leases(fixture: &Fixture) {
     assert!(!extensions.is_empty() && extensions.iter().all(|name| name.starts_with("ext_")), "{extensions:?}");
     let table = cli.run(&["doctor"]).stdout;
     assert!(table.contains("schema version    0010_drop_status_index.sql (cairnq_meta: 10)"), "{table}");
+    // Ranges of consecutive ordinals, the last entry named: a dialect may
+    // skip an ordinal another dialect's own migration took.
     let last_extension = &extensions.last().expect("an extension")["ext_".len()..][..4];
-    let compact = format!("ext_0001..{last_extension} (last ");
-    assert!(table.contains(&compact), "the ledger in compact form ({compact}): {table}");
+    let ledger_line = table.lines().find(|line| line.starts_with("ledger")).expect("a ledger line");
+    assert!(ledger_line.contains("ext_0001.."), "the ledger in compact form: {table}");
+    assert!(ledger_line.contains(&format!("{last_extension} (last ")), "the last extension named: {table}");
 
     let task = fixture.client.submit("stuck", &json!({})).await.expect("submit");
     let gone = fixture.client.worker_session("worker_gone", std::time::Duration::from_millis(1)).expect("a session");
