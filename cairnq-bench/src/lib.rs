@@ -301,14 +301,19 @@ pub async fn run_workload(
         "burn_down_limited" => {
             let mut out = Vec::new();
             for concurrency in [8, 64] {
-                let rate = limits::burn_down_limited(factory, sizes.burn, concurrency).await?;
+                let paired = limits::burn_down_limited_paired(factory, sizes.burn, concurrency).await?;
+                let pairs = limits::PAIRS;
                 let detail = format!(
                     "as burn_down_c{concurrency}, every task keyed (tenant:0..{}) under a tenant:* concurrency of {} \
-                     (never binds)",
+                     (never binds); median of {pairs} alternated with the unlimited burn-down",
                     limits::BURN_KEYS - 1,
                     limits::ROOMY
                 );
-                out.push(m(name, &format!("c{concurrency}_tasks_per_s"), rate, detail));
+                out.push(m(name, &format!("c{concurrency}_tasks_per_s"), paired.limited, detail));
+                let detail = format!("burn_down_c{concurrency} of as many tasks, median of {pairs} alternated");
+                out.push(m(name, &format!("c{concurrency}_unlimited_tasks_per_s"), paired.unlimited, detail));
+                let detail = format!("median of the {pairs} pairs' ratios (target >= 0.85, issue 25)");
+                out.push(m(name, &format!("c{concurrency}_limited_over_unlimited"), paired.ratio, detail));
             }
             out
         }

@@ -11,7 +11,8 @@ use cairnq_core::store::ClaimDraw;
 use cairnq_core::{CairnQ, Error, Limit, Result, SubmitOptions, TaskSpec};
 use serde_json::json;
 
-use super::workloads::{burn_down_specs, median_claim_ms, noop_specs};
+use super::percentiles;
+use super::workloads::{burn_down, burn_down_specs, median_claim_ms, noop_specs};
 use cairnq_testkit::BackendFactory;
 
 /// How many keys the limited burn-down spreads its tasks over (tenants
@@ -23,6 +24,39 @@ pub(super) const BURN_KEYS: usize = 16;
 /// rows in one claim at concurrency 8), its claimed rows are `running` and
 /// count against the limit, so such a limit binds the claim-ahead.
 pub(super) const ROOMY: u32 = 1_000_000;
+
+/// Unlimited and limited burn-downs alternated in one process, this many
+/// times each: the two vary together with the machine's load, so their
+/// ratio is read pair by pair (issue 25's target is a ratio).
+pub(super) const PAIRS: usize = 3;
+
+/// Medians of [`PAIRS`] alternated burn-downs: the limited and the
+/// unlimited rate (tasks/s) and the limited over the unlimited, pair by
+/// pair.
+pub(super) struct Paired {
+    pub(super) limited: f64,
+    pub(super) unlimited: f64,
+    pub(super) ratio: f64,
+}
+
+/// [`burn_down_limited`] and the plain burn-down of as many tasks at the
+/// same concurrency, alternated [`PAIRS`] times (see [`Paired`]).
+pub(super) async fn burn_down_limited_paired(
+    factory: &dyn BackendFactory,
+    count: usize,
+    concurrency: usize,
+) -> Result<Paired> {
+    let (mut limited, mut unlimited, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..PAIRS {
+        let plain = burn_down(factory, count, concurrency, || Ok(())).await?;
+        let keyed = burn_down_limited(factory, count, concurrency).await?;
+        ratios.push(keyed / plain.max(1e-9));
+        unlimited.push(plain);
+        limited.push(keyed);
+    }
+    let median = |samples: Vec<f64>| percentiles(samples).0;
+    Ok(Paired { limited: median(limited), unlimited: median(unlimited), ratio: median(ratios) })
+}
 
 /// Drains `count` no-op tasks at `concurrency`, task `i` keyed
 /// `tenant:{i % 16}` under a `tenant:*` default of concurrency [`ROOMY`],

@@ -98,7 +98,8 @@ impl LimitedClaim {
     }
 
     /// Up to `max_groups` groups after `cursor`, as (priority, key text),
-    /// with their keys met and those at their limit passed over.
+    /// with their keys locked (their usage is read beside the next fetch
+    /// of rows: [`read_unread_beside`](LimitedClaim::read_unread_beside)).
     async fn next_groups(
         &mut self,
         exec: &impl Executor,
@@ -117,10 +118,7 @@ impl LimitedClaim {
             .iter()
             .map(|t| decode::<(i64, Value)>("limit group", t).map(|(p, k)| (p, text_key(k).unwrap_or_default())))
             .collect::<Result<_>>()?;
-        self.meet_keys(exec, groups.iter().map(|(_, key)| key.as_str()).filter(|k| !k.is_empty())).await?;
-        for (_, key) in groups.iter().filter(|(_, key)| !key.is_empty()) {
-            self.admission.pass_over(key);
-        }
+        self.lock_keys(exec, groups.iter().map(|(_, key)| key.as_str()).filter(|k| !k.is_empty())).await?;
         Ok(groups)
     }
 
@@ -162,7 +160,7 @@ impl LimitedClaim {
                     .arg("limit", i64::try_from(*n).unwrap_or(i64::MAX));
                 exec.rows::<String>(q.names(draw.names.as_deref()))
             });
-            let rows = futures::future::try_join_all(fetches).await?;
+            let rows = self.read_unread_beside(exec, futures::future::try_join_all(fetches)).await?;
             // A group that gave all it was asked for may hold more.
             open = wanted.iter().zip(&rows).filter(|((_, n), ids)| ids.len() == *n).map(|((g, _), _)| *g).collect();
             let offers = wanted.into_iter().zip(rows).map(|((group, _), ids)| Offer {

@@ -19,6 +19,7 @@
 //! is exact until the commit.
 
 use std::collections::{BTreeMap, HashSet};
+use std::future::Future;
 
 use cairnq_protocol::Sql;
 use serde::Deserialize;
@@ -172,7 +173,8 @@ pub(crate) async fn claim_limited(
     first: usize,
 ) -> Result<Vec<Task>> {
     let (now_ms, limits) = futures::try_join!(clock(exec), exec.rows::<LimitRow>(Query::new(Sql::SelectLimits)))?;
-    let mut claim = LimitedClaim { admission: Admission::new(&limits, now_ms), seen: HashSet::new(), now_ms };
+    let admission = Admission::new(&limits, now_ms);
+    let mut claim = LimitedClaim { admission, seen: HashSet::new(), unread: Unread::default(), now_ms };
     let mut claimed = Vec::new();
     for (index, draw) in params.draws.iter().enumerate().skip(first) {
         let (taken, drawn) = claim.draw(exec, params, draw, plan.limit(index)).await?;
@@ -194,50 +196,97 @@ pub(crate) struct LimitedClaim {
     /// Limited keys met so far: counted (and, where claimers run at once,
     /// locked), or found held by another claimer.
     seen: HashSet<String>,
+    /// Met and locked, not read yet: see [`read_unread_beside`](Self::read_unread_beside).
+    unread: Unread,
     now_ms: i64,
 }
 
+/// Keys a claim locked whose running count and rate state it has not read
+/// yet, and the keys met whose pass-over (the throttled count) waits for
+/// that read.
+#[derive(Default)]
+struct Unread {
+    locked: Vec<String>,
+    met: Vec<String>,
+}
+
 impl LimitedClaim {
-    /// Counts the running rows and reads the rate state of the limited
-    /// keys among `keys` met for the first time, each after locking it
-    /// where claimers run at once (a count read before the lock could be
-    /// stale by the commit); a key another claimer holds is skipped this
-    /// round. Only the keys a claim meets are read, through the running
-    /// rows of each.
+    /// Locks and reads at once the limited keys among `keys` met for the
+    /// first time (see [`lock_keys`](Self::lock_keys)).
     pub(crate) async fn meet_keys<'k>(
         &mut self,
         exec: &impl Executor,
         keys: impl Iterator<Item = &'k str>,
     ) -> Result<()> {
+        self.lock_keys(exec, keys).await?;
+        self.read_unread_beside(exec, async { Ok(()) }).await
+    }
+
+    /// Locks the limited keys among `keys` met for the first time, where
+    /// claimers run at once (a count read before the lock could be stale
+    /// by the commit); a key another claimer holds is skipped this round.
+    /// Their running rows and rate state are read later, by
+    /// [`read_unread_beside`](Self::read_unread_beside), before any of
+    /// their tasks is admitted; `keys` are passed over (counted as
+    /// throttled, when at their limit) then.
+    pub(crate) async fn lock_keys<'k>(
+        &mut self,
+        exec: &impl Executor,
+        keys: impl Iterator<Item = &'k str>,
+    ) -> Result<()> {
         let book = self.admission.book();
-        let mut wanted: Vec<String> =
-            keys.filter(|k| book.limits(k) && !self.seen.contains(*k)).map(str::to_string).collect();
+        let mut wanted = Vec::new();
+        for key in keys {
+            if book.limits(key) && !self.seen.contains(key) {
+                wanted.push(key.to_string());
+            }
+            self.unread.met.push(key.to_string());
+        }
         wanted.sort();
         wanted.dedup();
         if wanted.is_empty() {
             return Ok(());
         }
         self.seen.extend(wanted.iter().cloned());
-        let fresh = match exec.lock_limit_keys(&wanted).await? {
+        let locked = match exec.lock_limit_keys(&wanted).await? {
             LimitLocks::Exclusive => wanted,
             LimitLocks::Granted(granted) => {
                 let granted: HashSet<String> = granted.into_iter().collect();
-                let (fresh, held): (Vec<String>, Vec<String>) = wanted.into_iter().partition(|k| granted.contains(k));
+                let (locked, held): (Vec<String>, Vec<String>) = wanted.into_iter().partition(|k| granted.contains(k));
                 held.iter().for_each(|key| self.admission.hold(key));
-                fresh
+                locked
             }
         };
-        if fresh.is_empty() {
-            return Ok(());
-        }
-        let (running, states) =
-            futures::try_join!(running(exec, Some(&fresh)), states(exec, Some(&fresh), self.now_ms))?;
-        for key in &fresh {
+        self.unread.locked.extend(locked);
+        Ok(())
+    }
+
+    /// Runs `beside` (the claim's next fetch of rows) together with the
+    /// read of the running count and rate state of the keys locked and not
+    /// read yet: one round trip for both where the executor pipelines. A
+    /// key not yet read looks unconstrained to a fetch sized before the
+    /// read; it is locked by this claim, so rows of it fetched beyond its
+    /// budget start nowhere this round. What `beside` returns.
+    pub(crate) async fn read_unread_beside<T>(
+        &mut self,
+        exec: &impl Executor,
+        beside: impl Future<Output = Result<T>>,
+    ) -> Result<T> {
+        let Unread { locked, met } = std::mem::take(&mut self.unread);
+        let usage = async {
+            if locked.is_empty() {
+                return Ok((Vec::new(), Vec::new()));
+            }
+            futures::try_join!(running(exec, Some(&locked)), states(exec, Some(&locked), self.now_ms))
+        };
+        let (out, (running, states)) = futures::try_join!(beside, usage)?;
+        for key in &locked {
             let n = running.iter().find(|(k, _)| k == key).map_or(0, |(_, n)| *n);
             let tat = states.iter().find(|(k, _)| k == key).map(|(_, t)| *t);
             self.admission.observe_running(key, n);
             self.admission.observe_tat(key, tat);
         }
-        Ok(())
+        met.iter().for_each(|key| self.admission.pass_over(key));
+        Ok(out)
     }
 }
