@@ -16,7 +16,9 @@
 //! of the transaction before its tasks are admitted, with a lock that is
 //! only tried ([`Executor::lock_limit_keys`]): a key another claimer holds
 //! is skipped this round, nobody waits, and what is counted after the lock
-//! is exact until the commit.
+//! is exact until the commit. The count goes out beside the next fetch of
+//! rows (one round trip where the executor pipelines), and no row is
+//! admitted before it is read.
 
 use std::collections::{BTreeMap, HashSet};
 use std::future::Future;
