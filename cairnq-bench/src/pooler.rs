@@ -73,14 +73,14 @@ pub(super) async fn pooler_mode(factory: &dyn BackendFactory, sizes: Sizes) -> R
         pooler: concurrent_producers(&pooled, producers, each).await?,
         detail: format!("{producers} producers x {each}"),
     });
-    pairs.extend(percentiles(
+    pairs.extend(latency_pairs(
         "call",
         call_in_process(&direct, sizes.calls).await?,
         call_in_process(&pooled, sizes.calls).await?,
         format!("{} calls, worker in this process", sizes.calls),
     ));
     let submits = sizes.calls.min(50);
-    pairs.extend(percentiles(
+    pairs.extend(latency_pairs(
         "wakeup",
         wakeup_latency(&direct, submits).await?,
         wakeup_latency(&pooled, submits).await?,
@@ -92,7 +92,7 @@ pub(super) async fn pooler_mode(factory: &dyn BackendFactory, sizes: Sizes) -> R
 
 /// The (p50, p95) milliseconds of a latency, direct and through the
 /// pooler, as two pairs.
-fn percentiles(name: &'static str, direct: (f64, f64), pooler: (f64, f64), detail: String) -> [Pair; 2] {
+fn latency_pairs(name: &'static str, direct: (f64, f64), pooler: (f64, f64), detail: String) -> [Pair; 2] {
     [
         Pair { name, unit: "p50_ms", direct: direct.0, pooler: pooler.0, detail: detail.clone() },
         Pair { name, unit: "p95_ms", direct: direct.1, pooler: pooler.1, detail },
