@@ -70,6 +70,25 @@ pub trait Executor {
         let _ = keys;
         std::future::ready(Ok(LimitLocks::Exclusive))
     }
+
+    /// How a flow reads several small ranges (a limit-aware claim's
+    /// groups): see [`RangeReads`]. The default, [`RangeReads::Together`],
+    /// suits a store reached over a connection.
+    fn range_reads(&self) -> RangeReads {
+        RangeReads::Together
+    }
+}
+
+/// How [`Executor::range_reads`] wants several small range reads sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RangeReads {
+    /// In one statement: each statement costs the store work of its own
+    /// (Postgres: a parse, a plan and a round trip's share).
+    Together,
+    /// One statement each: a statement is a call in this process (SQLite),
+    /// and a plain range read beats one statement that sorts what it reads.
+    Apart,
 }
 
 /// What [`Executor::lock_limit_keys`] got.

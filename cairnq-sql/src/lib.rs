@@ -35,7 +35,7 @@ pub mod schedules;
 pub mod steps;
 
 pub use cairnq_protocol::{PROTOCOL_VERSION, Sql};
-pub use flows::{Executor, Installed, LimitLocks, LimitMode, check_protocol_version};
+pub use flows::{Executor, Installed, LimitLocks, LimitMode, RangeReads, check_protocol_version};
 pub use list_plan::{LIST_CURSOR_SORT_AT_MOST, LIST_SORT_AT_MOST, ListProbe, Matching};
 pub use purpose::purpose;
 pub use query::{Arg, Query};

@@ -16,17 +16,18 @@
 //! the throttled rows it passes.
 
 use std::collections::HashSet;
+use std::future::Future;
 
 use cairnq_protocol::Sql;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::flows::{Executor, take_claimed};
+use super::flows::{Executor, RangeReads, take_claimed};
 use super::limits::{LimitedClaim, decode, text_key};
 use super::query::Query;
-use cairnq_core::Result;
 use cairnq_core::Task;
 use cairnq_core::store::{ClaimDraw, ClaimParams, TaskRow};
+use cairnq_core::{Error, Result};
 
 /// Above every priority (a 32-bit column): the cursor of a walk's start.
 const ABOVE_TOP: i64 = 1 << 31;
@@ -49,17 +50,34 @@ struct Offer {
 
 impl LimitedClaim {
     /// One draw of up to `limit` rows; the tasks and how many rows were
-    /// drawn (as [`take_claimed`] counts them).
+    /// drawn (as [`take_claimed`] counts them). `first_groups`: the walk's
+    /// first groups, read already ([`first_groups`](Self::first_groups)).
     pub(crate) async fn draw(
         &mut self,
         exec: &impl Executor,
         params: &ClaimParams,
         draw: &ClaimDraw,
         limit: u32,
+        first_groups: Option<Vec<(i64, String)>>,
     ) -> Result<(Vec<Task>, usize)> {
         match draw.queues.as_slice() {
-            [queue] => self.walk_groups(exec, params, draw, queue, limit).await,
+            [queue] => self.walk_groups(exec, params, draw, queue, limit, first_groups).await,
             _ => self.walk_rows(exec, params, draw, limit).await,
+        }
+    }
+
+    /// The read of the first groups a draw of up to `limit` rows walks, for
+    /// a draw that walks groups (of one queue, `limit` above zero): it
+    /// depends on no limit, so a claim sends it beside its read of the
+    /// limits, and hands the groups to [`draw`](Self::draw).
+    pub(crate) fn first_groups<'e>(
+        exec: &'e impl Executor,
+        draw: &'e ClaimDraw,
+        limit: u32,
+    ) -> Option<impl Future<Output = Result<Vec<(i64, String)>>> + 'e> {
+        match draw.queues.as_slice() {
+            [queue] if limit > 0 => Some(read_groups(exec, queue, (ABOVE_TOP, String::new()), first_max_groups(limit))),
+            _ => None,
         }
     }
 
@@ -71,12 +89,17 @@ impl LimitedClaim {
         draw: &ClaimDraw,
         queue: &str,
         limit: u32,
+        mut first_groups: Option<Vec<(i64, String)>>,
     ) -> Result<(Vec<Task>, usize)> {
         let (mut tasks, mut drawn) = (Vec::new(), 0);
         let mut cursor = (ABOVE_TOP, String::new());
         while drawn < limit as usize {
             let max_groups = limit as usize - drawn + self.admission.blocked().len() + 1;
-            let groups = self.next_groups(exec, queue, &cursor, max_groups).await?;
+            let groups = match first_groups.take() {
+                Some(groups) if max_groups == first_max_groups(limit) => groups,
+                _ => read_groups(exec, queue, cursor.clone(), max_groups).await?,
+            };
+            let groups = self.lock_groups(exec, groups).await?;
             let exhausted = groups.len() < max_groups;
             if let Some(last) = groups.last() {
                 cursor = last.clone();
@@ -97,27 +120,10 @@ impl LimitedClaim {
         Ok((tasks, drawn))
     }
 
-    /// Up to `max_groups` groups after `cursor`, as (priority, key text),
-    /// with their keys locked (their usage is read beside the next fetch
-    /// of rows: [`read_unread_beside`](LimitedClaim::read_unread_beside)).
-    async fn next_groups(
-        &mut self,
-        exec: &impl Executor,
-        queue: &str,
-        cursor: &(i64, String),
-        max_groups: usize,
-    ) -> Result<Vec<(i64, String)>> {
-        let q = Query::new(Sql::SelectLimitGroups)
-            .arg("queue", queue)
-            .arg("priority", cursor.0)
-            .arg("after", cursor.1.clone())
-            .arg("max_groups", i64::try_from(max_groups).unwrap_or(i64::MAX));
-        let groups: Vec<(i64, String)> = exec
-            .rows::<String>(q)
-            .await?
-            .iter()
-            .map(|t| decode::<(i64, Value)>("limit group", t).map(|(p, k)| (p, text_key(k).unwrap_or_default())))
-            .collect::<Result<_>>()?;
+    /// Locks the keys of `groups` (their usage is read beside the next
+    /// fetch of rows: [`read_unread_beside`](LimitedClaim::read_unread_beside));
+    /// the groups.
+    async fn lock_groups(&mut self, exec: &impl Executor, groups: Vec<(i64, String)>) -> Result<Vec<(i64, String)>> {
         self.lock_keys(exec, groups.iter().map(|(_, key)| key.as_str()).filter(|k| !k.is_empty())).await?;
         Ok(groups)
     }
@@ -152,15 +158,8 @@ impl LimitedClaim {
                 })
                 .filter(|(_, n)| *n > 0)
                 .collect();
-            let fetches = wanted.iter().map(|((priority, key), n)| {
-                let q = Query::new(Sql::SelectLimitGroupRows)
-                    .arg("queue", queue)
-                    .arg("priority", *priority)
-                    .arg("key", key.clone())
-                    .arg("limit", i64::try_from(*n).unwrap_or(i64::MAX));
-                exec.rows::<String>(q.names(draw.names.as_deref()))
-            });
-            let rows = self.read_unread_beside(exec, futures::future::try_join_all(fetches)).await?;
+            let fetch = group_rows(exec, draw, queue, &wanted);
+            let rows = self.read_unread_beside(exec, fetch).await?;
             // A group that gave all it was asked for may hold more.
             open = wanted.iter().zip(&rows).filter(|((_, n), ids)| ids.len() == *n).map(|((g, _), _)| *g).collect();
             let offers = wanted.into_iter().zip(rows).map(|((group, _), ids)| Offer {
@@ -274,4 +273,65 @@ impl LimitedClaim {
         }
         take_claimed(exec, params, rows).await
     }
+}
+
+/// The due rows of `wanted` groups of one priority (each with how many it
+/// may give): each group's ids, oldest first, in the order of `wanted`;
+/// in one statement or one per group, as the executor prefers.
+async fn group_rows(
+    exec: &impl Executor,
+    draw: &ClaimDraw,
+    queue: &str,
+    wanted: &[(&(i64, String), usize)],
+) -> Result<Vec<Vec<String>>> {
+    let limit = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+    if exec.range_reads() == RangeReads::Apart {
+        let reads = wanted.iter().map(|((priority, key), n)| {
+            let q = Query::new(Sql::SelectLimitGroupRows)
+                .arg("queue", queue)
+                .arg("priority", *priority)
+                .arg("key", key.clone())
+                .arg("limit", limit(*n));
+            exec.rows::<String>(q.names(draw.names.as_deref()))
+        });
+        return futures::future::try_join_all(reads).await;
+    }
+    let mut groups = vec![Vec::new(); wanted.len()];
+    let Some(((priority, _), _)) = wanted.first() else { return Ok(groups) };
+    let q = Query::new(Sql::SelectLimitGroupsRows)
+        .arg("queue", queue)
+        .arg("priority", *priority)
+        .arg("keys", wanted.iter().map(|((_, key), _)| key.clone()).collect::<Vec<_>>())
+        .arg("limits", wanted.iter().map(|(_, n)| limit(*n)).collect::<Vec<_>>());
+    for text in exec.rows::<String>(q.names(draw.names.as_deref())).await? {
+        let (ordinal, id) = decode::<(usize, String)>("limit group row", &text)?;
+        let group = ordinal.checked_sub(1).and_then(|i| groups.get_mut(i));
+        group.ok_or_else(|| Error::corrupt_row(format!("a limit group row of group {ordinal}")))?.push(id);
+    }
+    Ok(groups)
+}
+
+/// How many groups a walk of up to `limit` rows reads first: one a row,
+/// and one more to know whether there are more (no key is blocked yet).
+fn first_max_groups(limit: u32) -> usize {
+    limit as usize + 1
+}
+
+/// Up to `max_groups` groups after `cursor`, as (priority, key text).
+async fn read_groups(
+    exec: &impl Executor,
+    queue: &str,
+    cursor: (i64, String),
+    max_groups: usize,
+) -> Result<Vec<(i64, String)>> {
+    let q = Query::new(Sql::SelectLimitGroups)
+        .arg("queue", queue)
+        .arg("priority", cursor.0)
+        .arg("after", cursor.1)
+        .arg("max_groups", i64::try_from(max_groups).unwrap_or(i64::MAX));
+    exec.rows::<String>(q)
+        .await?
+        .iter()
+        .map(|t| decode::<(i64, Value)>("limit group", t).map(|(p, k)| (p, text_key(k).unwrap_or_default())))
+        .collect()
 }

@@ -174,12 +174,22 @@ pub(crate) async fn claim_limited(
     plan: &mut DrawPlan<'_>,
     first: usize,
 ) -> Result<Vec<Task>> {
-    let (now_ms, limits) = futures::try_join!(clock(exec), exec.rows::<LimitRow>(Query::new(Sql::SelectLimits)))?;
+    // The first draw's first groups need no limit to be read: they go out
+    // with the limits (one round trip for both).
+    let first_groups =
+        params.draws.get(first).and_then(|draw| LimitedClaim::first_groups(exec, draw, plan.limit(first)));
+    let (now_ms, limits, mut first_groups) =
+        futures::try_join!(clock(exec), exec.rows::<LimitRow>(Query::new(Sql::SelectLimits)), async {
+            match first_groups {
+                Some(groups) => groups.await.map(Some),
+                None => Ok(None),
+            }
+        })?;
     let admission = Admission::new(&limits, now_ms);
     let mut claim = LimitedClaim { admission, seen: HashSet::new(), unread: Unread::default(), now_ms };
     let mut claimed = Vec::new();
     for (index, draw) in params.draws.iter().enumerate().skip(first) {
-        let (taken, drawn) = claim.draw(exec, params, draw, plan.limit(index)).await?;
+        let (taken, drawn) = claim.draw(exec, params, draw, plan.limit(index), first_groups.take()).await?;
         plan.took(index, drawn);
         claimed.extend(taken);
     }

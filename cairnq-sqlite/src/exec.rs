@@ -12,7 +12,7 @@ use std::cell::RefCell;
 use cairnq_core::backend::{Changes, in_asked_order};
 use cairnq_core::store::{CompleteBatchParams, NewTask};
 use cairnq_core::{Error, Result, Task, TaskRef};
-use cairnq_sql::{Executor, FromRow, Query, Sql};
+use cairnq_sql::{Executor, FromRow, Query, RangeReads, Sql};
 use rusqlite::{Connection, Row};
 
 use crate::group_commit::WriteCtx;
@@ -64,6 +64,10 @@ impl Executor for SqliteExec<'_> {
     async fn lock_key(&self, _key: &str) -> Result<()> {
         // The write transaction (BEGIN IMMEDIATE) already serializes writers.
         Ok(())
+    }
+
+    fn range_reads(&self) -> RangeReads {
+        RangeReads::Apart
     }
 
     async fn insert(&self, task: &NewTask) -> Result<Task> {

@@ -228,9 +228,9 @@ async fn dashboard_reads_walk_in_order_or_seek_through_their_filters() {
 
 /// The limit-aware claim walks the queued index of ext_0007 group by
 /// group (every step a seek, never a scan of a group's rows), reads one
-/// group's due rows as a range of it in order, and counts running rows
-/// without reading queued ones: so a key holding a huge throttled backlog
-/// costs a seek, not a walk over its rows.
+/// group's due rows as a range of it in order (several groups', a range
+/// each), and counts running rows without reading queued ones: so a key
+/// holding a huge throttled backlog costs a seek, not a walk over its rows.
 #[tokio::test]
 async fn the_limit_walk_seeks_through_the_queued_index() {
     let (fresh, _client) = populated().await;
@@ -241,6 +241,20 @@ async fn the_limit_walk_seeks_through_the_queued_index() {
     for flags in [&[][..], &["one_name"], &["many_names"]] {
         let rows = check(&fresh.path, &sqlite::SELECT_LIMIT_GROUP_ROWS, flags, &["cairnq_ext_tasks_limit_queued_idx"]);
         assert_no_sort(&rows, "a group's rows");
+    }
+    // Several groups' rows: per group, a range of the queued index by key, and
+    // the rows found by id; what is sorted (each group trimmed to its
+    // limit, then the groups in order) is only the rows read.
+    for flags in [&[][..], &["one_name"], &["many_names"]] {
+        let rows = check(&fresh.path, &sqlite::SELECT_LIMIT_GROUPS_ROWS, flags, &["cairnq_ext_tasks_limit_queued_idx"]);
+        let range =
+            "SEARCH cairnq_tasks USING INDEX cairnq_ext_tasks_limit_queued_idx (queue=? AND priority=? AND <expr>=?";
+        assert!(rows.iter().any(|l| l.starts_with(range)), "{flags:?}: {rows:?}");
+        assert!(
+            rows.iter().any(|l| l.starts_with("SEARCH t USING INDEX sqlite_autoindex_cairnq_tasks_1 (id=?)")),
+            "{rows:?}"
+        );
+        assert!(!rows.iter().any(|l| l.starts_with("SCAN t")), "{flags:?}: {rows:?}");
     }
     check(&fresh.path, &sqlite::COUNT_RUNNING_BY_LIMIT_KEY, &["keys"], &["cairnq_ext_tasks_running_key_idx"]);
     let every_key = plan(&fresh.path, &sqlite::COUNT_RUNNING_BY_LIMIT_KEY, &[]);
