@@ -83,8 +83,10 @@ pub trait Executor {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RangeReads {
-    /// In one statement: each statement costs the store work of its own
-    /// (Postgres: a parse, a plan and a round trip's share).
+    /// In one statement, which also acts on what it read (a limit-aware
+    /// claim reads and claims a priority's groups at once): each statement
+    /// costs the store work of its own (Postgres: a plan's run and a round
+    /// trip's share).
     Together,
     /// One statement each: a statement is a call in this process (SQLite),
     /// and a plain range read beats one statement that sorts what it reads.

@@ -25,9 +25,9 @@ use serde_json::Value;
 use super::flows::{Executor, RangeReads, take_claimed};
 use super::limits::{LimitedClaim, decode, text_key};
 use super::query::Query;
+use cairnq_core::Result;
 use cairnq_core::Task;
 use cairnq_core::store::{ClaimDraw, ClaimParams, TaskRow};
-use cairnq_core::{Error, Result};
 
 /// Above every priority (a 32-bit column): the cursor of a walk's start.
 const ABOVE_TOP: i64 = 1 << 31;
@@ -37,6 +37,27 @@ const ABOVE_TOP: i64 = 1 << 31;
 struct Candidate {
     id: String,
     key: Option<Value>,
+}
+
+/// One turn over the groups of one priority: the groups (each with how
+/// many rows it may give, its budget or share), and how many rows the
+/// draw still needs.
+struct Level<'a> {
+    draw: &'a ClaimDraw,
+    queue: &'a str,
+    wanted: &'a [(&'a (i64, String), usize)],
+    need: usize,
+}
+
+/// What one turn over a level did: the tasks claimed, the rows drawn (as
+/// [`take_claimed`] counts them), how many rows each wanted group gave,
+/// and whether every row picked was gone (another claimer took them: the
+/// draw ends).
+struct Turn {
+    tasks: Vec<Task>,
+    drawn: usize,
+    given: Vec<usize>,
+    stalled: bool,
 }
 
 /// A row picked to start: its id and limit key.
@@ -133,7 +154,8 @@ impl LimitedClaim {
     /// claim of 1,000 over 16 keys reads some 1,000 rows, not 16,000);
     /// a group that filled its share may hold more, so while rows are
     /// still needed those groups are asked again (the rows just claimed
-    /// run now, and the next read starts after them). The tasks, the rows
+    /// run now, and the next read starts after them). Each turn reads and
+    /// claims as the executor prefers ([`RangeReads`]). The tasks, the rows
     /// drawn, and whether a claim found every row picked gone (another
     /// claimer took them: the draw ends).
     async fn take_level(
@@ -148,6 +170,11 @@ impl LimitedClaim {
         let (mut tasks, mut drawn) = (Vec::new(), 0);
         let mut open: Vec<&(i64, String)> = level.iter().collect();
         while drawn < need && !open.is_empty() {
+            let together = exec.range_reads() == RangeReads::Together;
+            if together {
+                // Claimed as they are read: every key's budget first.
+                self.read_unread_beside(exec, async { Ok(()) }).await?;
+            }
             let share = (need - drawn).div_ceil(open.len());
             let wanted: Vec<(&(i64, String), usize)> = open
                 .iter()
@@ -158,26 +185,74 @@ impl LimitedClaim {
                 })
                 .filter(|(_, n)| *n > 0)
                 .collect();
-            let fetch = group_rows(exec, draw, queue, &wanted);
-            let rows = self.read_unread_beside(exec, fetch).await?;
-            // A group that gave all it was asked for may hold more.
-            open = wanted.iter().zip(&rows).filter(|((_, n), ids)| ids.len() == *n).map(|((g, _), _)| *g).collect();
-            let offers = wanted.into_iter().zip(rows).map(|((group, _), ids)| Offer {
-                key: Some(group.1.clone()).filter(|k| !k.is_empty()),
-                ids: ids.into_iter(),
-            });
-            let picked = self.take_turns(offers.collect(), need - drawn);
-            if picked.is_empty() {
+            if wanted.is_empty() {
                 break;
             }
-            let (taken, n) = self.claim_picked(exec, params, &picked).await?;
-            tasks.extend(taken);
-            drawn += n;
-            if n == 0 {
+            let level = Level { draw, queue, wanted: &wanted, need: need - drawn };
+            let turn = match together {
+                true => self.claim_groups(exec, params, &level).await?,
+                false => self.read_then_claim(exec, params, &level).await?,
+            };
+            tasks.extend(turn.tasks);
+            drawn += turn.drawn;
+            if turn.stalled {
                 return Ok((tasks, drawn, true));
             }
+            if turn.drawn == 0 {
+                break;
+            }
+            // A group that gave all it was asked for may hold more.
+            open =
+                wanted.iter().zip(&turn.given).filter(|((_, n), given)| **given == *n).map(|((g, _), _)| *g).collect();
         }
         Ok((tasks, drawn, false))
+    }
+
+    /// One turn of a level read group by group: each group's rows read
+    /// (beside the usage of keys not read yet), the groups taking turns
+    /// within their limits, the rows picked claimed by id.
+    async fn read_then_claim(&mut self, exec: &impl Executor, params: &ClaimParams, level: &Level<'_>) -> Result<Turn> {
+        let rows = self.read_unread_beside(exec, group_rows(exec, level)).await?;
+        let given = rows.iter().map(Vec::len).collect();
+        let offers = level.wanted.iter().zip(rows).map(|((group, _), ids)| Offer {
+            key: Some(group.1.clone()).filter(|k| !k.is_empty()),
+            ids: ids.into_iter(),
+        });
+        let picked = self.take_turns(offers.collect(), level.need);
+        if picked.is_empty() {
+            return Ok(Turn { tasks: Vec::new(), drawn: 0, given, stalled: false });
+        }
+        let (tasks, drawn) = self.claim_picked(exec, params, &picked).await?;
+        Ok(Turn { tasks, drawn, given, stalled: drawn == 0 })
+    }
+
+    /// One turn of a level in one statement (`claim_limit_groups`): the
+    /// groups' rows read, taking turns, and claimed. Every budget was read
+    /// before, so each row claimed is a start its key's limit allows.
+    async fn claim_groups(&mut self, exec: &impl Executor, params: &ClaimParams, level: &Level<'_>) -> Result<Turn> {
+        let Some(((priority, _), _)) = level.wanted.first() else {
+            return Ok(Turn { tasks: Vec::new(), drawn: 0, given: Vec::new(), stalled: false });
+        };
+        let q = Query::new(Sql::ClaimLimitGroups)
+            .arg("queue", level.queue)
+            .arg("priority", *priority)
+            .arg("keys", level.wanted.iter().map(|((_, key), _)| key.clone()).collect::<Vec<_>>())
+            .arg("limits", level.wanted.iter().map(|(_, n)| count_arg(*n)).collect::<Vec<_>>())
+            .arg("need", count_arg(level.need))
+            .arg("worker_id", &params.worker_id)
+            .arg("lease_ms", params.lease_ms);
+        let rows: Vec<TaskRow> = exec.rows(q.names(level.draw.names.as_deref())).await?;
+        let mut given = vec![0; level.wanted.len()];
+        for task in rows.iter().filter_map(|row| row.as_ref().ok()) {
+            let key = task.limit_key().unwrap_or_default();
+            if let Some(group) = level.wanted.iter().position(|((_, k), _)| *k == key) {
+                given[group] += 1;
+            }
+            let started = self.admission.try_start(Some(key.as_str()).filter(|k| !k.is_empty()));
+            debug_assert!(started, "a row claimed within its key's budget");
+        }
+        let (tasks, drawn) = take_claimed(exec, params, rows).await?;
+        Ok(Turn { tasks, drawn, given, stalled: false })
     }
 
     /// Up to `need` rows from `offers` (one priority's groups, in key
@@ -275,40 +350,22 @@ impl LimitedClaim {
     }
 }
 
-/// The due rows of `wanted` groups of one priority (each with how many it
-/// may give): each group's ids, oldest first, in the order of `wanted`;
-/// in one statement or one per group, as the executor prefers.
-async fn group_rows(
-    exec: &impl Executor,
-    draw: &ClaimDraw,
-    queue: &str,
-    wanted: &[(&(i64, String), usize)],
-) -> Result<Vec<Vec<String>>> {
-    let limit = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
-    if exec.range_reads() == RangeReads::Apart {
-        let reads = wanted.iter().map(|((priority, key), n)| {
-            let q = Query::new(Sql::SelectLimitGroupRows)
-                .arg("queue", queue)
-                .arg("priority", *priority)
-                .arg("key", key.clone())
-                .arg("limit", limit(*n));
-            exec.rows::<String>(q.names(draw.names.as_deref()))
-        });
-        return futures::future::try_join_all(reads).await;
-    }
-    let mut groups = vec![Vec::new(); wanted.len()];
-    let Some(((priority, _), _)) = wanted.first() else { return Ok(groups) };
-    let q = Query::new(Sql::SelectLimitGroupsRows)
-        .arg("queue", queue)
-        .arg("priority", *priority)
-        .arg("keys", wanted.iter().map(|((_, key), _)| key.clone()).collect::<Vec<_>>())
-        .arg("limits", wanted.iter().map(|(_, n)| limit(*n)).collect::<Vec<_>>());
-    for text in exec.rows::<String>(q.names(draw.names.as_deref())).await? {
-        let (ordinal, id) = decode::<(usize, String)>("limit group row", &text)?;
-        let group = ordinal.checked_sub(1).and_then(|i| groups.get_mut(i));
-        group.ok_or_else(|| Error::corrupt_row(format!("a limit group row of group {ordinal}")))?.push(id);
-    }
-    Ok(groups)
+/// Each wanted group's due rows, oldest first, one statement a group.
+async fn group_rows(exec: &impl Executor, level: &Level<'_>) -> Result<Vec<Vec<String>>> {
+    let reads = level.wanted.iter().map(|((priority, key), n)| {
+        let q = Query::new(Sql::SelectLimitGroupRows)
+            .arg("queue", level.queue)
+            .arg("priority", *priority)
+            .arg("key", key.clone())
+            .arg("limit", count_arg(*n));
+        exec.rows::<String>(q.names(level.draw.names.as_deref()))
+    });
+    futures::future::try_join_all(reads).await
+}
+
+/// A count as a statement's argument.
+fn count_arg(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 /// How many groups a walk of up to `limit` rows reads first: one a row,

@@ -62,11 +62,10 @@ pub const fn purpose(sql: Sql) -> &'static str {
         Sql::DeleteLimit => "remove the limit",
         Sql::CountRunningByLimitKey | Sql::CountQueuedByLimitKey => "count the tasks under a limit",
         Sql::SelectLimitState | Sql::UpsertLimitState => "keep a rate limit's pace",
-        Sql::SelectLimitCandidates
-        | Sql::SelectLimitGroups
-        | Sql::SelectLimitGroupRows
-        | Sql::SelectLimitGroupsRows => "find the tasks the limits let start",
-        Sql::ClaimTasksById => "claim tasks",
+        Sql::SelectLimitCandidates | Sql::SelectLimitGroups | Sql::SelectLimitGroupRows => {
+            "find the tasks the limits let start"
+        }
+        Sql::ClaimTasksById | Sql::ClaimLimitGroups => "claim tasks",
         Sql::SelectSteps => "read the task's steps",
         Sql::SaveStep => "store the step's outcome",
         Sql::DependenciesInstalled => "look for the dependency tables",

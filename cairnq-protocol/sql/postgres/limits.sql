@@ -74,7 +74,7 @@ limit :limit::bigint
 for update skip locked
 
 -- The rows picked, claimed as claim_due_tasks claims. The selects that
--- picked them (select_limit_candidates, select_limit_groups_rows) locked
+-- picked them (select_limit_candidates, claim_limit_groups) locked
 -- them for this transaction, so they are updated by id at once, with no
 -- second lock: only those still queued. `|| ''` keeps the status test off
 -- the indexes: the ids are found by primary key (on a table whose
@@ -139,7 +139,7 @@ select json_build_array(priority, lk)::text as id from groups where n > 0 and pr
 -- :limit: a range of the queued index, locked, skipping rows another
 -- claimer holds (so claimers of one group take different rows). For
 -- executors where a statement is a call in the same process; over a
--- connection, select_limit_groups_rows reads every group of a priority in
+-- connection, claim_limit_groups reads and claims a priority's groups in
 -- one statement.
 -- name: select_limit_group_rows
 with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms)
@@ -153,28 +153,45 @@ order by run_at_ms, id
 limit :limit::bigint
 for update skip locked
 
--- Some groups' due rows (see select_limit_groups) of one priority, in
--- one statement: the group :keys[i] (a key as text, the empty text for
--- none) gives at most :limits[i] rows, oldest first, each a range of the
--- queued index, locked, skipping rows another claimer holds (so claimers
--- of one group take different rows). Each row as [i, id] (i from 1), by
--- group, then oldest first.
--- name: select_limit_groups_rows
-with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms)
-select json_build_array(g.ord, r.id)::text as id
-from unnest(:keys::text[], :limits::bigint[]) with ordinality as g(key, n, ord)
-cross join lateral (
-    select id, run_at_ms from cairnq_tasks
-    where queue = :queue and status = 'queued' and priority = :priority::integer
-      and coalesce(metadata ->> 'limit_key', '') = g.key
-      and run_at_ms <= (select now_ms from clock)
-      and name = :name -- when: one_name
-      and name = any(:names::text[]) -- when: many_names
-    order by run_at_ms, id
-    limit g.n
-    for update skip locked
-) r
-order by g.ord, r.run_at_ms, r.id
+-- Claims, in one statement, the due rows some groups (see
+-- select_limit_groups) of one priority may start: the group :keys[i] (a
+-- key as text, the empty text for none) offers at most :limits[i] rows,
+-- oldest first, a range of the queued index each, locked, skipping rows
+-- another claimer holds (so claimers of one group take different rows).
+-- The groups take turns (every group's first row, then every group's
+-- second, ..., in the order given) up to :need rows, claimed as
+-- claim_due_tasks claims. Rows offered and not taken stay locked until
+-- the transaction ends.
+-- name: claim_limit_groups
+with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms),
+picked as materialized (
+    select r.id
+    from unnest(:keys::text[], :limits::bigint[]) with ordinality as g(key, n, ord)
+    cross join lateral (
+        select id, row_number() over (order by run_at_ms, id) as turn from (
+            select id, run_at_ms from cairnq_tasks
+            where queue = :queue and status = 'queued' and priority = :priority::integer
+              and coalesce(metadata ->> 'limit_key', '') = g.key
+              and run_at_ms <= (select now_ms from clock)
+              and name = :name -- when: one_name
+              and name = any(:names::text[]) -- when: many_names
+            order by run_at_ms, id
+            limit g.n
+            for update skip locked
+        ) offered
+    ) r
+    order by r.turn, g.ord
+    limit :need::bigint
+)
+update cairnq_tasks t set
+    status = 'running',
+    worker_id = :worker_id,
+    lease_until_ms = clock.now_ms + :lease_ms::bigint,
+    attempt = t.attempt + 1,
+    updated_at_ms = clock.now_ms
+from clock, picked
+where t.id = picked.id
+returning t.*
 
 -- How many rows of each limit key are queued (due or not), from the queued
 -- index of ext_0007.

@@ -126,8 +126,8 @@ select json_array(priority, lk) as id from groups where n > 0 and priority is no
 -- One group's due rows (see select_limit_groups), oldest first, at most
 -- :limit: a range of the queued index (the unary `+` keeps the name off
 -- the claim name index, whose range holds every key's rows of the name).
--- In this process a statement is a call, so a range read per group beats
--- select_limit_groups_rows, which sorts what it reads.
+-- In this process a statement is a call, so a range read per group (and
+-- claim_tasks_by_id) beats claim_limit_groups, which sorts what it reads.
 -- name: select_limit_group_rows
 select id from cairnq_tasks
 where queue = :queue and status = 'queued' and priority = :priority
@@ -138,32 +138,40 @@ where queue = :queue and status = 'queued' and priority = :priority
 order by run_at_ms, id
 limit :limit
 
--- Some groups' due rows (see select_limit_groups) of one priority, in
--- one statement: the group :keys[i] (a key as text, the empty text for
--- none) gives at most :limits[i] rows, oldest first, each a range of the
--- queued index (the unary `+` keeps the name off the claim name index,
--- whose range holds every key's rows of the name). Each row as [i, id]
--- (i from 1), by group, then oldest first. A LIMIT cannot name an outer
--- column here: each range stops at the largest limit, and the window
--- trims each group to its own.
--- name: select_limit_groups_rows
-select json_array(ord, id) as id from (
-    select k.key + 1 as ord, t.id, t.run_at_ms,
-        row_number() over (partition by k.key order by t.run_at_ms, t.id) as nth,
-        :limits ->> k.key as n
-    from json_each(:keys) k
-    cross join cairnq_tasks t on t.id in (
-        select id from cairnq_tasks
-        where queue = :queue and status = 'queued' and priority = :priority
-          and coalesce(cast(json_extract(metadata, '$.limit_key') as text), '') = k.value
-          and run_at_ms <= :now_ms
-          and +name = :name -- when: one_name
-          and +name in (select value from json_each(:names)) -- when: many_names
-        order by run_at_ms, id
-        limit (select max(value) from json_each(:limits)))
-)
-where nth <= n
-order by ord, run_at_ms, id
+-- Claims, in one statement, the due rows some groups (see
+-- select_limit_groups) of one priority may start: the group :keys[i] (a
+-- key as text, the empty text for none) offers at most :limits[i] rows,
+-- oldest first, a range of the queued index each (a LIMIT cannot name an
+-- outer column here: each range stops at the largest limit, and the window
+-- trims each group to its own). The groups take turns (every group's
+-- first row, then every group's second, ..., in the order given) up to
+-- :need rows, claimed as claim_due_tasks claims.
+-- name: claim_limit_groups
+update or fail cairnq_tasks set
+    status = 'running',
+    worker_id = :worker_id,
+    lease_until_ms = :now_ms + :lease_ms,
+    attempt = attempt + 1,
+    updated_at_ms = :now_ms
+where id in (
+    select id from (
+        select t.id, k.key as ord, :limits ->> k.key as n,
+            row_number() over (partition by k.key order by t.run_at_ms, t.id) as turn
+        from json_each(:keys) k
+        cross join cairnq_tasks t on t.id in (
+            select id from cairnq_tasks
+            where queue = :queue and status = 'queued' and priority = :priority
+              and coalesce(cast(json_extract(metadata, '$.limit_key') as text), '') = k.value
+              and run_at_ms <= :now_ms
+              and +name = :name -- when: one_name
+              and +name in (select value from json_each(:names)) -- when: many_names
+            order by run_at_ms, id
+            limit (select max(value) from json_each(:limits)))
+    )
+    where turn <= n
+    order by turn, ord
+    limit :need)
+returning *
 
 -- How many rows of each limit key are queued (due or not), from the queued
 -- index of ext_0007 alone.

@@ -242,11 +242,12 @@ async fn the_limit_walk_seeks_through_the_queued_index() {
         let rows = check(&fresh.path, &sqlite::SELECT_LIMIT_GROUP_ROWS, flags, &["cairnq_ext_tasks_limit_queued_idx"]);
         assert_no_sort(&rows, "a group's rows");
     }
-    // Several groups' rows: per group, a range of the queued index by key, and
+    // Several groups' rows claimed at once (the Postgres way, which SQLite
+    // could take too): per group, a range of the queued index by key, and
     // the rows found by id; what is sorted (each group trimmed to its
-    // limit, then the groups in order) is only the rows read.
+    // limit, then the turns) is only the rows read.
     for flags in [&[][..], &["one_name"], &["many_names"]] {
-        let rows = check(&fresh.path, &sqlite::SELECT_LIMIT_GROUPS_ROWS, flags, &["cairnq_ext_tasks_limit_queued_idx"]);
+        let rows = check(&fresh.path, &sqlite::CLAIM_LIMIT_GROUPS, flags, &["cairnq_ext_tasks_limit_queued_idx"]);
         let range =
             "SEARCH cairnq_tasks USING INDEX cairnq_ext_tasks_limit_queued_idx (queue=? AND priority=? AND <expr>=?";
         assert!(rows.iter().any(|l| l.starts_with(range)), "{flags:?}: {rows:?}");
