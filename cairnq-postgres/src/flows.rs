@@ -22,6 +22,9 @@ const LOCK_KEY: &str = "select pg_advisory_xact_lock(hashtextextended($1, 0))";
 const TRY_LOCK_LIMIT_KEYS: &str = "select k from unnest($1::text[]) as k \
     where pg_try_advisory_xact_lock(hashtextextended('cairnq_ext_limit:' || k, 0))";
 
+/// Generic plans for the rest of the transaction (`Executor::plan_once`).
+const PLAN_ONCE: &str = "select set_config('plan_cache_mode', 'force_generic_plan', true)";
+
 /// The shared flows of `cairnq_sql::flows` over any [`Exec`]: a
 /// pooled connection, a pooled transaction, or the application's session.
 pub(crate) struct PgExec<'a, E>(pub(crate) &'a E);
@@ -38,6 +41,13 @@ impl<E: Exec> Executor for PgExec<'_, E> {
     async fn lock_limit_keys(&self, keys: &[String]) -> Result<LimitLocks> {
         let rows = run_sql(self.0, "lock limit keys", TRY_LOCK_LIMIT_KEYS, &[&keys]).await?;
         Ok(LimitLocks::Granted(rows.iter().map(|r| r.get::<_, String>(0)).collect()))
+    }
+
+    async fn plan_once(&self) -> Result<()> {
+        // Local to the transaction: only the limit-aware claim asks, and its
+        // statements lock nothing they wait for (rows are skipped when
+        // locked, keys only tried), so no plan can change an order of waits.
+        run_sql(self.0, "plan once", PLAN_ONCE, &[]).await.map(drop)
     }
 
     async fn insert(&self, task: &NewTask) -> Result<Task> {

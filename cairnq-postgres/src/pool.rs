@@ -1,7 +1,7 @@
 //! The connection pool: a DSN parsed once, connections opened on demand
 //! (bounded by the connect timeout) up to `pool_size`, the schema put on
-//! each connection's search_path and generic plans asked for before first
-//! use (not in pooler mode, which sets the schema per transaction), connections idle for `idle_timeout`
+//! each connection's search_path before first use (not in pooler mode,
+//! which sets it per transaction), connections idle for `idle_timeout`
 //! closed, and closed connections replaced — after a server restart the
 //! next checkout opens a fresh one.
 
@@ -47,10 +47,9 @@ pub(crate) fn build(config: tokio_postgres::Config, connector: Connector, option
         .create_timeout(Some(options.connect_timeout))
         .recycle_timeout(Some(options.connect_timeout));
     // Pooler mode keeps no session state: the schema is set per
-    // transaction instead (`pooler`), and its unnamed statements are
-    // planned at each run anyway.
-    if !options.pooler {
-        builder = builder.post_create(session_hook(options.schema.as_deref().map(quote_ident)));
+    // transaction instead (`pooler`).
+    if let Some(schema) = options.schema.as_ref().filter(|_| !options.pooler) {
+        builder = builder.post_create(search_path_hook(quote_ident(schema)));
     }
     builder.build().map_err(|e| Error::Storage {
         message: format!("cannot build the pool: {e}"),
@@ -59,27 +58,16 @@ pub(crate) fn build(config: tokio_postgres::Config, connector: Connector, option
     })
 }
 
-/// The session settings of each connection the pool opens: the schema
-/// first on its search_path, when the store has one; and generic plans
-/// from the first run of each cached statement. The protocol's statements
-/// are written and tested for their generic plans (`tests/it/plans.rs`);
-/// left to itself, Postgres plans each of a connection's first five runs
-/// of a statement anew, and the limit-aware claim's walk alone costs
-/// 0.4-1.5 ms a plan (BENCHMARKS.md, 2026-12-05).
-fn session_hook(quoted_schema: Option<String>) -> Hook {
-    let quoted_schema: Option<Arc<str>> = quoted_schema.map(Into::into);
+fn search_path_hook(quoted_schema: String) -> Hook {
+    let quoted_schema: Arc<str> = quoted_schema.into();
     Hook::async_fn(move |client, _| {
-        let path = quoted_schema.clone();
+        let path = Arc::clone(&quoted_schema);
         Box::pin(async move {
-            let generic = "select set_config('plan_cache_mode', 'force_generic_plan', false)";
-            let set = match &path {
-                Some(path) => {
-                    let both = format!("{generic}, set_config('search_path', $1, false)");
-                    client.execute(&both, &[&&**path]).await
-                }
-                None => client.execute(generic, &[]).await,
-            };
-            set.map(drop).map_err(HookError::Backend)
+            client
+                .execute("select set_config('search_path', $1, false)", &[&&*path])
+                .await
+                .map(|_| ())
+                .map_err(HookError::Backend)
         })
     })
 }
@@ -148,37 +136,4 @@ pub(crate) async fn checkout(pool: &Pool, endpoint: Option<&str>) -> Result<Clie
         Some(endpoint) => classify_pool(&format!("connect to Postgres at {endpoint}"), e),
         None => classify_pool("connect to Postgres", e),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// What `setting` reads on a connection of a pool built for `options`.
-    async fn session_setting(options: &PostgresOptions, setting: &str) -> String {
-        let dsn = cairnq_testkit::postgres::test_dsn().expect("a test Postgres server");
-        let config = pg_config(&dsn, options).expect("the DSN parses");
-        let pool = build(config, crate::tls::connector(options).expect("a connector"), options).expect("a pool");
-        let client = pool.get().await.expect("a connection");
-        let row = client.query_one(&format!("show {setting}"), &[]).await.expect("show");
-        row.get(0)
-    }
-
-    #[tokio::test]
-    async fn pooled_connections_run_generic_plans_on_their_schema() {
-        let options = PostgresOptions { schema: Some("jobs".to_string()), ..PostgresOptions::default() };
-        assert_eq!(session_setting(&options, "plan_cache_mode").await, "force_generic_plan");
-        assert_eq!(session_setting(&options, "search_path").await, r#""jobs""#);
-        let no_schema = PostgresOptions::default();
-        assert_eq!(session_setting(&no_schema, "plan_cache_mode").await, "force_generic_plan");
-        assert_eq!(session_setting(&no_schema, "search_path").await, r#""$user", public"#);
-    }
-
-    /// Pooler mode keeps no session state: its connections are the
-    /// server's as they come.
-    #[tokio::test]
-    async fn pooler_connections_are_left_as_they_come() {
-        let options = PostgresOptions { pooler: true, schema: Some("jobs".to_string()), ..PostgresOptions::default() };
-        assert_eq!(session_setting(&options, "plan_cache_mode").await, "auto");
-    }
 }

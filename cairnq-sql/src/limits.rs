@@ -178,13 +178,17 @@ pub(crate) async fn claim_limited(
     // with the limits (one round trip for both).
     let first_groups =
         params.draws.get(first).and_then(|draw| LimitedClaim::first_groups(exec, draw, plan.limit(first)));
-    let (now_ms, limits, mut first_groups) =
-        futures::try_join!(clock(exec), exec.rows::<LimitRow>(Query::new(Sql::SelectLimits)), async {
+    let ((), now_ms, limits, mut first_groups) = futures::try_join!(
+        exec.plan_once(),
+        clock(exec),
+        exec.rows::<LimitRow>(Query::new(Sql::SelectLimits)),
+        async {
             match first_groups {
                 Some(groups) => groups.await.map(Some),
                 None => Ok(None),
             }
-        })?;
+        }
+    )?;
     let admission = Admission::new(&limits, now_ms);
     let mut claim = LimitedClaim { admission, seen: HashSet::new(), unread: Unread::default(), now_ms };
     let mut claimed = Vec::new();
