@@ -169,8 +169,8 @@ impl LimitedClaim {
     ) -> Result<(Vec<Task>, usize, bool)> {
         let (mut tasks, mut drawn) = (Vec::new(), 0);
         let mut open: Vec<&(i64, String)> = level.iter().collect();
+        let together = exec.range_reads() == RangeReads::Together;
         while drawn < need && !open.is_empty() {
-            let together = exec.range_reads() == RangeReads::Together;
             if together {
                 // Claimed as they are read: every key's budget first.
                 self.read_unread_beside(exec, async { Ok(()) }).await?;
@@ -291,7 +291,7 @@ impl LimitedClaim {
             let want = limit as usize - drawn;
             let blocked = self.admission.blocked();
             let q = Query::new(Sql::SelectLimitCandidates)
-                .arg("limit", i64::try_from(want).unwrap_or(i64::MAX))
+                .arg("limit", count_arg(want))
                 .arg("blocked", blocked.clone())
                 .scope(&draw.queues, draw.names.as_deref());
             let candidates: Vec<Pick> = exec
@@ -385,7 +385,7 @@ async fn read_groups(
         .arg("queue", queue)
         .arg("priority", cursor.0)
         .arg("after", cursor.1)
-        .arg("max_groups", i64::try_from(max_groups).unwrap_or(i64::MAX));
+        .arg("max_groups", count_arg(max_groups));
     exec.rows::<String>(q)
         .await?
         .iter()

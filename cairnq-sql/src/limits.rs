@@ -16,9 +16,11 @@
 //! of the transaction before its tasks are admitted, with a lock that is
 //! only tried ([`Executor::lock_limit_keys`]): a key another claimer holds
 //! is skipped this round, nobody waits, and what is counted after the lock
-//! is exact until the commit. The count goes out beside the next fetch of
-//! rows (one round trip where the executor pipelines), and no row is
-//! admitted before it is read.
+//! is exact until the commit. No row is admitted before its key's count is
+//! read: where rows are read apart from their claim, the count goes out
+//! beside the next fetch of rows (one round trip where the executor
+//! pipelines); where one statement reads and claims them
+//! ([`RangeReads::Together`](super::flows::RangeReads)), just before it.
 
 use std::collections::{BTreeMap, HashSet};
 use std::future::Future;

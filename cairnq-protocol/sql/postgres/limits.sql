@@ -74,7 +74,7 @@ limit :limit::bigint
 for update skip locked
 
 -- The rows picked, claimed as claim_due_tasks claims. The selects that
--- picked them (select_limit_candidates, claim_limit_groups) locked
+-- picked them (select_limit_candidates, select_limit_group_rows) locked
 -- them for this transaction, so they are updated by id at once, with no
 -- second lock: only those still queued. `|| ''` keeps the status test off
 -- the indexes: the ids are found by primary key (on a table whose
