@@ -75,7 +75,7 @@ async fn renew(core: &Shared) {
             None => {
                 // One report per task, so each event names its task.
                 core.lease_lost(&state);
-                core.leases.remove(&id);
+                core.leases.remove(&id, &state);
             }
         }
     }

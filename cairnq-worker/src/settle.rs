@@ -183,7 +183,7 @@ impl Shared {
     /// After a settle write: stop renewing the lease; count the outcome; a
     /// lost lease marks the attempt lost.
     fn finish_write<T: Written>(&self, task: &Task, state: &TaskState, written: Result<T>) -> Result<T> {
-        self.leases.remove(&task.id);
+        self.leases.remove(&task.id, state);
         match &written {
             Ok(row) => state.attempt.settled_as(row.status(), row.error()),
             Err(Error::LostLease { .. }) => self.lease_lost(state),

@@ -106,12 +106,26 @@ pub(crate) struct Leases {
 }
 
 impl Leases {
-    pub(crate) fn insert(&self, task_id: &str, state: Arc<TaskState>) {
-        self.held.lock().insert(task_id.to_string(), state);
+    /// Holds a claimed attempt's lease; returns the attempt of the same
+    /// task this worker still held, if any. That one's lease lapsed
+    /// unnoticed (a heartbeat failed) and this worker's own claim took the
+    /// task again: the caller marks it lost, or its result would be
+    /// written under the new attempt's lease. One window stays open: a
+    /// settle of the earlier attempt already sent when the claim committed
+    /// lands under the new lease (the protocol checks worker and lease, not
+    /// the attempt). The task then ends with that attempt's result and the
+    /// new attempt finds its lease lost: run at least once, nothing lost.
+    pub(crate) fn insert(&self, task_id: &str, state: Arc<TaskState>) -> Option<Arc<TaskState>> {
+        self.held.lock().insert(task_id.to_string(), state)
     }
 
-    pub(crate) fn remove(&self, task_id: &str) {
-        self.held.lock().remove(task_id);
+    /// Stops renewing `state`'s lease, unless a later attempt of the same
+    /// task holds it now (an earlier attempt ending must not drop it).
+    pub(crate) fn remove(&self, task_id: &str, state: &TaskState) {
+        let mut held = self.held.lock();
+        if held.get(task_id).is_some_and(|now| std::ptr::eq(Arc::as_ptr(now), state)) {
+            held.remove(task_id);
+        }
     }
 
     pub(crate) fn snapshot(&self) -> Vec<(String, Arc<TaskState>)> {

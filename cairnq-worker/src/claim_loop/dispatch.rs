@@ -47,7 +47,9 @@ impl ClaimLoop {
         for task in tasks {
             let attempt = Attempt::claimed(&task, &self.core.meters);
             let state = Arc::new(TaskState::new(task.cancel_requested_at_ms.is_some(), attempt));
-            self.core.leases.insert(&task.id, state.clone());
+            if let Some(earlier) = self.core.leases.insert(&task.id, state.clone()) {
+                self.core.lease_lost(&earlier);
+            }
             let ctx = TaskContext::new(task, state, self.core.clone());
             match self.handlers.get(ctx.name()).map(|r| &r.handler) {
                 Some(Handler::Batch(_)) => batches.entry(ctx.name().to_string()).or_default().push(ctx),
@@ -109,7 +111,7 @@ impl ClaimLoop {
         self.calls.shutdown().await;
         for (id, state) in self.core.leases.snapshot() {
             state.mark_lost();
-            self.core.leases.remove(&id);
+            self.core.leases.remove(&id, &state);
         }
         self.core.report(WorkerIssue::Abandoned { calls: abandoned, reason });
     }
@@ -125,7 +127,7 @@ impl ClaimLoop {
             // Their results could not be written: leave them to their leases.
             for ctx in self.buffer.drain(..) {
                 ctx.state().mark_lost();
-                self.core.leases.remove(ctx.task_id());
+                self.core.leases.remove(ctx.task_id(), ctx.state());
             }
         }
         loop {
