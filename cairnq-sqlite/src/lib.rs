@@ -191,6 +191,7 @@ mod script;
 mod sql;
 mod steps;
 mod store;
+mod submits;
 mod succeed_with;
 
 pub use app_writes::{AppWrites, ClosurePanicked};

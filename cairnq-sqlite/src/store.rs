@@ -19,7 +19,6 @@ use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use crate::app_writes::{self, AppWrites};
-use crate::database::Database;
 use crate::error::{explain, guarded};
 use crate::exec::{SqliteExec, complete_batch};
 use crate::group_commit::{Counters, Job, WriteCtx, WriteStats, isolated_job, job};
@@ -28,7 +27,8 @@ use crate::location::{Location, MEMORY};
 use crate::options::SqliteOptions;
 use crate::read;
 use crate::registry;
-use cairnq_core::backend::WakeBoard;
+use crate::submits::{self, Handle, submit_queue};
+use cairnq_core::backend::{Coalescer, WakeBoard};
 
 /// A cairnq store in one SQLite file, shared with every other process and
 /// SDK that opens the same file (or, for tests and short-lived tools, in
@@ -58,7 +58,9 @@ pub struct SqliteStore {
     path: PathBuf,
     /// `None` once this store is closed; other stores on the database
     /// keep their own handle.
-    database: Mutex<Option<Arc<Database>>>,
+    database: Handle,
+    /// Plain submits, coalesced into shared inserts.
+    submits: Arc<Coalescer<NewTask, Task>>,
     wakes: Arc<WakeBoard>,
     counters: Arc<Counters>,
 }
@@ -133,12 +135,9 @@ impl SqliteStore {
         let path = path.as_ref().to_path_buf();
         let location = Location::parse(&path)?;
         let database = registry::database(&location, &options).await?;
-        Ok(Self {
-            path,
-            wakes: Arc::clone(database.wakes()),
-            counters: Arc::clone(database.counters()),
-            database: Mutex::new(Some(database)),
-        })
+        let (wakes, counters) = (Arc::clone(database.wakes()), Arc::clone(database.counters()));
+        let database: Handle = Arc::new(Mutex::new(Some(database)));
+        Ok(Self { path, submits: submit_queue(Arc::clone(&database)), database, wakes, counters })
     }
 
     /// A new, private database in memory with default options: `:memory:`.
@@ -254,12 +253,7 @@ impl SqliteStore {
     }
 
     async fn send<T>(&self, job: Box<dyn Job>, reply: oneshot::Receiver<Result<T>>) -> Result<T> {
-        // Sent under the lock: a concurrent close sees this handle or the write queued.
-        let sent = self.database.lock().as_ref().map(|db| db.send_write(job));
-        if sent != Some(true) {
-            return Err(Error::StoreClosed);
-        }
-        reply.await.map_err(|_| Error::StoreClosed)?
+        submits::send(&self.database, job, reply).await
     }
 
     pub(crate) async fn read<T, F>(&self, work: F) -> Result<T>
@@ -318,6 +312,9 @@ impl Store for SqliteStore {
     }
 
     async fn submit(&self, task: &NewTask) -> Result<Task> {
+        if task.key.is_none() {
+            return self.submits.call(task.clone()).await;
+        }
         write_flow!(self, submit, task)
     }
 

@@ -28,9 +28,57 @@ async fn sixty_four_concurrent_writers_share_commits() {
     }
     let stats = store.write_stats();
     let writes = 64 * 20;
-    assert_eq!(stats.jobs, writes);
-    assert!(stats.commits < writes / 2, "group commit did not batch: {stats:?}");
+    // Plain submits waiting together share one insert (a job), and jobs
+    // waiting together share one commit.
+    assert!(stats.jobs < writes / 2, "plain submits did not share inserts: {stats:?}");
+    assert!(stats.commits <= stats.jobs, "{stats:?}");
     assert_eq!(count(&fresh.path, "select count(*) from cairnq_tasks"), writes as i64);
+    let distinct = count(
+        &fresh.path,
+        "select count(distinct json_extract(payload, '$.w') || ':' || json_extract(payload, '$.n')) from cairnq_tasks",
+    );
+    assert_eq!(distinct, writes as i64, "every submit wrote its own task");
+}
+
+/// Plain submits that wait while the writer is busy go to it as one
+/// insert; when that insert is refused (here: one task's id is taken), the
+/// batch is written again a task at a time, so only that submit fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_shared_insert_fails_only_its_bad_submit() {
+    let fresh = fresh_path();
+    let store = Arc::new(open_store(&fresh.path).await);
+    let taken = CairnQ::from_shared(Arc::clone(&store) as Arc<dyn Store>)
+        .submit("seed", &serde_json::json!({}))
+        .await
+        .expect("seed");
+    let other = hold_write_lock(&fresh.path);
+    let submit = |n: u32| {
+        let (store, taken) = (Arc::clone(&store), taken.id.clone());
+        tokio::spawn(async move {
+            let payload = cairnq_core::Json::encode(&serde_json::json!({ "n": n })).expect("payload");
+            let mut task = SubmitOptions::new().to_new_task("shared", payload).expect("a task");
+            if n == 7 {
+                task.id = taken;
+            }
+            store.submit(&task).await
+        })
+    };
+    // The first waits at the writer for the lock; the rest wait behind it
+    // in the queue of plain submits, and go out together.
+    let first = submit(0);
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let rest: Vec<_> = (1..32).map(submit).collect();
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    other.execute_batch("commit").expect("release the lock");
+    first.await.expect("join").expect("the first submit");
+    let mut failed = Vec::new();
+    for (n, s) in (1..32).zip(rest) {
+        if s.await.expect("join").is_err() {
+            failed.push(n);
+        }
+    }
+    assert_eq!(failed, vec![7], "only the submit whose id was taken fails");
+    assert_eq!(count(&fresh.path, "select count(*) from cairnq_tasks where name = 'shared'"), 31);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
