@@ -173,6 +173,19 @@ async fn settles_and_heartbeats_find_rows_by_primary_key() {
         let stray = ["cairnq_tasks_status_completed_idx", "cairnq_tasks_lease_idx"];
         assert!(!lines.iter().any(|l| stray.iter().any(|s| l.contains(s))), "{}: {lines:?}", by_id.name());
     }
+    // A worker heartbeats and completes the same rows at once: both lock
+    // them in id order, so the two cannot deadlock. The rows are locked as
+    // they leave a sort by id, or, as here, the primary key's range scan
+    // (in id order already); never as a bitmap scan reads them (heap order).
+    for batch in [Sql::HeartbeatTasks, Sql::CompleteTasks] {
+        let lines = plan(&session, batch, &[]).await;
+        let lock = lines.iter().position(|l| l.contains("LockRows")).expect("the rows are locked first");
+        let feed = lines[lock + 1..].iter().find(|l| l.contains("->  ") && !l.contains("CTE Scan on clock"));
+        let in_id_order = feed.is_some_and(|l| {
+            l.contains("->  Sort") || l.contains("->  Index Scan using cairnq_tasks_pkey on cairnq_tasks ")
+        });
+        assert!(in_id_order, "{}: {lines:?}", batch.name());
+    }
 }
 
 /// The dashboard's reads, as on SQLite: a list in order walks the

@@ -132,12 +132,23 @@ returning t.*
 
 -- Returns only the rows still owned; the caller restores the asked order.
 -- `status || ''`: as in complete_tasks, the rows are found by primary key.
+-- The rows are locked in id order first (`owned`), as complete_tasks
+-- locks them: a worker heartbeats and completes the same rows at once on
+-- two connections, and two statements that lock a set of rows each in
+-- the order their plans happen to read it (the key's order, the heap's)
+-- can deadlock.
 -- name: heartbeat_tasks
-with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms)
+with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms),
+owned as materialized (
+    select id from cairnq_tasks
+    where id = any(:ids::text[])
+      and status || '' = 'running' and worker_id = :worker_id and lease_until_ms > (select now_ms from clock)
+    order by id
+    for update
+)
 update cairnq_tasks t set lease_until_ms = clock.now_ms + :lease_ms::bigint, updated_at_ms = clock.now_ms
-from clock
-where t.id = any(:ids::text[])
-  and t.status || '' = 'running' and t.worker_id = :worker_id and t.lease_until_ms > clock.now_ms
+from clock, owned
+where t.id = owned.id
 returning t.id, t.cancel_requested_at_ms
 
 -- A null argument leaves the old value alone.
@@ -186,8 +197,16 @@ returning t.*
 -- (`= any`); `status || ''` keeps the status and lease indexes out of
 -- the plan, as a busy worker leaves thousands of dead 'running' entries in
 -- them between vacuums (and a fresh table has no statistics to say so).
+-- The rows are locked in id order first, as heartbeat_tasks locks them.
 -- name: complete_tasks
-with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms)
+with clock as (select floor(extract(epoch from clock_timestamp()) * 1000)::bigint as now_ms),
+owned as materialized (
+    select id from cairnq_tasks
+    where id = any(:ids::text[])
+      and status || '' = 'running' and worker_id = :worker_id and lease_until_ms > (select now_ms from clock)
+    order by id
+    for update
+)
 update cairnq_tasks t set
     status = case when t.cancel_requested_at_ms is null then 'succeeded' else 'canceled' end,
     result = case when t.cancel_requested_at_ms is null then :results::jsonb -> t.id else t.result end,
@@ -195,9 +214,8 @@ update cairnq_tasks t set
     lease_until_ms = null,
     completed_at_ms = clock.now_ms,
     updated_at_ms = clock.now_ms
-from clock
-where t.id = any(:ids::text[])
-  and t.status || '' = 'running' and t.worker_id = :worker_id and t.lease_until_ms > clock.now_ms
+from clock, owned
+where t.id = owned.id
 returning t.id, t.status
 
 -- Cancel requested -> canceled; retryable with attempts left -> queued after
