@@ -6,8 +6,17 @@
 //! their own. A [`Coalescer`] queues them instead: whenever no write is in
 //! flight, one is started for everything waiting, and what arrives while it
 //! runs rides in the next one. A lone call is written at once (no timer, so
-//! no added latency), and the write runs as a task of its own, so a caller
+//! no added latency), and writes run as a task of their own, so a caller
 //! that stops waiting cannot strand the others.
+//!
+//! [`Coalescer::lone_calls_in_caller`] writes a lone call in its caller's
+//! task instead, saving the hand-over to the write task where a write is
+//! itself a hand-over to another thread (SQLite's writer: one submit at a
+//! time ran 1.22x, BENCHMARKS.md 2026-12-05T03:14Z). A lone caller that
+//! stops waiting hands what queued behind it to a write task. Over
+//! Postgres the same change measured 0.96x (one submit at a time) and
+//! 0.93x (a worker's completions, `burn_down_c64`), so it is not the
+//! default.
 
 use std::sync::Arc;
 
@@ -36,6 +45,8 @@ pub type BatchWrite<I, O> = Arc<dyn Fn(Vec<I>) -> BoxFuture<'static, Vec<Result<
 pub struct Coalescer<I, O> {
     write: BatchWrite<I, O>,
     max_batch: usize,
+    /// A lone call is written in its caller's task.
+    lone_in_caller: bool,
     state: Mutex<Waiting<I, O>>,
 }
 
@@ -54,22 +65,65 @@ impl<I, O> std::fmt::Debug for Coalescer<I, O> {
 impl<I: Send + 'static, O: Send + 'static> Coalescer<I, O> {
     /// Writes with `write`, at most `max_batch` items at a time.
     pub fn new(max_batch: usize, write: BatchWrite<I, O>) -> Arc<Self> {
-        let state = Mutex::new(Waiting { items: Vec::new(), writing: false });
-        Arc::new(Self { write, max_batch: max_batch.max(1), state })
+        Self::build(max_batch, write, false)
     }
 
-    /// Queues `item` and waits for the outcome of the write that takes it.
+    /// Like [`new`](Self::new), but a lone call is written in its caller's
+    /// task (see the module docs).
+    pub fn lone_calls_in_caller(max_batch: usize, write: BatchWrite<I, O>) -> Arc<Self> {
+        Self::build(max_batch, write, true)
+    }
+
+    fn build(max_batch: usize, write: BatchWrite<I, O>, lone_in_caller: bool) -> Arc<Self> {
+        let state = Mutex::new(Waiting { items: Vec::new(), writing: false });
+        Arc::new(Self { write, max_batch: max_batch.max(1), lone_in_caller, state })
+    }
+
+    /// Queues `item` and waits for the outcome of the write that takes it
+    /// (written at once when no write is in flight).
     pub async fn call(self: &Arc<Self>, item: I) -> Result<O> {
-        let (reply, outcome) = oneshot::channel();
-        let start_writer = {
+        let alone = {
             let mut waiting = self.state.lock();
-            waiting.items.push((item, reply));
-            !std::mem::replace(&mut waiting.writing, true)
+            let start_writing = !std::mem::replace(&mut waiting.writing, true);
+            if start_writing && self.lone_in_caller {
+                Ok(item)
+            } else {
+                let (reply, outcome) = oneshot::channel();
+                waiting.items.push((item, reply));
+                Err((outcome, start_writing))
+            }
         };
-        if start_writer {
-            tokio::spawn(Arc::clone(self).write_all());
+        let item = match alone {
+            Ok(item) => item,
+            Err((outcome, start_writing)) => {
+                if start_writing {
+                    tokio::spawn(Arc::clone(self).write_all());
+                }
+                return outcome.await.unwrap_or(Err(Error::StoreClosed));
+            }
+        };
+        let turn = WritingAlone(Arc::clone(self));
+        let written = (self.write)(vec![item]).await.pop();
+        drop(turn);
+        written.unwrap_or_else(|| Err(Error::corrupt_row("a batch write lost an item")))
+    }
+
+    /// Ends a lone write: what queued meanwhile goes to a write task.
+    fn hand_over(self: Arc<Self>) {
+        let mut waiting = self.state.lock();
+        if waiting.items.is_empty() {
+            waiting.writing = false;
+            return;
         }
-        outcome.await.unwrap_or(Err(Error::StoreClosed))
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn(Arc::clone(&self).write_all())),
+            // No runtime left to write them: their callers hear the store
+            // is closed rather than wait for ever.
+            Err(_) => {
+                waiting.items.clear();
+                waiting.writing = false;
+            }
+        }
     }
 
     /// Writes batches until nothing waits.
@@ -91,6 +145,17 @@ impl<I: Send + 'static, O: Send + 'static> Coalescer<I, O> {
                 let _ = reply.send(outcome);
             }
         }
+    }
+}
+
+/// A lone call's turn at writing, held while its write runs. Dropped when
+/// the write ends or the caller stops waiting, it hands the calls that
+/// queued behind it to a write task.
+struct WritingAlone<I: Send + 'static, O: Send + 'static>(Arc<Coalescer<I, O>>);
+
+impl<I: Send + 'static, O: Send + 'static> Drop for WritingAlone<I, O> {
+    fn drop(&mut self) {
+        Arc::clone(&self.0).hand_over();
     }
 }
 
@@ -124,6 +189,45 @@ mod tests {
             }
         }
         assert!(writes.load(Ordering::SeqCst) <= 3, "100 calls took {} writes", writes.load(Ordering::SeqCst));
+    }
+
+    /// A lone call is written in its caller's task; when that caller
+    /// stops waiting mid-write, the calls queued behind it are still
+    /// written.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lone_caller_that_stops_waiting_strands_no_one() {
+        let write: BatchWrite<u32, u32> = Arc::new(|items: Vec<u32>| {
+            Box::pin(async move {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                items.into_iter().map(|i| Ok(i + 1)).collect()
+            })
+        });
+        let coalescer = Coalescer::lone_calls_in_caller(8, write);
+        let lone = tokio::spawn({
+            let coalescer = coalescer.clone();
+            async move { coalescer.call(1).await }
+        });
+        while !coalescer.state.lock().writing {
+            tokio::task::yield_now().await;
+        }
+        let queued = futures::future::join_all((2..5).map(|i| {
+            let coalescer = coalescer.clone();
+            tokio::spawn(async move { coalescer.call(i).await })
+        }));
+        let queued = tokio::spawn(queued);
+        while coalescer.state.lock().items.len() < 3 {
+            tokio::task::yield_now().await;
+        }
+        lone.abort();
+        let queued = tokio::time::timeout(std::time::Duration::from_secs(10), queued).await;
+        let outcomes: Vec<u32> = queued
+            .expect("the queued calls are written, not stranded")
+            .expect("joined")
+            .into_iter()
+            .map(|o| o.expect("joined").expect("written"))
+            .collect();
+        assert_eq!(outcomes, [3, 4, 5]);
+        assert_eq!(coalescer.call(9).await.expect("written alone"), 10, "idle again after the hand-over");
     }
 
     #[tokio::test]

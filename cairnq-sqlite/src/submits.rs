@@ -7,7 +7,11 @@
 //! the task table opens, about a fifth of a one-row insert on a file with
 //! the extension tables (BENCHMARKS.md, 2026-12-04T21:15Z). A batch the
 //! writer refuses is written again one task at a time, so each submit gets
-//! its own outcome.
+//! its own outcome. A submit that finds no insert in flight is sent from
+//! its caller's task ([`Coalescer::lone_calls_in_caller`]): one submit at a
+//! time otherwise paid a hand-over to the queue's task on top of the one to
+//! the writer thread (0.85x before the merge, BENCHMARKS.md
+//! 2026-12-05T03:14Z).
 
 use std::sync::Arc;
 
@@ -41,7 +45,7 @@ pub(crate) async fn send<T>(handle: &Handle, job: Box<dyn Job>, reply: oneshot::
 
 /// The queue of a store's plain submits.
 pub(crate) fn submit_queue(handle: Handle) -> Arc<Coalescer<NewTask, Task>> {
-    Coalescer::new(
+    Coalescer::lone_calls_in_caller(
         INSERT_CHUNK,
         Arc::new(move |batch| {
             let handle = Arc::clone(&handle);
