@@ -105,18 +105,18 @@ impl<I: Send + 'static, O: Send + 'static> Coalescer<I, O> {
         let turn = WritingAlone(Arc::clone(self));
         let written = (self.write)(vec![item]).await.pop();
         drop(turn);
-        written.unwrap_or_else(|| Err(Error::corrupt_row("a batch write lost an item")))
+        written.unwrap_or_else(|| Err(lost_item()))
     }
 
     /// Ends a lone write: what queued meanwhile goes to a write task.
-    fn hand_over(self: Arc<Self>) {
+    fn hand_over(self: &Arc<Self>) {
         let mut waiting = self.state.lock();
         if waiting.items.is_empty() {
             waiting.writing = false;
             return;
         }
         match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => drop(runtime.spawn(Arc::clone(&self).write_all())),
+            Ok(runtime) => drop(runtime.spawn(Arc::clone(self).write_all())),
             // No runtime left to write them: their callers hear the store
             // is closed rather than wait for ever.
             Err(_) => {
@@ -141,11 +141,16 @@ impl<I: Send + 'static, O: Send + 'static> Coalescer<I, O> {
             let (items, replies): (Vec<I>, Vec<_>) = batch.into_iter().unzip();
             let mut outcomes = (self.write)(items).await.into_iter();
             for reply in replies {
-                let outcome = outcomes.next().unwrap_or_else(|| Err(Error::corrupt_row("a batch write lost an item")));
+                let outcome = outcomes.next().unwrap_or_else(|| Err(lost_item()));
                 let _ = reply.send(outcome);
             }
         }
     }
+}
+
+/// A batch write answered for fewer items than it was given.
+fn lost_item() -> Error {
+    Error::corrupt_row("a batch write lost an item")
 }
 
 /// A lone call's turn at writing, held while its write runs. Dropped when
@@ -155,7 +160,7 @@ struct WritingAlone<I: Send + 'static, O: Send + 'static>(Arc<Coalescer<I, O>>);
 
 impl<I: Send + 'static, O: Send + 'static> Drop for WritingAlone<I, O> {
     fn drop(&mut self) {
-        Arc::clone(&self.0).hand_over();
+        self.0.hand_over();
     }
 }
 

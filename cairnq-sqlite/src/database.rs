@@ -31,6 +31,20 @@ use crate::options::SqliteOptions;
 use crate::reader::{ReadJob, run_reader};
 use cairnq_core::backend::WakeBoard;
 
+/// A store's way to its database's threads: `None` once the store is
+/// closed (other stores on the database keep their own).
+pub(crate) type Handle = Arc<Mutex<Option<Arc<Database>>>>;
+
+/// Sends `job` to the writer through `handle` and waits for its outcome.
+pub(crate) async fn send<T>(handle: &Handle, job: Box<dyn Job>, reply: oneshot::Receiver<Result<T>>) -> Result<T> {
+    // Sent under the lock: a concurrent close sees this handle or the write queued.
+    let sent = handle.lock().as_ref().map(|db| db.send_write(job));
+    if sent != Some(true) {
+        return Err(Error::StoreClosed);
+    }
+    reply.await.map_err(|_| Error::StoreClosed)?
+}
+
 /// The threads of one open database, shared by its stores in this process.
 pub(crate) struct Database {
     /// `None` once shut down.

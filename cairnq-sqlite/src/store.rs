@@ -19,6 +19,7 @@ use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use crate::app_writes::{self, AppWrites};
+use crate::database::{self, Handle};
 use crate::error::{explain, guarded};
 use crate::exec::{SqliteExec, complete_batch};
 use crate::group_commit::{Counters, Job, WriteCtx, WriteStats, isolated_job, job};
@@ -27,7 +28,7 @@ use crate::location::{Location, MEMORY};
 use crate::options::SqliteOptions;
 use crate::read;
 use crate::registry;
-use crate::submits::{self, Handle, submit_queue};
+use crate::submits::submit_queue;
 use cairnq_core::backend::{Coalescer, WakeBoard};
 
 /// A cairnq store in one SQLite file, shared with every other process and
@@ -253,7 +254,7 @@ impl SqliteStore {
     }
 
     async fn send<T>(&self, job: Box<dyn Job>, reply: oneshot::Receiver<Result<T>>) -> Result<T> {
-        submits::send(&self.database, job, reply).await
+        database::send(&self.database, job, reply).await
     }
 
     pub(crate) async fn read<T, F>(&self, work: F) -> Result<T>

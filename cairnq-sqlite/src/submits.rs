@@ -17,31 +17,15 @@ use std::sync::Arc;
 
 use cairnq_core::backend::Coalescer;
 use cairnq_core::store::NewTask;
-use cairnq_core::{Error, Result, Task};
+use cairnq_core::{Result, Task};
 use cairnq_sql::{Executor, flows};
-use parking_lot::Mutex;
-use tokio::sync::oneshot;
 
-use crate::database::Database;
+use crate::database::{Handle, send};
 use crate::exec::SqliteExec;
-use crate::group_commit::{Job, job};
+use crate::group_commit::job;
 
 /// The most tasks one coalesced insert carries.
 const INSERT_CHUNK: usize = 1_000;
-
-/// A store's way to its database's threads: `None` once the store is
-/// closed (other stores on the database keep their own).
-pub(crate) type Handle = Arc<Mutex<Option<Arc<Database>>>>;
-
-/// Sends `job` to the writer through `handle` and waits for its outcome.
-pub(crate) async fn send<T>(handle: &Handle, job: Box<dyn Job>, reply: oneshot::Receiver<Result<T>>) -> Result<T> {
-    // Sent under the lock: a concurrent close sees this handle or the write queued.
-    let sent = handle.lock().as_ref().map(|db| db.send_write(job));
-    if sent != Some(true) {
-        return Err(Error::StoreClosed);
-    }
-    reply.await.map_err(|_| Error::StoreClosed)?
-}
 
 /// The queue of a store's plain submits.
 pub(crate) fn submit_queue(handle: Handle) -> Arc<Coalescer<NewTask, Task>> {
@@ -54,9 +38,12 @@ pub(crate) fn submit_queue(handle: Handle) -> Arc<Coalescer<NewTask, Task>> {
     )
 }
 
-async fn insert_batch(handle: &Handle, batch: Vec<NewTask>) -> Vec<Result<Task>> {
-    if let [task] = batch.as_slice() {
-        return vec![submit_one(handle, task.clone()).await];
+async fn insert_batch(handle: &Handle, mut batch: Vec<NewTask>) -> Vec<Result<Task>> {
+    if batch.len() == 1 {
+        // A lone submit (the common case one at a time) is moved, not copied.
+        if let Some(task) = batch.pop() {
+            return vec![submit_one(handle, task).await];
+        }
     }
     let batch = Arc::new(batch);
     let rows = Arc::clone(&batch);
