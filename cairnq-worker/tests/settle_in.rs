@@ -164,8 +164,12 @@ fn app_step<T, E: std::fmt::Display>(done: Result<T, E>) -> T {
 fn worker(app: &App, lease: Duration) -> (Worker, Arc<Mutex<Vec<WorkerIssue>>>) {
     let issues = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&issues);
+    // One slot: while the handler holds it, the worker's own claim loop
+    // cannot take back a task whose lease a test expired (it would race the
+    // test's second worker for it).
     let options = WorkerOptions::new()
         .lease(lease)
+        .concurrency(1)
         .poll_interval(Duration::from_millis(20))
         .on_error(move |issue| seen.lock().push(issue));
     (Worker::new(app.client.clone(), options).expect("worker"), issues)
