@@ -77,14 +77,19 @@ async fn a_damaged_file_is_reported_and_refused() {
     assert!(ran.stderr.contains(".recover") && ran.stderr.contains("restore it from a backup"), "{}", ran.stderr);
 }
 
+/// `doctor` finds the kept task counts equal to the rows.
+fn assert_counts_agree(fixture: &Fixture) {
+    let report = fixture.cli.run(&["doctor"]).stdout;
+    assert!(report.contains("task counts       agree with the rows"), "{report}");
+}
+
 /// The counter table off by three (a hand edit here; a salvaged copy in
 /// life): the doctor says so, and the recount it prints, run as printed,
 /// makes the counts right again, and the triggers keep them right as the
 /// task moves on from the rebuilt table.
 async fn miscounts_are_found_and_the_printed_recount_fixes_them(fixture: &Fixture) {
     let task = fixture.client.submit("resize", &json!({})).await.expect("submit");
-    let healthy = fixture.cli.run(&["doctor"]).stdout;
-    assert!(healthy.contains("task counts       agree with the rows"), "{healthy}");
+    assert_counts_agree(fixture);
     fixture.raw_sql("update cairnq_ext_task_counts set n = n + 3 where queue = 'default' and status = 'queued'").await;
     assert_eq!(fixture.cli.json(&["-o", "json", "stats"])["default"]["queued"], 4, "stats reads the counters");
 
@@ -103,7 +108,7 @@ async fn miscounts_are_found_and_the_printed_recount_fixes_them(fixture: &Fixtur
         assert!(ran.status.success(), "{remedy}: {}", String::from_utf8_lossy(&ran.stderr));
     }
     assert_eq!(fixture.cli.json(&["-o", "json", "stats"])["default"]["queued"], 1);
-    assert!(fixture.cli.run(&["doctor"]).stdout.contains("task counts       agree with the rows"));
+    assert_counts_agree(fixture);
 
     fixture.client.cancel(&task.id).await.expect("cancel").expect("the task");
     let stats = fixture.cli.json(&["-o", "json", "stats"]);
@@ -112,7 +117,7 @@ async fn miscounts_are_found_and_the_printed_recount_fixes_them(fixture: &Fixtur
         (Some(0), Some(1)),
         "{stats}"
     );
-    assert!(fixture.cli.run(&["doctor"]).stdout.contains("task counts       agree with the rows"));
+    assert_counts_agree(fixture);
 }
 
 #[tokio::test(flavor = "multi_thread")]
