@@ -16,6 +16,7 @@ use std::time::Duration;
 use cairnq_core::{Clock, Error, Install, Result};
 use cairnq_protocol::{Migration, sqlite};
 use cairnq_sql::{Installed, Query, Sql, check_protocol_version};
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use crate::busy::{self, LockWaits};
@@ -107,6 +108,14 @@ fn connect(path: &Path, extra: OpenFlags, options: &SqliteOptions) -> Result<Con
     // several indexes, and a cache miss is a read call.
     conn.pragma_update(None, "cache_size", CACHE_KIB).map_err(|e| sqlite_error(OPEN, "cache_size", e))?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    // Plans from the statement's text alone. Otherwise SQLite (3.54) reads
+    // a bound `limit :limit` while planning and marks the statement to be
+    // compiled anew whenever that parameter is bound again: every claim
+    // (its limit is the free room) re-prepared the claim UPDATE with all
+    // its triggers. The plans are then the ones tests/it/plans.rs checks,
+    // which it explains with the parameters unbound.
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
+        .map_err(|e| sqlite_error(OPEN, "query planner stability", e))?;
     Ok(conn)
 }
 
@@ -216,4 +225,39 @@ fn analyze_once(conn: &Connection) -> Result<()> {
         query_int(conn, &Query::new(Sql::AnalyzeTasks))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::StatementStatus;
+
+    use super::*;
+    use crate::sql::query;
+
+    /// A claim binds a new `limit` every time; the statement (an UPDATE
+    /// compiled with every trigger on the task table) must not be compiled
+    /// again for it.
+    #[test]
+    fn a_new_limit_does_not_recompile_the_claim() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let location = Location::File(dir.path().join("q.db"));
+        let conn = open_writer(&location, &SqliteOptions::default(), Arc::default()).expect("open");
+        let claim = |limit: i64| {
+            let q = Query::new(Sql::ClaimDueTasks)
+                .arg("worker_id", "w")
+                .arg("lease_ms", 1_000)
+                .arg("now_ms", 0)
+                .arg("queue", "default")
+                .arg("limit", limit)
+                .flag("one_queue");
+            query(&conn, &q, |_| Ok(())).expect("claim");
+            q
+        };
+        for limit in [1, 7, 2, 64] {
+            claim(limit);
+        }
+        let rendered = sqlite::statement(Sql::ClaimDueTasks).rendering(&["one_queue"]).expect("rendering").sql;
+        let stmt = conn.prepare_cached(rendered).expect("cached");
+        assert_eq!(stmt.get_status(StatementStatus::RePrepare), 0, "the claim was compiled again for a new limit");
+    }
 }
