@@ -132,6 +132,24 @@ async fn a_script_drains_tasks_of_every_name_on_postgres() {
 
 /// Exit 65 fails the task after one attempt, whatever attempts are left,
 /// with the stderr tail (progress lines left out) in its envelope.
+/// Payloads around the 64 KiB pipe and well past it (a file) reach the
+/// command whole, byte for byte (`cat` echoes stdin as the result).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn payloads_of_every_size_reach_the_command_whole() {
+    let scene = scene().await;
+    let sizes = [0, 100, (64 << 10) - 20, 64 << 10, (64 << 10) + 1, 1 << 20];
+    let specs: Vec<TaskSpec> = sizes.iter().map(|&n| TaskSpec::new("echo", &json!({"blob": "x".repeat(n)}))).collect();
+    let submitted = scene.client.submit_many(&specs).await.expect("submit");
+    let running = exec_worker(&scene.client, quick(), "cat", ExecOptions::new());
+    for task in &submitted {
+        let done = finished(&scene.client, &task.id).await;
+        assert_eq!(done.status, TaskStatus::Succeeded, "{:?}", done.error);
+        let (payload, bytes) = (task.payload.to_value().expect("payload"), task.payload.as_str().len());
+        assert_eq!(result_of(&done), payload, "{bytes} bytes");
+    }
+    running.stop_and_join().await.expect("stop");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exit_65_fails_for_good_with_the_stderr_tail() {
     let Scene { client, .. } = &scene().await;

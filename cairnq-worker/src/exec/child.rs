@@ -30,17 +30,22 @@
 //! taken until it is killed with the rest, so a signal never reaches a
 //! stranger.
 //!
-//! The payload goes to the command as a file, written whole before the
-//! command starts: a payload still streaming through a pipe when the worker
-//! died would reach the command cut short, and it would run on that.
+//! The payload is written whole before the command starts: a payload still
+//! streaming through a pipe when the worker died would reach the command
+//! cut short, and it would run on that. So stdin is a pipe already holding
+//! all of it, its write end closed (a payload up to 64 KiB, when the pipe
+//! takes it without waiting), or else an anonymous temporary file: a pipe
+//! costs no file system work and no trip through the blocking pool (an
+//! `--exec` task ran about 5% faster, issue 27).
 
 use std::future::Future;
-use std::io::{self, PipeWriter, Seek, Write};
+use std::io::{self, PipeReader, PipeWriter, Seek, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use cairnq_core::Json;
+use rustix::fs::{OFlags, fcntl_setfl};
 use rustix::io::{FdFlags, fcntl_setfd};
 use rustix::process::{Pid, Signal, kill_process_group};
 use tokio::process::{Child, Command};
@@ -62,14 +67,17 @@ eval \"unset __cairnq_command
 $__cairnq_command\"";
 
 /// Starts `command` for the task of `ctx` in a new process group with its
-/// watchdog, the payload file on its stdin, stdout and stderr piped, the
+/// watchdog, the whole payload on its stdin, stdout and stderr piped, the
 /// task's identity in the environment.
 pub(super) async fn spawn(
     command: &str,
     options: &ExecOptions,
     ctx: &TaskContext,
 ) -> io::Result<(Child, ProcessGroup)> {
-    let payload = payload_file(ctx.payload_json().clone()).await?;
+    let payload: Stdio = match payload_pipe(ctx.payload_json().as_str().as_bytes())? {
+        Some(pipe) => pipe.into(),
+        None => payload_file(ctx.payload_json().clone()).await?.into(),
+    };
     ProcessGroup::spawn(command, options, |cmd| {
         cmd.stdin(payload)
             .env("CAIRNQ_TASK_ID", ctx.task_id())
@@ -77,6 +85,26 @@ pub(super) async fn spawn(
             .env("CAIRNQ_ATTEMPT", ctx.attempt().to_string())
             .env("CAIRNQ_QUEUE", ctx.queue());
     })
+}
+
+/// The most payload a pipe is asked to hold: Linux's default pipe size
+/// (a user past the pipe quota gets 4 KiB pipes; the write then comes up
+/// short and the payload goes to a file).
+const PIPED_PAYLOAD_MAX: usize = 64 << 10;
+
+/// A pipe holding all of `payload` with its write end closed, or `None`
+/// when the pipe cannot take it without waiting. Never blocks.
+fn payload_pipe(payload: &[u8]) -> io::Result<Option<PipeReader>> {
+    if payload.len() > PIPED_PAYLOAD_MAX {
+        return Ok(None);
+    }
+    let (reader, mut writer) = io::pipe()?;
+    fcntl_setfl(&writer, OFlags::NONBLOCK)?;
+    match writer.write_all(payload) {
+        Ok(()) => Ok(Some(reader)),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// The payload in an anonymous temporary file (gone once closed), read

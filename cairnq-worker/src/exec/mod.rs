@@ -9,9 +9,10 @@
 //! process per slot and exchanges a JSON line per task with it (module
 //! `serve`).
 //!
-//! - **stdin** is the payload JSON, exactly as stored, in an anonymous
-//!   temporary file (in `TMPDIR`) written whole before the command starts:
-//!   a command never runs on a payload cut short.
+//! - **stdin** is the payload JSON, exactly as stored, written whole before
+//!   the command starts, so a command never runs on a payload cut short: a
+//!   pipe already holding all of it (up to 64 KiB), or else an anonymous
+//!   temporary file (in `TMPDIR`). Read it to its end; do not seek it.
 //! - **environment**: `CAIRNQ_TASK_ID`, `CAIRNQ_TASK_NAME`, `CAIRNQ_ATTEMPT`
 //!   (1 on the first claim) and `CAIRNQ_QUEUE`, on top of the worker's own.
 //! - **stdout** is the result: one JSON document (surrounding whitespace is
