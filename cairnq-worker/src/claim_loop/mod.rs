@@ -27,12 +27,16 @@
 //! heartbeat like running ones, and start as slots free. The claim runs
 //! alongside the calls (one claim in flight at a time), so handlers keep
 //! running from the buffer while the next claim commits. The room beyond
-//! the slots is what the slots get through in two claim round-trips: 2 x
-//! concurrency x (last claim's duration / mean handler call), at most
-//! [`MAX_PREFETCH`]. Fast handlers get a deep buffer; handlers slower than
-//! a claim get almost none, so a slow worker does not hoard tasks another
-//! worker could run. A buffered task whose lease the heartbeat finds lost
-//! is dropped unstarted.
+//! the slots is what the slots get through in two claim round-trips (2 x
+//! concurrency x last claim's duration / mean handler call), or in
+//! [`PREFETCH_HORIZON`] if that is more, at most [`MAX_PREFETCH`]. Fast
+//! handlers get a deep buffer; handlers of a few milliseconds (a process
+//! per task, `--exec`) still claim several tasks per commit instead of one
+//! (a claim's commit costs more than a spawn's share of the CPU); handlers
+//! slower than the horizon per slot get none, so a slow worker does not
+//! hoard tasks another worker could run: a buffered task waits at most
+//! about the horizon for a slot. A buffered task whose lease the heartbeat
+//! finds lost is dropped unstarted.
 //!
 //! # A failing store
 //!
@@ -85,6 +89,10 @@ use crate::wakeups::report_lost_wakeups;
 
 /// The most rows a worker buffers beyond its free call slots.
 pub(crate) const MAX_PREFETCH: usize = 1024;
+
+/// The work a worker may buffer whatever its claims cost: what its slots
+/// get through in this time (see the module docs).
+const PREFETCH_HORIZON: Duration = Duration::from_millis(25);
 
 /// The most calls whose handlers are done but whose settle writes are not:
 /// a call's slot frees before its write (see `call`), so a store slower at
@@ -433,14 +441,15 @@ async fn claim_rows(
 }
 
 /// Rows worth buffering beyond the free slots: what `concurrency` slots get
-/// through in two claims of `claim_took`, given calls of `mean_call` (none
-/// before any call has ended).
+/// through in two claims of `claim_took` or in [`PREFETCH_HORIZON`],
+/// whichever is longer, given calls of `mean_call` (none before any call
+/// has ended).
 fn prefetch_room(concurrency: usize, claim_took: Duration, mean_call: Duration) -> usize {
     if mean_call.is_zero() {
         return 0;
     }
-    let per_slot = claim_took.as_secs_f64() / mean_call.as_secs_f64();
-    let room = 2.0 * concurrency as f64 * per_slot;
+    let per_slot = (2 * claim_took).max(PREFETCH_HORIZON).as_secs_f64() / mean_call.as_secs_f64();
+    let room = concurrency as f64 * per_slot;
     if room >= MAX_PREFETCH as f64 { MAX_PREFETCH } else { room as usize }
 }
 
@@ -471,7 +480,15 @@ mod tests {
         let claim = Duration::from_millis(4);
         assert_eq!(prefetch_room(8, claim, Duration::ZERO), 0, "no call has ended yet");
         assert_eq!(prefetch_room(8, claim, Duration::from_micros(5)), MAX_PREFETCH);
-        assert_eq!(prefetch_room(8, claim, Duration::from_millis(4)), 16);
+        assert_eq!(prefetch_room(8, Duration::from_millis(20), Duration::from_millis(4)), 80, "two claims");
         assert_eq!(prefetch_room(8, claim, Duration::from_secs(1)), 0);
+    }
+
+    #[test]
+    fn handlers_of_a_few_milliseconds_buffer_the_horizon_and_no_more() {
+        let claim = Duration::from_micros(300);
+        assert_eq!(prefetch_room(4, claim, Duration::from_millis(2)), 50, "25 ms of 2 ms calls on 4 slots");
+        assert_eq!(prefetch_room(4, claim, Duration::from_millis(50)), 2);
+        assert_eq!(prefetch_room(4, claim, Duration::from_millis(101)), 0, "slower than the horizon per slot");
     }
 }
