@@ -135,7 +135,10 @@
 //!
 //! Every statement comes from `cairnq_protocol::sqlite` (the `.sql` sources
 //! of cairnq-protocol), specialized by its `-- when:` flags to the filters
-//! and claim form at hand and cached per combination. Connection settings
+//! and claim form at hand and cached per combination. Connections plan
+//! from the statement text alone (`SQLITE_DBCONFIG_ENABLE_QPSG`), so a
+//! cached statement is never compiled again for a new bound value (a
+//! claim's `limit`). Connection settings
 //! (journal mode, foreign keys, synchronous, busy timeout, `query_only` on
 //! readers) and transaction control go through rusqlite's typed API; the
 //! watcher's `pragma data_version` is the one inline statement.
