@@ -1,34 +1,24 @@
-//! The command's processes: `sh -c COMMAND` and its watchdog, together in
-//! a process group of their own, so a stop reaches the whole pipeline (and
-//! a Ctrl-C meant for the worker does not reach it: the worker drains while
-//! it finishes), stopped with SIGTERM, then SIGKILL after a grace period.
+//! The command's processes: `sh -c COMMAND` in a process group of its
+//! own, so a stop reaches the whole pipeline (and a Ctrl-C meant for the
+//! worker does not reach it: the worker drains while it finishes), stopped
+//! with SIGTERM, then SIGKILL after a grace period.
 //!
 //! The worker kills the group whenever the attempt ends: after the shell
 //! exits (whatever it left running would otherwise keep the output pipes
 //! open and outlive its task) and when the attempt is dropped unfinished
 //! (`max_run`, a drain timeout, a stop at once). A worker that dies without
 //! a word (SIGKILL, a crash, the OOM killer) cannot, and an orphaned
-//! command would run on past its lease, beside its own retry. So the
-//! group holds a watchdog: a shell blocked reading a pipe whose only
-//! writer is the worker. The kernel closes that writer when the worker
-//! dies, however it dies; the watchdog then reads an end of file and
-//! SIGKILLs its group, command and all, at once. The worker's end is
-//! close-on-exec, so no command inherits it.
+//! command would run on past its lease, beside its own retry: the
+//! handler's [`Watchdog`] kills the groups of a dead worker. The shell
+//! first waits at a gate, a pipe the worker writes one line to once the
+//! group is on the watchdog's list ([`WRAPPER`]); a worker that dies before
+//! that closes the gate unopened, and the shell exits without running the
+//! command.
 //!
-//! The watchdog is not a process of its own spawned per task (that doubled
-//! the cost of a task, issue 27): the shell that runs the command forks it
-//! first ([`WRAPPER`]), so a task costs one spawn, as running the command
-//! bare does. The pipe's read end reaches that shell by inheritance (it is
-//! the one descriptor left open across the spawn, named by number in the
-//! script and opened as `/dev/fd/N`); other commands spawned meanwhile
-//! inherit it too, harmlessly: a read end nobody reads keeps nothing open.
-//! Forked twice, the watchdog is not a job of the command's shell (a
-//! command's own `wait` does not wait for it) and is reaped by init once
-//! killed, so the worker should not be PID 1 without an init that reaps
-//! (`docker run --init`); the group stays the shell's, which is reaped only
-//! after the group was signalled, and the watchdog keeps the group's id
-//! taken until it is killed with the rest, so a signal never reaches a
-//! stranger.
+//! The group's id is the shell's pid, signalled after the shell is reaped
+//! (tokio reaps it in `wait`). Another group could take that id only if
+//! the system handed out every other process id in the instant between the
+//! reaping and the signal, which takes far longer than that instant.
 //!
 //! The payload is written whole before the command starts: a payload still
 //! streaming through a pipe when the worker died would reach the command
@@ -39,9 +29,10 @@
 //! `--exec` task ran about 5% faster, issue 27).
 
 use std::future::Future;
-use std::io::{self, PipeReader, PipeWriter, Seek, Write};
+use std::io::{self, PipeReader, Seek, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use cairnq_core::Json;
@@ -51,34 +42,33 @@ use rustix::process::{Pid, Signal, kill_process_group};
 use tokio::process::{Child, Command};
 
 use super::ExecOptions;
+use super::watchdog::Watchdog;
 use crate::context::TaskContext;
 
-/// The script of the shell `sh -c` runs, `{fd}` the lifeline's read end and
-/// `$1` the command line. It forks the watchdog twice (so it is no job of
-/// this shell), which ignores the signals meant for the command (a
-/// cancel's SIGTERM, a terminal's), waits for the end of file on the
-/// lifeline (nothing is ever written; a lifeline it cannot open counts as
-/// ended), then kills its group. Then it runs the command line as
-/// `sh -c` would: no positional parameters, no variable of its own left.
-const WRAPPER: &str = "( ( trap '' HUP INT QUIT TERM; { read -r _; } </dev/fd/{fd}; kill -s KILL 0 ) \
-</dev/null >/dev/null 2>&1 & )
+/// The script of the shell `sh -c` runs, `{fd}` the gate's read end and
+/// `$1` the command line. It waits for the gate's line (an end of file, or
+/// a gate it cannot open, means the worker is gone or gave up: it exits),
+/// then runs the command line as `sh -c` would: no positional parameters,
+/// no variable of its own left.
+const WRAPPER: &str = "{ IFS= read -r _; } </dev/fd/{fd} || exit 1
 __cairnq_command=$1; shift
 eval \"unset __cairnq_command
 $__cairnq_command\"";
 
-/// Starts `command` for the task of `ctx` in a new process group with its
-/// watchdog, the whole payload on its stdin, stdout and stderr piped, the
-/// task's identity in the environment.
+/// Starts `command` for the task of `ctx` in a new process group watched
+/// by `watchdog`, the whole payload on its stdin, stdout and stderr piped,
+/// the task's identity in the environment.
 pub(super) async fn spawn(
     command: &str,
     options: &ExecOptions,
+    watchdog: &Arc<Watchdog>,
     ctx: &TaskContext,
 ) -> io::Result<(Child, ProcessGroup)> {
     let payload: Stdio = match payload_pipe(ctx.payload_json().as_str().as_bytes())? {
         Some(pipe) => pipe.into(),
         None => payload_file(ctx.payload_json().clone()).await?.into(),
     };
-    ProcessGroup::spawn(command, options, |cmd| {
+    ProcessGroup::spawn(command, options, watchdog, |cmd| {
         cmd.stdin(payload)
             .env("CAIRNQ_TASK_ID", ctx.task_id())
             .env("CAIRNQ_TASK_NAME", ctx.name())
@@ -120,36 +110,31 @@ async fn payload_file(payload: Json) -> io::Result<std::fs::File> {
     tokio::task::spawn_blocking(write).await.map_err(io::Error::other)?
 }
 
-/// The command's process group (led by its shell), whose watchdog holds the
-/// read end of [`lifeline`](Self::lifeline); killed when dropped unless finished.
+/// The command's process group (led by its shell), on its watchdog's list
+/// until [`finish`](Self::finish)ed; killed when dropped unless finished.
 #[derive(Debug)]
 pub(super) struct ProcessGroup {
     /// The shell's pid, which is the group's id. `None` once finished.
-    /// While the shell is not reaped (it is only before
-    /// [`finish`](Self::finish)), no new process or group can take the id,
-    /// so a signal never reaches a stranger.
     pgid: Option<Pid>,
-    /// The worker's end of the watchdog's pipe: closed, by the kernel when
-    /// the worker dies or here when the group is done, it lets the
-    /// watchdog kill the group.
-    lifeline: Option<PipeWriter>,
+    watchdog: Arc<Watchdog>,
 }
 
 impl ProcessGroup {
     /// Spawns `sh -c command` through [`WRAPPER`] leading a new group,
     /// stdout and stderr piped, set up further by `configure` (stdin, the
-    /// environment).
+    /// environment); lists the group with `watchdog`, then opens the gate.
     pub(super) fn spawn(
         command: &str,
         options: &ExecOptions,
+        watchdog: &Arc<Watchdog>,
         configure: impl FnOnce(&mut Command),
     ) -> io::Result<(Child, Self)> {
         // Both ends close-on-exec, then the read end made inheritable: the
         // one descriptor of the worker's own a command starts with.
-        let (watched, lifeline) = io::pipe()?;
-        let watched = OwnedFd::from(watched);
-        fcntl_setfd(&watched, FdFlags::empty())?;
-        let script = WRAPPER.replace("{fd}", &watched.as_raw_fd().to_string());
+        let (gate_out, mut gate) = io::pipe()?;
+        let gate_out = OwnedFd::from(gate_out);
+        fcntl_setfd(&gate_out, FdFlags::empty())?;
+        let script = WRAPPER.replace("{fd}", &gate_out.as_raw_fd().to_string());
         let mut cmd = Command::new("sh");
         cmd.arg("-c").arg(script).arg("sh").arg(command).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
         if let Some(dir) = &options.current_dir {
@@ -157,14 +142,16 @@ impl ProcessGroup {
         }
         configure(&mut cmd);
         let child = cmd.spawn()?;
-        // The shell has its copy: the worker keeps only the write end.
-        drop(watched);
+        // The shell has its copy; dropping ours also keeps other commands
+        // spawned from now on from inheriting it.
+        drop(gate_out);
         let pgid = child.id().and_then(|id| i32::try_from(id).ok()).and_then(Pid::from_raw);
-        let group = Self { pgid, lifeline: Some(lifeline) };
-        match group.pgid {
-            Some(_) => Ok((child, group)),
-            None => Err(io::Error::other("the command exited as it started")),
-        }
+        let Some(pgid) = pgid else { return Err(io::Error::other("the command exited as it started")) };
+        // Dropped on an error, the group is killed and the gate closes.
+        let group = Self { pgid: Some(pgid), watchdog: watchdog.clone() };
+        watchdog.watch(pgid.as_raw_nonzero().get())?;
+        gate.write_all(b"\n")?;
+        Ok((child, group))
     }
 
     pub(super) fn signal(&self, signal: Signal) {
@@ -174,20 +161,20 @@ impl ProcessGroup {
         }
     }
 
-    /// The shell exited and is reaped: kill what it left behind and the
-    /// watchdog (which holds the group's id until it dies with them), and
-    /// close the lifeline.
+    /// The shell exited and is reaped: kill what it left behind, then take
+    /// the group off the watchdog's list.
     pub(super) fn finish(&mut self) {
         self.signal(Signal::KILL);
-        self.pgid = None;
-        self.lifeline = None;
+        if let Some(pgid) = self.pgid.take() {
+            self.watchdog.forget(pgid.as_raw_nonzero().get());
+        }
     }
 }
 
 impl Drop for ProcessGroup {
     fn drop(&mut self) {
         // A shell left unreaped here is reaped by tokio in the background.
-        self.signal(Signal::KILL);
+        self.finish();
     }
 }
 
@@ -216,4 +203,43 @@ pub(super) async fn wait<R>(
     };
     group.finish();
     (status, reason)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The wrapper's shell with its gate's read end, given `command`; the
+    /// gate's write end is returned for the test to open or drop.
+    fn gated(command: &str) -> (Child, io::PipeWriter) {
+        let (gate_out, gate) = io::pipe().expect("pipe");
+        let gate_out = OwnedFd::from(gate_out);
+        fcntl_setfd(&gate_out, FdFlags::empty()).expect("inheritable");
+        let script = WRAPPER.replace("{fd}", &gate_out.as_raw_fd().to_string());
+        let child = Command::new("sh")
+            .args(["-c", &script, "sh", command])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn sh");
+        (child, gate)
+    }
+
+    #[tokio::test]
+    async fn a_gate_closed_unopened_runs_no_command() {
+        let (child, gate) = gated("echo ran");
+        drop(gate);
+        let out = child.wait_with_output().await.expect("wait");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "");
+        assert_eq!(out.status.code(), Some(1));
+    }
+
+    #[tokio::test]
+    async fn an_opened_gate_runs_the_command_line_as_sh_c_would() {
+        let (child, mut gate) = gated(r#"echo "$# ${__cairnq_command-unset}" | tr a-z A-Z"#);
+        gate.write_all(b"\n").expect("open the gate");
+        let out = child.wait_with_output().await.expect("wait");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "0 UNSET\n");
+        assert!(out.status.success());
+    }
 }

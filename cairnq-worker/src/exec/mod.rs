@@ -3,9 +3,9 @@
 //! Needs the `exec` feature (Unix).
 //!
 //! Each task runs `sh -c COMMAND` (so pipes and quoting work) in a process
-//! group of its own, led by that shell, which first forks a small watchdog
-//! into the group (so `kill 0` and `kill -- -$$` reach the command's whole
-//! group). [`ServeHandler`] (`cairnq worker --serve`) instead keeps one
+//! group of its own, led by that shell (so `kill 0` and `kill -- -$$` reach
+//! the command's whole group). One watchdog process per handler kills the
+//! groups of a worker that died (module `watchdog`). [`ServeHandler`] (`cairnq worker --serve`) instead keeps one
 //! process per slot and exchanges a JSON line per task with it (module
 //! `serve`).
 //!
@@ -33,7 +33,7 @@
 //! - **worker shutdown** drains: running commands finish (a Ctrl-C on the
 //!   worker's terminal does not reach them; they are in their own group).
 //! - **worker death** (SIGKILL, a crash, the OOM killer): the watchdog sees
-//!   the worker's end of its pipe close and SIGKILLs the group at once, so
+//!   the worker's end of its pipe close and SIGKILLs every group at once, so
 //!   no command runs on past its lease beside its own retry. A process
 //!   that left the group (`setsid`) is out of reach, as for every stop.
 //!
@@ -73,6 +73,7 @@ mod outcome;
 mod program;
 mod serve;
 mod streams;
+mod watchdog;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -84,6 +85,7 @@ use tokio::sync::Notify;
 pub use self::outcome::{EXIT_PERMANENT, EXIT_RETRY};
 use self::outcome::{Ran, StopReason};
 pub use self::serve::ServeHandler;
+use self::watchdog::Watchdog;
 use crate::context::TaskContext;
 use crate::handler::{ErasedHandler, Handler, SingleResult};
 use crate::options::TaskOptions;
@@ -155,6 +157,7 @@ pub struct ExecHandler {
 struct Exec {
     command: String,
     options: ExecOptions,
+    watchdog: Arc<Watchdog>,
 }
 
 impl ExecHandler {
@@ -176,7 +179,7 @@ impl ExecHandler {
         if command.trim().is_empty() || command.contains('\0') {
             return Err(Error::validation("command", "must not be blank or hold a NUL character"));
         }
-        Ok(Self { exec: Arc::new(Exec { command, options }) })
+        Ok(Self { exec: Arc::new(Exec { command, options, watchdog: Arc::default() }) })
     }
 
     /// Checks, before any task runs, that the program the command line
@@ -298,7 +301,7 @@ impl Exec {
         if ctx.state().is_canceled() {
             return Err(outcome::stopped(StopReason::Canceled, "", self.options.max_stdout_bytes));
         }
-        let spawned = child::spawn(&self.command, &self.options, ctx).await;
+        let spawned = child::spawn(&self.command, &self.options, &self.watchdog, ctx).await;
         let (mut child, mut group) = spawned.map_err(outcome::not_started)?;
         let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
         let overflow = Notify::new();

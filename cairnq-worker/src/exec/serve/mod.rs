@@ -64,6 +64,7 @@ use self::process::{Line, Served};
 use self::protocol::{ERROR_TYPE, Message};
 use super::outcome::{self, StopReason, head};
 use super::streams::{ProgressLine, write_progress};
+use super::watchdog::Watchdog;
 use super::{ExecOptions, cancel_seen, max_run_near};
 use crate::context::TaskContext;
 use crate::handler::{ErasedHandler, Handler, SingleResult};
@@ -99,6 +100,7 @@ struct Serve {
     options: ExecOptions,
     /// The processes waiting for a task.
     idle: Mutex<Vec<Served>>,
+    watchdog: Arc<Watchdog>,
 }
 
 impl ServeHandler {
@@ -117,7 +119,7 @@ impl ServeHandler {
         if command.trim().is_empty() || command.contains('\0') {
             return Err(Error::validation("command", "must not be blank or hold a NUL character"));
         }
-        Ok(Self { serve: Arc::new(Serve { command, options, idle: Mutex::new(Vec::new()) }) })
+        Ok(Self { serve: Arc::new(Serve { command, options, idle: Mutex::new(Vec::new()), watchdog: Arc::default() }) })
     }
 
     /// Checks the program the command starts is there, as
@@ -212,7 +214,7 @@ impl Serve {
                     exit_words(&status), last_line_suffix(&last));
             });
         }
-        Served::start(&self.command, &self.options)
+        Served::start(&self.command, &self.options, &self.watchdog)
     }
 
     async fn attempt(&self, ctx: &TaskContext) -> SingleResult {

@@ -1,6 +1,6 @@
 //! One long-running command of `--serve`: `sh -c COMMAND` in a process
-//! group with the same watchdog as a per-task command (so it dies with
-//! its worker however the worker dies), stdin and stdout piped for the
+//! group watched as a per-task command is (so it dies with its worker
+//! however the worker dies), stdin and stdout piped for the
 //! line protocol, stderr forwarded line by line to the worker's log with
 //! its last lines kept for the error of a command that dies.
 
@@ -18,6 +18,7 @@ use tokio::task::JoinHandle;
 
 use super::super::ExecOptions;
 use super::super::child::ProcessGroup;
+use super::super::watchdog::Watchdog;
 
 /// How much of stderr the error of a dying command keeps.
 const TAIL_BYTES: usize = 4096;
@@ -46,8 +47,8 @@ pub(super) enum Line {
 
 impl Served {
     /// Starts `command` (see the module docs).
-    pub(super) fn start(command: &str, options: &ExecOptions) -> io::Result<Self> {
-        let (mut child, group) = ProcessGroup::spawn(command, options, |cmd| {
+    pub(super) fn start(command: &str, options: &ExecOptions, watchdog: &Arc<Watchdog>) -> io::Result<Self> {
+        let (mut child, group) = ProcessGroup::spawn(command, options, watchdog, |cmd| {
             cmd.stdin(Stdio::piped()).env("CAIRNQ_SERVE", "1");
         })?;
         let pid = child.id().unwrap_or_default();
