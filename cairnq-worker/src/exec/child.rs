@@ -41,8 +41,8 @@ use rustix::io::{FdFlags, fcntl_setfd};
 use rustix::process::{Pid, Signal, kill_process_group};
 use tokio::process::{Child, Command};
 
-use super::ExecOptions;
 use super::watchdog::Watchdog;
+use super::{ExecOptions, program};
 use crate::context::TaskContext;
 
 /// The script of the shell `sh -c` runs, `{fd}` the gate's read end and
@@ -136,7 +136,8 @@ impl ProcessGroup {
         fcntl_setfd(&gate_out, FdFlags::empty())?;
         let script = WRAPPER.replace("{fd}", &gate_out.as_raw_fd().to_string());
         let mut cmd = Command::new("sh");
-        cmd.arg("-c").arg(script).arg("sh").arg(command).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+        let line = program::shell_line(command);
+        cmd.arg("-c").arg(script).arg("sh").arg(line).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
         if let Some(dir) = &options.current_dir {
             cmd.current_dir(dir);
         }

@@ -5,7 +5,11 @@
 //! Each task runs `sh -c COMMAND` (so pipes and quoting work) in a process
 //! group of its own, led by that shell (so `kill 0` and `kill -- -$$` reach
 //! the command's whole group). One watchdog process per handler kills the
-//! groups of a worker that died (module `watchdog`). [`ServeHandler`] (`cairnq worker --serve`) instead keeps one
+//! groups of a worker that died (module `watchdog`).
+//! A command line that is one program and its plain arguments
+//! (`python3 resize.py --quality 80`, not a builtin, no quoting, expansion
+//! or operator) is `exec`ed by that shell: the program replaces it, so a
+//! task starts one process fewer (module `program`). [`ServeHandler`] (`cairnq worker --serve`) instead keeps one
 //! process per slot and exchanges a JSON line per task with it (module
 //! `serve`).
 //!

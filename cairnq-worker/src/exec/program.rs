@@ -30,6 +30,32 @@ const WORD_END: &[char] = &[';', '&', '|', '<', '>', '(', ')'];
 /// expansions, globs, assignments, comments.
 const SHELL_SYNTAX: &[char] = &['"', '\'', '\\', '$', '`', '*', '?', '[', ']', '{', '}', '~', '=', '#', '!'];
 
+/// Builtins and keywords of `sh` (dash, and bash run as `sh`) a command line
+/// may start with: `exec` would look for a program of that name instead.
+const SHELL_OWN: &[&str] = &[
+    ".", ":", "alias", "bg", "break", "builtin", "case", "cd", "chdir", "command", "continue", "declare", "do", "done",
+    "echo", "elif", "else", "esac", "eval", "exec", "exit", "export", "false", "fc", "fg", "fi", "for", "function",
+    "getopts", "hash", "if", "in", "jobs", "kill", "let", "local", "printf", "pwd", "read", "readonly", "return",
+    "select", "set", "shift", "source", "test", "then", "time", "times", "trap", "true", "type", "typeset", "ulimit",
+    "umask", "unalias", "unset", "until", "wait", "while",
+];
+
+/// The command line a task's shell runs: `command` itself, or `exec
+/// command` when it is one program and its arguments, every word as
+/// written (no quoting, expansion, operator, assignment or second line) and
+/// the program no builtin or keyword of `sh`. The shell then becomes the
+/// program instead of forking it: one process start fewer per task, and the
+/// program leads its group itself. Its exit status is the same; a program
+/// that is not found still exits 127, its message naming `exec`.
+pub(super) fn shell_line(command: &str) -> String {
+    let mut words = command.split([' ', '\t']).filter(|w| !w.is_empty());
+    let one_program = !command.contains(WORD_END)
+        && !command.contains(['\n', '\r'])
+        && words.next().is_some_and(|program| !SHELL_OWN.contains(&program) && !program.contains(SHELL_SYNTAX))
+        && words.all(|word| !word.contains(SHELL_SYNTAX));
+    if one_program { format!("exec {command}") } else { command.to_string() }
+}
+
 /// What is wrong with the program `command` runs, in words for its
 /// operator; `Ok` when nothing is, or nothing can be told before it runs.
 pub(super) async fn check(command: &str, dir: Option<&Path>) -> Result<(), String> {
@@ -127,6 +153,36 @@ mod tests {
 
     fn words(command: &str) -> Vec<&str> {
         plain_words(command).collect()
+    }
+
+    #[test]
+    fn only_one_plain_program_is_execed() {
+        assert_eq!(shell_line("cat"), "exec cat");
+        assert_eq!(shell_line("  python3 resize.py --quality 80 "), "exec   python3 resize.py --quality 80 ");
+        assert_eq!(shell_line("/usr/bin/env -i ./x.sh a,b:c"), "exec /usr/bin/env -i ./x.sh a,b:c");
+        for kept in [
+            "true",
+            "echo hi",
+            "exit 3",
+            "cat >/dev/null",
+            "cat; true",
+            "cat && true",
+            "cat | tee x",
+            "sleep 1 &",
+            "cat\ntrue",
+            "FOO=1 ./x",
+            "sh \"$X\"",
+            "ls *.txt",
+            "ls ~",
+            "(cat)",
+            "{ cat; }",
+            "cat # note",
+            "! cat",
+            "while read -r l; do :; done",
+            "   ",
+        ] {
+            assert_eq!(shell_line(kept), kept, "{kept:?} is run as written");
+        }
     }
 
     #[test]
