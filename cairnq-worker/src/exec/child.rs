@@ -29,13 +29,13 @@
 //! `--exec` task ran about 5% faster, issue 27).
 
 use std::future::Future;
-use std::io::{self, PipeReader, Seek, Write};
+use std::io::{self, PipeReader, PipeWriter, Seek, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use cairnq_core::Json;
+use cairnq_core::{Error, Json, Result};
 use rustix::fs::{OFlags, fcntl_setfl};
 use rustix::io::{FdFlags, fcntl_setfd};
 use rustix::process::{Pid, Signal, kill_process_group};
@@ -55,20 +55,19 @@ __cairnq_command=$1; shift
 eval \"unset __cairnq_command
 $__cairnq_command\"";
 
-/// Starts `command` for the task of `ctx` in a new process group watched
-/// by `watchdog`, the whole payload on its stdin, stdout and stderr piped,
-/// the task's identity in the environment.
+/// Starts the launcher's command for the task of `ctx` in a new process
+/// group watched by its watchdog, the whole payload on its stdin, stdout
+/// and stderr piped, the task's identity in the environment.
 pub(super) async fn spawn(
-    command: &str,
+    launcher: &Launcher,
     options: &ExecOptions,
-    watchdog: &Arc<Watchdog>,
     ctx: &TaskContext,
 ) -> io::Result<(Child, ProcessGroup)> {
     let payload: Stdio = match payload_pipe(ctx.payload_json().as_str().as_bytes())? {
         Some(pipe) => pipe.into(),
         None => payload_file(ctx.payload_json().clone()).await?.into(),
     };
-    ProcessGroup::spawn(command, options, watchdog, |cmd| {
+    ProcessGroup::spawn(launcher, options, |cmd| {
         cmd.stdin(payload)
             .env("CAIRNQ_TASK_ID", ctx.task_id())
             .env("CAIRNQ_TASK_NAME", ctx.name())
@@ -110,6 +109,43 @@ async fn payload_file(payload: Json) -> io::Result<std::fs::File> {
     tokio::task::spawn_blocking(write).await.map_err(io::Error::other)?
 }
 
+/// A new gate: its read end (inheritable), its write end (close-on-exec),
+/// and the [`WRAPPER`] script that waits at it.
+fn gated_wrapper() -> io::Result<(OwnedFd, PipeWriter, String)> {
+    // Both ends close-on-exec, then the read end made inheritable: the one
+    // descriptor of the worker's own a command starts with.
+    let (gate_out, gate) = io::pipe()?;
+    let gate_out = OwnedFd::from(gate_out);
+    fcntl_setfd(&gate_out, FdFlags::empty())?;
+    let script = WRAPPER.replace("{fd}", &gate_out.as_raw_fd().to_string());
+    Ok((gate_out, gate, script))
+}
+
+/// A handler's command line and what starts it: the line its shells run
+/// ([`program::shell_line`], worked out once) and the watchdog of its
+/// process groups.
+#[derive(Debug)]
+pub(super) struct Launcher {
+    command: String,
+    shell_line: String,
+    watchdog: Arc<Watchdog>,
+}
+
+impl Launcher {
+    /// Fails with a validation error when `command` is blank or holds a NUL.
+    pub(super) fn new(command: String) -> Result<Self> {
+        if command.trim().is_empty() || command.contains('\0') {
+            return Err(Error::validation("command", "must not be blank or hold a NUL character"));
+        }
+        Ok(Self { shell_line: program::shell_line(&command), command, watchdog: Arc::default() })
+    }
+
+    /// The command line as the application gave it.
+    pub(super) fn command(&self) -> &str {
+        &self.command
+    }
+}
+
 /// The command's process group (led by its shell), on its watchdog's list
 /// until [`finish`](Self::finish)ed; killed when dropped unless finished.
 #[derive(Debug)]
@@ -120,24 +156,19 @@ pub(super) struct ProcessGroup {
 }
 
 impl ProcessGroup {
-    /// Spawns `sh -c command` through [`WRAPPER`] leading a new group,
-    /// stdout and stderr piped, set up further by `configure` (stdin, the
-    /// environment); lists the group with `watchdog`, then opens the gate.
+    /// Spawns the launcher's shell line through [`WRAPPER`] leading a new
+    /// group, stdout and stderr piped, set up further by `configure` (stdin,
+    /// the environment); lists the group with the launcher's watchdog, then
+    /// opens the gate.
     pub(super) fn spawn(
-        command: &str,
+        launcher: &Launcher,
         options: &ExecOptions,
-        watchdog: &Arc<Watchdog>,
         configure: impl FnOnce(&mut Command),
     ) -> io::Result<(Child, Self)> {
-        // Both ends close-on-exec, then the read end made inheritable: the
-        // one descriptor of the worker's own a command starts with.
-        let (gate_out, mut gate) = io::pipe()?;
-        let gate_out = OwnedFd::from(gate_out);
-        fcntl_setfd(&gate_out, FdFlags::empty())?;
-        let script = WRAPPER.replace("{fd}", &gate_out.as_raw_fd().to_string());
+        let (gate_out, mut gate, script) = gated_wrapper()?;
         let mut cmd = Command::new("sh");
-        let line = program::shell_line(command);
-        cmd.arg("-c").arg(script).arg("sh").arg(line).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+        cmd.arg("-c").arg(script).arg("sh").arg(&launcher.shell_line);
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
         if let Some(dir) = &options.current_dir {
             cmd.current_dir(dir);
         }
@@ -149,8 +180,8 @@ impl ProcessGroup {
         let pgid = child.id().and_then(|id| i32::try_from(id).ok()).and_then(Pid::from_raw);
         let Some(pgid) = pgid else { return Err(io::Error::other("the command exited as it started")) };
         // Dropped on an error, the group is killed and the gate closes.
-        let group = Self { pgid: Some(pgid), watchdog: watchdog.clone() };
-        watchdog.watch(pgid.as_raw_nonzero().get())?;
+        let group = Self { pgid: Some(pgid), watchdog: launcher.watchdog.clone() };
+        launcher.watchdog.watch(pgid.as_raw_nonzero().get())?;
         gate.write_all(b"\n")?;
         Ok((child, group))
     }
@@ -212,11 +243,8 @@ mod tests {
 
     /// The wrapper's shell with its gate's read end, given `command`; the
     /// gate's write end is returned for the test to open or drop.
-    fn gated(command: &str) -> (Child, io::PipeWriter) {
-        let (gate_out, gate) = io::pipe().expect("pipe");
-        let gate_out = OwnedFd::from(gate_out);
-        fcntl_setfd(&gate_out, FdFlags::empty()).expect("inheritable");
-        let script = WRAPPER.replace("{fd}", &gate_out.as_raw_fd().to_string());
+    fn gated(command: &str) -> (Child, PipeWriter) {
+        let (_gate_out, gate, script) = gated_wrapper().expect("a gate");
         let child = Command::new("sh")
             .args(["-c", &script, "sh", command])
             .stdin(Stdio::null())

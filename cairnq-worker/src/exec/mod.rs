@@ -5,13 +5,13 @@
 //! Each task runs `sh -c COMMAND` (so pipes and quoting work) in a process
 //! group of its own, led by that shell (so `kill 0` and `kill -- -$$` reach
 //! the command's whole group). One watchdog process per handler kills the
-//! groups of a worker that died (module `watchdog`).
-//! A command line that is one program and its plain arguments
-//! (`python3 resize.py --quality 80`, not a builtin, no quoting, expansion
-//! or operator) is `exec`ed by that shell: the program replaces it, so a
-//! task starts one process fewer (module `program`). [`ServeHandler`] (`cairnq worker --serve`) instead keeps one
-//! process per slot and exchanges a JSON line per task with it (module
-//! `serve`).
+//! groups of a worker that died (module `watchdog`). A command line that
+//! is one program and its plain arguments (`python3 resize.py --quality
+//! 80`, not a builtin, no quoting, expansion or operator) is `exec`ed by
+//! that shell: the program replaces it, so a task starts one process fewer
+//! (module `program`). [`ServeHandler`] (`cairnq worker --serve`) instead
+//! keeps one process per slot and exchanges a JSON line per task with it
+//! (module `serve`).
 //!
 //! - **stdin** is the payload JSON, exactly as stored, written whole before
 //!   the command starts, so a command never runs on a payload cut short: a
@@ -86,10 +86,10 @@ use std::time::Duration;
 use cairnq_core::{Error, Result};
 use tokio::sync::Notify;
 
+use self::child::Launcher;
 pub use self::outcome::{EXIT_PERMANENT, EXIT_RETRY};
 use self::outcome::{Ran, StopReason};
 pub use self::serve::ServeHandler;
-use self::watchdog::Watchdog;
 use crate::context::TaskContext;
 use crate::handler::{ErasedHandler, Handler, SingleResult};
 use crate::options::TaskOptions;
@@ -159,9 +159,8 @@ pub struct ExecHandler {
 
 #[derive(Debug)]
 struct Exec {
-    command: String,
+    launcher: Launcher,
     options: ExecOptions,
-    watchdog: Arc<Watchdog>,
 }
 
 impl ExecHandler {
@@ -179,11 +178,7 @@ impl ExecHandler {
 
     /// [`new`](Self::new) with options.
     pub fn with_options(command: impl Into<String>, options: ExecOptions) -> Result<Self> {
-        let command = command.into();
-        if command.trim().is_empty() || command.contains('\0') {
-            return Err(Error::validation("command", "must not be blank or hold a NUL character"));
-        }
-        Ok(Self { exec: Arc::new(Exec { command, options, watchdog: Arc::default() }) })
+        Ok(Self { exec: Arc::new(Exec { launcher: Launcher::new(command.into())?, options }) })
     }
 
     /// Checks, before any task runs, that the program the command line
@@ -210,12 +205,12 @@ impl ExecHandler {
     /// ```
     pub async fn check_program(&self) -> Result<()> {
         let dir = self.exec.options.current_dir.as_deref();
-        program::check(&self.exec.command, dir).await.map_err(|why| Error::validation("command", why))
+        program::check(self.exec.launcher.command(), dir).await.map_err(|why| Error::validation("command", why))
     }
 
     /// The command line.
     pub fn command(&self) -> &str {
-        &self.exec.command
+        self.exec.launcher.command()
     }
 
     /// The options.
@@ -305,7 +300,7 @@ impl Exec {
         if ctx.state().is_canceled() {
             return Err(outcome::stopped(StopReason::Canceled, "", self.options.max_stdout_bytes));
         }
-        let spawned = child::spawn(&self.command, &self.options, &self.watchdog, ctx).await;
+        let spawned = child::spawn(&self.launcher, &self.options, ctx).await;
         let (mut child, mut group) = spawned.map_err(outcome::not_started)?;
         let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
         let overflow = Notify::new();

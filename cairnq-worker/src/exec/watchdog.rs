@@ -79,8 +79,7 @@ impl Watchdog {
         {
             return Ok(());
         }
-        let started = start(&state.live);
-        match started {
+        match start(&state.live) {
             Ok(running) => {
                 state.running = Some(running);
                 Ok(())

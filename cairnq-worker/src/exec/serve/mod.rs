@@ -62,9 +62,9 @@ use tokio::sync::watch;
 
 use self::process::{Line, Served};
 use self::protocol::{ERROR_TYPE, Message};
+use super::child::Launcher;
 use super::outcome::{self, StopReason, head};
 use super::streams::{ProgressLine, write_progress};
-use super::watchdog::Watchdog;
 use super::{ExecOptions, cancel_seen, max_run_near};
 use crate::context::TaskContext;
 use crate::handler::{ErasedHandler, Handler, SingleResult};
@@ -96,11 +96,10 @@ pub struct ServeHandler {
 
 #[derive(Debug)]
 struct Serve {
-    command: String,
+    launcher: Launcher,
     options: ExecOptions,
     /// The processes waiting for a task.
     idle: Mutex<Vec<Served>>,
-    watchdog: Arc<Watchdog>,
 }
 
 impl ServeHandler {
@@ -115,23 +114,20 @@ impl ServeHandler {
     /// told to cancel, or to stop at shutdown, gets), `max_stdout_bytes`
     /// (the longest line), `current_dir`.
     pub fn with_options(command: impl Into<String>, options: ExecOptions) -> Result<Self> {
-        let command = command.into();
-        if command.trim().is_empty() || command.contains('\0') {
-            return Err(Error::validation("command", "must not be blank or hold a NUL character"));
-        }
-        Ok(Self { serve: Arc::new(Serve { command, options, idle: Mutex::new(Vec::new()), watchdog: Arc::default() }) })
+        let launcher = Launcher::new(command.into())?;
+        Ok(Self { serve: Arc::new(Serve { launcher, options, idle: Mutex::new(Vec::new()) }) })
     }
 
     /// Checks the program the command starts is there, as
     /// [`ExecHandler::check_program`](super::ExecHandler::check_program).
     pub async fn check_program(&self) -> Result<()> {
         let dir = self.serve.options.current_dir.as_deref();
-        super::program::check(&self.serve.command, dir).await.map_err(|why| Error::validation("command", why))
+        super::program::check(self.serve.launcher.command(), dir).await.map_err(|why| Error::validation("command", why))
     }
 
     /// The command line.
     pub fn command(&self) -> &str {
-        &self.serve.command
+        self.serve.launcher.command()
     }
 
     /// Ends the idle commands gracefully: closes their stdin (a program's
@@ -214,7 +210,7 @@ impl Serve {
                     exit_words(&status), last_line_suffix(&last));
             });
         }
-        Served::start(&self.command, &self.options, &self.watchdog)
+        Served::start(&self.launcher, &self.options)
     }
 
     async fn attempt(&self, ctx: &TaskContext) -> SingleResult {

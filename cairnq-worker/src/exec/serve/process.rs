@@ -17,8 +17,7 @@ use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::task::JoinHandle;
 
 use super::super::ExecOptions;
-use super::super::child::ProcessGroup;
-use super::super::watchdog::Watchdog;
+use super::super::child::{Launcher, ProcessGroup};
 
 /// How much of stderr the error of a dying command keeps.
 const TAIL_BYTES: usize = 4096;
@@ -46,9 +45,9 @@ pub(super) enum Line {
 }
 
 impl Served {
-    /// Starts `command` (see the module docs).
-    pub(super) fn start(command: &str, options: &ExecOptions, watchdog: &Arc<Watchdog>) -> io::Result<Self> {
-        let (mut child, group) = ProcessGroup::spawn(command, options, watchdog, |cmd| {
+    /// Starts the launcher's command (see the module docs).
+    pub(super) fn start(launcher: &Launcher, options: &ExecOptions) -> io::Result<Self> {
+        let (mut child, group) = ProcessGroup::spawn(launcher, options, |cmd| {
             cmd.stdin(Stdio::piped()).env("CAIRNQ_SERVE", "1");
         })?;
         let pid = child.id().unwrap_or_default();
@@ -56,7 +55,7 @@ impl Served {
         let stderr = child.stderr.take().map(|pipe| tokio::spawn(forward_stderr(pipe, pid, tail.clone())));
         let limit = usize::try_from(options.max_stdout_bytes).unwrap_or(usize::MAX);
         let stdout = Lines { pipe: child.stdout.take().map(BufReader::new), buf: Vec::new(), limit };
-        tracing::info!(target: "cairnq_worker::serve", pid, "started {command:?}");
+        tracing::info!(target: "cairnq_worker::serve", pid, "started {:?}", launcher.command());
         Ok(Self { stdin: child.stdin.take(), child, group, stdout, stderr, tail, pid })
     }
 
