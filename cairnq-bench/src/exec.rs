@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use cairnq_core::{CairnQ, Error, Result, TaskStatus};
 use cairnq_testkit::BackendFactory;
-use cairnq_worker::exec::{ExecHandler, ServeHandler};
+use cairnq_worker::exec::{self, ExecHandler, ServeHandler};
 use cairnq_worker::{Worker, WorkerOptions};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -106,7 +106,9 @@ pub(super) async fn drain(factory: &dyn BackendFactory, runner: Runner<'_>, task
     for chunk in noop_specs(tasks, &json!({})).chunks(10_000) {
         client.submit_many(chunk).await?;
     }
-    let mut worker = Worker::new(CairnQ::from_shared(store), WorkerOptions::new().concurrency(CONCURRENCY))?;
+    // As `cairnq worker --exec` and `--serve` run.
+    let options = WorkerOptions::new().concurrency(CONCURRENCY).completion_linger(exec::COMPLETION_LINGER);
+    let mut worker = Worker::new(CairnQ::from_shared(store), options)?;
     match runner {
         Runner::Exec(command) => worker.exec_all(&ExecHandler::new(command)?)?,
         Runner::Serve(command) => worker.serve_lines_all(&ServeHandler::new(command)?)?,

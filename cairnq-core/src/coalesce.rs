@@ -17,17 +17,44 @@
 //! Postgres the same change measured 0.96x (one submit at a time) and
 //! 0.93x (a worker's completions, `burn_down_c64`), so it is not the
 //! default.
+//!
+//! [`Coalescer::lingering`] lets a write about to start wait a little for
+//! company, while its owner says more calls are on their way: a worker
+//! running commands at a few thousand per second finishes one every
+//! fraction of a millisecond, and each write of one or two completions
+//! was a commit of its own (`cairnq worker --exec`, BENCHMARKS.md
+//! 2026-12-05T20:30Z). Only while company is coming: a lone call is still
+//! written at once.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 
 use crate::error::{Error, Result};
 
 /// Writes a batch: one outcome per item, in the items' order.
 pub type BatchWrite<I, O> = Arc<dyn Fn(Vec<I>) -> BoxFuture<'static, Vec<Result<O>>> + Send + Sync>;
+
+/// Whether more calls are on their way now (a worker: other handler calls
+/// still run), asked by a [`lingering`](Coalescer::lingering) coalescer
+/// before each write.
+pub type Company = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// How a [`lingering`](Coalescer::lingering) coalescer's writes wait for
+/// company.
+pub struct Linger {
+    /// The longest a write waits.
+    pub wait: Duration,
+    /// A write waits only while fewer calls than this wait for it, and
+    /// goes as soon as this many do (calls that arrive this fast already
+    /// share writes without waiting).
+    pub gather: usize,
+    /// Whether more calls are coming; a write waits only while they are.
+    pub company: Company,
+}
 
 /// Items waiting for a shared write (see the module docs).
 ///
@@ -47,6 +74,9 @@ pub struct Coalescer<I, O> {
     max_batch: usize,
     /// A lone call is written in its caller's task.
     lone_in_caller: bool,
+    linger: Option<Linger>,
+    /// Notified when enough calls gathered: a lingering write goes at once.
+    gathered: Notify,
     state: Mutex<Waiting<I, O>>,
 }
 
@@ -65,18 +95,41 @@ impl<I, O> std::fmt::Debug for Coalescer<I, O> {
 impl<I: Send + 'static, O: Send + 'static> Coalescer<I, O> {
     /// Writes with `write`, at most `max_batch` items at a time.
     pub fn new(max_batch: usize, write: BatchWrite<I, O>) -> Arc<Self> {
-        Self::build(max_batch, write, false)
+        Self::build(max_batch, write, false, None)
+    }
+
+    /// Like [`new`](Self::new), but a write about to start for fewer than
+    /// `linger.gather` calls first waits up to `linger.wait` for that many,
+    /// when `linger.company` says more are coming (see the module docs).
+    /// Each write then carries more calls, for up to `wait` more latency.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use std::time::Duration;
+    /// # use cairnq_core::backend::{Coalescer, Linger};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let write = Arc::new(|items: Vec<i64>| {
+    ///     Box::pin(async move { items.into_iter().map(|i| Ok(i * 2)).collect::<Vec<_>>() }) as _
+    /// });
+    /// let linger = Linger { wait: Duration::from_millis(2), gather: 16, company: Arc::new(|| false) };
+    /// let doubler = Coalescer::lingering(64, linger, write);
+    /// assert_eq!(doubler.call(21).await.unwrap(), 42_i64);
+    /// # }
+    /// ```
+    pub fn lingering(max_batch: usize, linger: Linger, write: BatchWrite<I, O>) -> Arc<Self> {
+        Self::build(max_batch, write, false, Some(linger))
     }
 
     /// Like [`new`](Self::new), but a lone call is written in its caller's
     /// task (see the module docs).
     pub fn lone_calls_in_caller(max_batch: usize, write: BatchWrite<I, O>) -> Arc<Self> {
-        Self::build(max_batch, write, true)
+        Self::build(max_batch, write, true, None)
     }
 
-    fn build(max_batch: usize, write: BatchWrite<I, O>, lone_in_caller: bool) -> Arc<Self> {
+    fn build(max_batch: usize, write: BatchWrite<I, O>, lone_in_caller: bool, linger: Option<Linger>) -> Arc<Self> {
         let state = Mutex::new(Waiting { items: Vec::new(), writing: false });
-        Arc::new(Self { write, max_batch: max_batch.max(1), lone_in_caller, state })
+        Arc::new(Self { write, max_batch: max_batch.max(1), lone_in_caller, linger, gathered: Notify::new(), state })
     }
 
     /// Queues `item` and waits for the outcome of the write that takes it
@@ -90,6 +143,9 @@ impl<I: Send + 'static, O: Send + 'static> Coalescer<I, O> {
             } else {
                 let (reply, outcome) = oneshot::channel();
                 waiting.items.push((item, reply));
+                if self.linger.as_ref().is_some_and(|l| waiting.items.len() == l.gather) {
+                    self.gathered.notify_one();
+                }
                 Err((outcome, start_writing))
             }
         };
@@ -129,6 +185,7 @@ impl<I: Send + 'static, O: Send + 'static> Coalescer<I, O> {
     /// Writes batches until nothing waits.
     async fn write_all(self: Arc<Self>) {
         loop {
+            self.linger().await;
             let batch = {
                 let mut waiting = self.state.lock();
                 if waiting.items.is_empty() {
@@ -144,6 +201,18 @@ impl<I: Send + 'static, O: Send + 'static> Coalescer<I, O> {
                 let outcome = outcomes.next().unwrap_or_else(|| Err(lost_item()));
                 let _ = reply.send(outcome);
             }
+        }
+    }
+}
+
+impl<I, O> Coalescer<I, O> {
+    /// Waits up to the linger for calls to gather, when some wait, fewer
+    /// than it gathers, and more are coming.
+    async fn linger(&self) {
+        let Some(linger) = &self.linger else { return };
+        let waiting = self.state.lock().items.len();
+        if (1..linger.gather.min(self.max_batch)).contains(&waiting) && (linger.company)() {
+            let _ = tokio::time::timeout(linger.wait, self.gathered.notified()).await;
         }
     }
 }
@@ -233,6 +302,81 @@ mod tests {
             .collect();
         assert_eq!(outcomes, [3, 4, 5]);
         assert_eq!(coalescer.call(9).await.expect("written alone"), 10, "idle again after the hand-over");
+    }
+
+    /// A lingering coalescer that counts its writes; `company` as given.
+    fn counted_lingering(gather: usize, company: bool) -> (Arc<Coalescer<u32, u32>>, Arc<AtomicUsize>) {
+        let writes = Arc::new(AtomicUsize::new(0));
+        let counted = writes.clone();
+        let write: BatchWrite<u32, u32> = Arc::new(move |items: Vec<u32>| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async move { items.into_iter().map(|i| Ok(i + 1)).collect() })
+        });
+        let linger = Linger { wait: LINGER, gather, company: Arc::new(move || company) };
+        (Coalescer::lingering(64, linger, write), writes)
+    }
+
+    const LINGER: Duration = Duration::from_millis(50);
+
+    /// Calls a little apart share one write while company is coming, which
+    /// waited the linger for them (the clock is tokio's paused one).
+    #[tokio::test(start_paused = true)]
+    async fn with_company_coming_calls_apart_share_one_write_after_the_linger() {
+        let (coalescer, writes) = counted_lingering(64, true);
+        let started = tokio::time::Instant::now();
+        let calls = (0..3).map(|i| {
+            let coalescer = coalescer.clone();
+            async move {
+                tokio::time::sleep(Duration::from_millis(10 * u64::from(i))).await;
+                coalescer.call(i).await.expect("written")
+            }
+        });
+        assert_eq!(futures::future::join_all(calls).await, [1, 2, 3]);
+        assert_eq!(writes.load(Ordering::SeqCst), 1);
+        assert!(started.elapsed() >= LINGER, "the write waited for company");
+    }
+
+    /// Nobody else coming: a lone call is written at once.
+    #[tokio::test(start_paused = true)]
+    async fn without_company_a_lone_call_is_written_at_once() {
+        let (coalescer, writes) = counted_lingering(64, false);
+        let started = tokio::time::Instant::now();
+        assert_eq!(coalescer.call(1).await.expect("written"), 2);
+        assert_eq!(started.elapsed(), Duration::ZERO);
+        assert_eq!(writes.load(Ordering::SeqCst), 1);
+    }
+
+    /// Calls gathered while their write lingers go at once.
+    #[tokio::test(start_paused = true)]
+    async fn calls_gathering_cut_the_linger_short() {
+        let (coalescer, writes) = counted_lingering(4, true);
+        let started = tokio::time::Instant::now();
+        let calls = (0..4).map(|i| {
+            let coalescer = coalescer.clone();
+            async move {
+                if i == 3 {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                coalescer.call(i).await.expect("written")
+            }
+        });
+        assert_eq!(futures::future::join_all(calls).await, [1, 2, 3, 4]);
+        assert_eq!(writes.load(Ordering::SeqCst), 1);
+        assert!(started.elapsed() < LINGER, "waited {:?}", started.elapsed());
+    }
+
+    /// As many calls as a write gathers, waiting already: no linger.
+    #[tokio::test(start_paused = true)]
+    async fn calls_already_gathered_go_at_once() {
+        let (coalescer, writes) = counted_lingering(2, true);
+        let started = tokio::time::Instant::now();
+        let calls = (0..3).map(|i| {
+            let coalescer = coalescer.clone();
+            async move { coalescer.call(i).await.expect("written") }
+        });
+        assert_eq!(futures::future::join_all(calls).await, [1, 2, 3]);
+        assert_eq!(writes.load(Ordering::SeqCst), 1);
+        assert_eq!(started.elapsed(), Duration::ZERO);
     }
 
     #[tokio::test]

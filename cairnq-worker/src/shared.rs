@@ -52,7 +52,8 @@ impl Shared {
     pub(crate) fn new(session: WorkerSession, options: WorkerOptions, stop: StopSwitch) -> Self {
         let worker_id = session.worker_id().to_string();
         let on_error = options.on_error.clone();
-        let completions = completion_queue(session.clone());
+        let load = Arc::<Load>::default();
+        let completions = completion_queue(session.clone(), options.completion_linger, load.clone());
         let meters = Meters::new(&worker_id);
         let outage = session.outage();
         Self {
@@ -61,7 +62,7 @@ impl Shared {
             options,
             worker_id,
             leases: Leases::default(),
-            load: Arc::default(),
+            load,
             completions,
             meters,
             on_error,

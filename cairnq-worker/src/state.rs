@@ -185,6 +185,11 @@ impl Load {
         }
     }
 
+    /// Handler calls running now.
+    pub(crate) fn calls(&self) -> usize {
+        self.totals.lock().calls
+    }
+
     /// The moving mean duration of handler calls (zero before the first).
     pub(crate) fn mean_call(&self) -> Duration {
         Duration::from_nanos(self.mean_call_nanos.load(Ordering::Relaxed))

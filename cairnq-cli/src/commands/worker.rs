@@ -95,6 +95,11 @@ pub(crate) struct Args {
     /// answer, and one whose stdin was closed at shutdown gets to exit.
     #[arg(long, default_value = "10s", value_parser = humanize::duration)]
     kill_grace: Duration,
+    /// How long a finished command's result may wait for others to share
+    /// its write while other commands still run (a lone command's result is
+    /// written at once); 0 writes each at once.
+    #[arg(long, value_name = "DURATION", default_value = "5ms", value_parser = humanize::duration)]
+    completion_linger: Duration,
     /// How much the worker logs on stderr (each failed attempt is a warning).
     #[arg(long, value_enum, value_name = "LEVEL", default_value_t = LogLevel::Info, env = "CAIRNQ_LOG_LEVEL")]
     log_level: LogLevel,
@@ -112,6 +117,7 @@ impl Args {
             .queues(self.queues.iter().cloned())
             .concurrency(self.concurrency)
             .lease(self.lease)
+            .completion_linger(self.completion_linger)
             .worker_id(new_worker_id());
         if self.metrics_addr.is_some() {
             options = options.queue_gauges(Some(DEFAULT_GAUGE_INTERVAL));
@@ -180,5 +186,27 @@ impl Handlers {
             Self::Exec(exec) => exec.check_program().await,
             Self::Serve(serve) => serve.check_program().await,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Line {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    /// The default of `--completion-linger` is the library's, which the
+    /// `exec_spawn` benchmark measures.
+    #[test]
+    fn the_default_linger_is_the_librarys() {
+        let line = Line::try_parse_from(["worker", "--exec", "true"]).expect("parsed");
+        let options = line.args.options().expect("valid options");
+        assert_eq!(options.completion_linger, cairnq_worker::exec::COMPLETION_LINGER);
     }
 }

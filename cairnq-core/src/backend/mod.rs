@@ -22,7 +22,7 @@ pub use feeds::{FeedHub, broadcast_feed};
 pub use helpers::{SubmitRun, fail_undecodable, in_asked_order, lost_lease, narrow, submit_runs};
 pub use wake_board::{Changes, WakeBoard, WakeSource};
 
-pub use crate::coalesce::{BatchWrite, Coalescer};
+pub use crate::coalesce::{BatchWrite, Coalescer, Company, Linger};
 pub use crate::id::{new_task_id, new_worker_id};
 pub use crate::keys::{KeyedSubmit, resolve_key_conflict};
 pub use crate::store::TaskRow;

@@ -95,6 +95,13 @@ use crate::handler::{ErasedHandler, Handler, SingleResult};
 use crate::options::TaskOptions;
 use crate::worker::Worker;
 
+/// The [`completion_linger`](crate::WorkerOptions::completion_linger) of
+/// `cairnq worker --exec` and `--serve`: a command's start costs a
+/// millisecond or more, so a result this much later goes unnoticed, while
+/// a commit for every one or two completions was the largest share of
+/// what the worker added to a command (BENCHMARKS.md, 2026-12-05T20:30Z).
+pub const COMPLETION_LINGER: Duration = Duration::from_millis(5);
+
 /// How an [`ExecHandler`] runs its command.
 ///
 /// ```
