@@ -10,8 +10,8 @@
 //! a word (SIGKILL, a crash, the OOM killer) cannot, and an orphaned
 //! command would run on past its lease, beside its own retry: the
 //! handler's [`Watchdog`] kills the groups of a dead worker. The shell
-//! first waits at a gate, a pipe the worker writes one line to once the
-//! group is on the watchdog's list ([`WRAPPER`]); a worker that dies before
+//! first waits at a gate ([`Gate`]), a pipe the worker writes one line to
+//! once the group is on the watchdog's list; a worker that dies before
 //! that closes the gate unopened, and the shell exits without running the
 //! command.
 //!
@@ -22,11 +22,13 @@
 //!
 //! The payload is written whole before the command starts: a payload still
 //! streaming through a pipe when the worker died would reach the command
-//! cut short, and it would run on that. So stdin is a pipe already holding
-//! all of it, its write end closed (a payload up to 64 KiB, when the pipe
-//! takes it without waiting), or else an anonymous temporary file: a pipe
-//! costs no file system work and no trip through the blocking pool (an
-//! `--exec` task ran about 5% faster, issue 27).
+//! cut short, and it would run on that. So stdin is a pipe that gets the
+//! gate's line and the whole payload behind it in one write, once the pipe
+//! is known to have room for both (a payload under 64 KiB, usually), or
+//! else an anonymous temporary file, with a gate on a pipe of its own. A
+//! pipe costs no file system work and no trip through the blocking pool (an
+//! `--exec` task ran about 5% faster, issue 27), and the gate in stdin one
+//! pipe and one open fewer per task.
 
 use std::future::Future;
 use std::io::{self, PipeReader, PipeWriter, Seek, Write};
@@ -38,6 +40,7 @@ use std::time::Duration;
 use cairnq_core::{Error, Json, Result};
 use rustix::fs::{OFlags, fcntl_setfl};
 use rustix::io::{FdFlags, fcntl_setfd};
+use rustix::pipe::fcntl_getpipe_size;
 use rustix::process::{Pid, Signal, kill_process_group};
 use tokio::process::{Child, Command};
 
@@ -45,15 +48,27 @@ use super::watchdog::Watchdog;
 use super::{ExecOptions, program};
 use crate::context::TaskContext;
 
-/// The script of the shell `sh -c` runs, `{fd}` the gate's read end and
-/// `$1` the command line. It waits for the gate's line (an end of file, or
-/// a gate it cannot open, means the worker is gone or gave up: it exits),
-/// then runs the command line as `sh -c` would: no positional parameters,
-/// no variable of its own left.
-const WRAPPER: &str = "{ IFS= read -r _; } </dev/fd/{fd} || exit 1
+/// The script of the shell `sh -c` runs, `{gate}` where the gate's line
+/// comes from and `$1` the command line. It waits for the gate's line (an
+/// end of file, or a gate it cannot open, means the worker is gone or gave
+/// up: it exits), then runs the command line as `sh -c` would: no
+/// positional parameters, no variable of its own left. A shell's `read`
+/// takes no byte past the line from a pipe, so the payload behind the line
+/// in stdin is all the command's.
+const WRAPPER: &str = "{ IFS= read -r _; } {gate} || exit 1
 __cairnq_command=$1; shift
 eval \"unset __cairnq_command
 $__cairnq_command\"";
+
+/// Where a command's shell waits for the word to run its command line.
+pub(super) enum Gate {
+    /// A pipe of its own: one more descriptor the shell inherits, stdin
+    /// being the caller's to set.
+    OwnPipe,
+    /// The first line of stdin, a pipe ([`stdin_gate`]): `word` is the
+    /// line and the payload behind it, written at once.
+    Stdin { pipe: PipeWriter, word: Vec<u8> },
+}
 
 /// Starts the launcher's command for the task of `ctx` in a new process
 /// group watched by its watchdog, the whole payload on its stdin, stdout
@@ -63,12 +78,12 @@ pub(super) async fn spawn(
     options: &ExecOptions,
     ctx: &TaskContext,
 ) -> io::Result<(Child, ProcessGroup)> {
-    let payload: Stdio = match payload_pipe(ctx.payload_json().as_str().as_bytes())? {
-        Some(pipe) => pipe.into(),
-        None => payload_file(ctx.payload_json().clone()).await?.into(),
+    let (stdin, gate): (Stdio, Gate) = match stdin_gate(ctx.payload_json().as_str().as_bytes())? {
+        Some((stdin, gate)) => (stdin.into(), gate),
+        None => (payload_file(ctx.payload_json().clone()).await?.into(), Gate::OwnPipe),
     };
-    ProcessGroup::spawn(launcher, options, |cmd| {
-        cmd.stdin(payload)
+    ProcessGroup::spawn(launcher, options, gate, |cmd| {
+        cmd.stdin(stdin)
             .env("CAIRNQ_TASK_ID", ctx.task_id())
             .env("CAIRNQ_TASK_NAME", ctx.name())
             .env("CAIRNQ_ATTEMPT", ctx.attempt().to_string())
@@ -77,23 +92,26 @@ pub(super) async fn spawn(
 }
 
 /// The most payload a pipe is asked to hold: Linux's default pipe size
-/// (a user past the pipe quota gets 4 KiB pipes; the write then comes up
-/// short and the payload goes to a file).
+/// (a user past the pipe quota gets 4 KiB pipes, and [`stdin_gate`] finds
+/// no room).
 const PIPED_PAYLOAD_MAX: usize = 64 << 10;
 
-/// A pipe holding all of `payload` with its write end closed, or `None`
-/// when the pipe cannot take it without waiting. Never blocks.
-fn payload_pipe(payload: &[u8]) -> io::Result<Option<PipeReader>> {
-    if payload.len() > PIPED_PAYLOAD_MAX {
+/// A pipe for stdin, empty, and the gate that writes the gate's line and
+/// `payload` into it in one write; `None` when the pipe has no room for
+/// both. A write into an empty pipe with room for all of it is never
+/// split, so a worker that dies leaves the pipe with nothing or with the
+/// whole payload.
+fn stdin_gate(payload: &[u8]) -> io::Result<Option<(PipeReader, Gate)>> {
+    if payload.len() >= PIPED_PAYLOAD_MAX {
         return Ok(None);
     }
-    let (reader, mut writer) = io::pipe()?;
-    fcntl_setfl(&writer, OFlags::NONBLOCK)?;
-    match writer.write_all(payload) {
-        Ok(()) => Ok(Some(reader)),
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
-        Err(e) => Err(e),
+    let (reader, writer) = io::pipe()?;
+    if fcntl_getpipe_size(&writer)? <= payload.len() {
+        return Ok(None);
     }
+    // Never waits: a write the pipe cannot take fails the spawn instead.
+    fcntl_setfl(&writer, OFlags::NONBLOCK)?;
+    Ok(Some((reader, Gate::Stdin { pipe: writer, word: [b"\n", payload].concat() })))
 }
 
 /// The payload in an anonymous temporary file (gone once closed), read
@@ -109,16 +127,21 @@ async fn payload_file(payload: Json) -> io::Result<std::fs::File> {
     tokio::task::spawn_blocking(write).await.map_err(io::Error::other)?
 }
 
-/// A new gate: its read end (inheritable), its write end (close-on-exec),
-/// and the [`WRAPPER`] script that waits at it.
+/// A new gate on a pipe of its own: its read end (inheritable), its write
+/// end (close-on-exec), and the [`WRAPPER`] script that waits at it.
 fn gated_wrapper() -> io::Result<(OwnedFd, PipeWriter, String)> {
     // Both ends close-on-exec, then the read end made inheritable: the one
     // descriptor of the worker's own a command starts with.
     let (gate_out, gate) = io::pipe()?;
     let gate_out = OwnedFd::from(gate_out);
     fcntl_setfd(&gate_out, FdFlags::empty())?;
-    let script = WRAPPER.replace("{fd}", &gate_out.as_raw_fd().to_string());
+    let script = WRAPPER.replace("{gate}", &format!("</dev/fd/{}", gate_out.as_raw_fd()));
     Ok((gate_out, gate, script))
+}
+
+/// The [`WRAPPER`] script that waits at a gate in stdin.
+fn stdin_wrapper() -> String {
+    WRAPPER.replace("{gate} ", "")
 }
 
 /// A handler's command line and what starts it: the line its shells run
@@ -158,14 +181,21 @@ pub(super) struct ProcessGroup {
 impl ProcessGroup {
     /// Spawns the launcher's shell line through [`WRAPPER`] leading a new
     /// group, stdout and stderr piped, set up further by `configure` (stdin,
-    /// the environment); lists the group with the launcher's watchdog, then
-    /// opens the gate.
+    /// the environment; a gate in stdin brings its own); lists the group
+    /// with the launcher's watchdog, then opens the gate.
     pub(super) fn spawn(
         launcher: &Launcher,
         options: &ExecOptions,
+        gate: Gate,
         configure: impl FnOnce(&mut Command),
     ) -> io::Result<(Child, Self)> {
-        let (gate_out, mut gate, script) = gated_wrapper()?;
+        let (gate_out, mut gate, word, script) = match gate {
+            Gate::OwnPipe => {
+                let (gate_out, gate, script) = gated_wrapper()?;
+                (Some(gate_out), gate, b"\n".to_vec(), script)
+            }
+            Gate::Stdin { pipe, word } => (None, pipe, word, stdin_wrapper()),
+        };
         let mut cmd = Command::new("sh");
         cmd.arg("-c").arg(script).arg("sh").arg(&launcher.shell_line);
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
@@ -182,7 +212,7 @@ impl ProcessGroup {
         // Dropped on an error, the group is killed and the gate closes.
         let group = Self { pgid: Some(pgid), watchdog: launcher.watchdog.clone() };
         launcher.watchdog.watch(pgid.as_raw_nonzero().get())?;
-        gate.write_all(b"\n")?;
+        gate.write_all(&word)?;
         Ok((child, group))
     }
 
@@ -261,6 +291,53 @@ mod tests {
         let out = child.wait_with_output().await.expect("wait");
         assert_eq!(String::from_utf8_lossy(&out.stdout), "");
         assert_eq!(out.status.code(), Some(1));
+    }
+
+    /// The wrapper's shell waiting at a gate in stdin, given `command`
+    /// and `payload`; the gate to open or drop.
+    fn gated_in_stdin(command: &str, payload: &[u8]) -> (Child, Gate) {
+        let (stdin, gate) = stdin_gate(payload).expect("a pipe").expect("room for the payload");
+        let child = Command::new("sh")
+            .args(["-c", &stdin_wrapper(), "sh", command])
+            .stdin(stdin)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn sh");
+        (child, gate)
+    }
+
+    fn open(gate: Gate) {
+        let Gate::Stdin { mut pipe, word } = gate else { panic!("a gate in stdin") };
+        pipe.write_all(&word).expect("open the gate");
+    }
+
+    #[tokio::test]
+    async fn a_gate_in_stdin_closed_unopened_runs_no_command() {
+        let (child, gate) = gated_in_stdin("echo ran", b"{}");
+        drop(gate);
+        let out = child.wait_with_output().await.expect("wait");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "");
+        assert_eq!(out.status.code(), Some(1));
+    }
+
+    /// The command reads the payload and nothing of the gate's line, also
+    /// a payload of lines that fills the pipe but one byte.
+    #[tokio::test]
+    async fn behind_a_gate_in_stdin_the_command_reads_the_payload_alone() {
+        for payload in ["{\"a\": 1}".to_string(), "x\n".repeat((PIPED_PAYLOAD_MAX - 2) / 2)] {
+            let (child, gate) = gated_in_stdin("cat", payload.as_bytes());
+            open(gate);
+            let out = child.wait_with_output().await.expect("wait");
+            assert_eq!(String::from_utf8_lossy(&out.stdout), payload);
+            assert!(out.status.success());
+        }
+    }
+
+    #[test]
+    fn a_payload_the_pipe_cannot_take_with_the_line_has_no_gate_in_stdin() {
+        let full = vec![b'x'; PIPED_PAYLOAD_MAX - 1];
+        assert!(stdin_gate(&full).expect("a pipe").is_some());
+        assert!(stdin_gate(&[full, vec![b'x']].concat()).expect("a pipe").is_none());
     }
 
     #[tokio::test]

@@ -17,7 +17,7 @@ use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::task::JoinHandle;
 
 use super::super::ExecOptions;
-use super::super::child::{Launcher, ProcessGroup};
+use super::super::child::{Gate, Launcher, ProcessGroup};
 
 /// How much of stderr the error of a dying command keeps.
 const TAIL_BYTES: usize = 4096;
@@ -47,7 +47,7 @@ pub(super) enum Line {
 impl Served {
     /// Starts the launcher's command (see the module docs).
     pub(super) fn start(launcher: &Launcher, options: &ExecOptions) -> io::Result<Self> {
-        let (mut child, group) = ProcessGroup::spawn(launcher, options, |cmd| {
+        let (mut child, group) = ProcessGroup::spawn(launcher, options, Gate::OwnPipe, |cmd| {
             cmd.stdin(Stdio::piped()).env("CAIRNQ_SERVE", "1");
         })?;
         let pid = child.id().unwrap_or_default();
