@@ -4,46 +4,55 @@
 //! the OOM killer), so no command runs on past its lease beside its own
 //! retry.
 //!
-//! The watchdog reads a pipe whose only writer is the worker: a line
-//! `+PGID` when a command's group starts, `-PGID` once the worker killed
-//! the group itself (its normal end). The kernel closes the worker's end
-//! when the worker dies, however it dies; the watchdog then reads an end
-//! of file and kills every group still listed. A command runs only once
-//! its group is listed: its shell waits at a gate the worker opens after
-//! the `+PGID` line is in the pipe (see `child`), and the pipe keeps what
-//! was written for the reader after its writer is gone.
+//! The worker lists each live group in a slot of a file the watchdog
+//! shares (its stdout): a group's id once its group starts, blanked once
+//! the worker killed the group itself (its normal end). The watchdog only
+//! waits on a pipe whose only writer is the worker, and nothing is ever
+//! written to it: the kernel closes the worker's end when the worker dies,
+//! however it dies, and the watchdog then reads an end of file, reads the
+//! slots and kills every group listed there. A command runs only once its
+//! group is listed: its shell waits at a gate the worker opens after the
+//! slot is written (see `child`). A slot is twelve bytes written in one
+//! `pwrite` into the page cache, which a worker's death does not split.
 //!
-//! Why not a watchdog per command: the shell that ran the command forked
-//! one (two forks per task), the largest share of what a task cost above
-//! the bare spawn of its command (issue 27; BENCHMARKS.md, 2026-12-05).
+//! Why a file and not lines on the pipe: a line woke the watchdog twice
+//! per task (a group listed, a group gone), and a wakeup of another process
+//! is an interrupt to the other core, which a virtual machine pays dearly;
+//! with the watchdog's byte-by-byte reads it cost an `--exec` worker about
+//! 3.5% of its CPU (BENCHMARKS.md, 2026-12-05T21:00Z). Why not a watchdog
+//! per command: the shell that ran the command forked one (two forks per
+//! task), the largest share of what a task cost above the bare spawn of
+//! its command (issue 27; BENCHMARKS.md, 2026-12-05T17:30Z).
 //!
-//! A watchdog that died (killed by hand) is found at the next write (the
-//! pipe is broken) and started again with every group still live. A write
-//! never waits in practice: the watchdog reads as fast as a worker spawns,
-//! and the pipe holds thousands of lines.
+//! A watchdog that died (killed by hand) is found at the next group listed
+//! (it is no longer running) and started again on the same file, which
+//! lists every group still live.
 //!
 //! The watchdog ignores the signals a terminal or a stop sends, and is in
 //! a process group of its own, so a Ctrl-C meant for the worker (which
 //! drains) does not reach it. It exits at the end of file.
 
-use std::collections::BTreeSet;
-use std::io::{self, PipeWriter, Write};
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, PipeWriter};
+use std::os::unix::fs::FileExt;
 use std::process::Stdio;
 
 use parking_lot::Mutex;
 use tokio::process::{Child, Command};
 
-/// The watchdog's script: keeps the listed groups as ` ID ID ... ` and
-/// kills them all at the end of file.
+/// The watchdog's script: waits for the end of its stdin, then kills the
+/// group of every slot of its stdout (blank slots are free).
 const SCRIPT: &str = r#"trap '' HUP INT QUIT TERM
-live=' '
-while IFS= read -r line; do
-    case $line in
-    +*) live="$live${line#?} " ;;
-    -*) case $live in *" ${line#?} "*) live="${live%% ${line#?} *} ${live#* ${line#?} }" ;; esac ;;
-    esac
-done
-for group in $live; do kill -s KILL -- "-$group" 2>/dev/null; done"#;
+while IFS= read -r _; do :; done
+while read -r group; do [ -z "$group" ] || kill -s KILL -- "-$group" 2>/dev/null; done <&1"#;
+
+/// A slot: a group id right-aligned in 11 bytes (a pid is at most 10
+/// digits), then a newline.
+const SLOT: u64 = 12;
+
+/// A free slot.
+const BLANK: &[u8; 12] = b"           \n";
 
 /// The watchdog of one handler's commands, started at its first command.
 #[derive(Debug, Default)]
@@ -55,16 +64,23 @@ pub(super) struct Watchdog {
 struct State {
     /// The running watchdog and the worker's end of its pipe.
     running: Option<Running>,
-    /// Groups started and not yet killed by the worker.
-    live: BTreeSet<i32>,
+    /// The slots, made with the first watchdog and kept for its successors.
+    slots: Option<File>,
+    /// The slot of each group started and not yet killed by the worker.
+    live: HashMap<i32, u64>,
+    /// Slots blanked, to reuse.
+    free: Vec<u64>,
+    /// Slots in the file.
+    used: u64,
 }
 
 #[derive(Debug)]
 struct Running {
     /// Held so the watchdog is reaped once it exits (when this handler and
     /// all its commands are gone, its pipe closes and it exits).
-    _process: Child,
-    pipe: PipeWriter,
+    process: Child,
+    /// Never written: its end is the worker's death notice.
+    _pipe: PipeWriter,
 }
 
 impl Watchdog {
@@ -73,20 +89,26 @@ impl Watchdog {
     /// worker dies.
     pub(super) fn watch(&self, pgid: i32) -> io::Result<()> {
         let mut state = self.state.lock();
-        state.live.insert(pgid);
-        if let Some(running) = state.running.as_mut()
-            && running.pipe.write_all(format!("+{pgid}\n").as_bytes()).is_ok()
-        {
+        let State { running, slots, live, free, used } = &mut *state;
+        let slots = match slots {
+            Some(slots) => slots,
+            None => slots.insert(tempfile::tempfile()?),
+        };
+        let slot = free.pop().unwrap_or(*used);
+        slots.write_all_at(format!("{pgid:>11}\n").as_bytes(), slot * SLOT)?;
+        *used = (*used).max(slot + 1);
+        live.insert(pgid, slot);
+        if running.as_mut().is_some_and(|running| matches!(running.process.try_wait(), Ok(None))) {
             return Ok(());
         }
-        match start(&state.live) {
-            Ok(running) => {
-                state.running = Some(running);
+        match start(slots) {
+            Ok(started) => {
+                *running = Some(started);
                 Ok(())
             }
             Err(e) => {
-                state.running = None;
-                state.live.remove(&pgid);
+                *running = None;
+                state.forget(pgid);
                 Err(e)
             }
         }
@@ -94,31 +116,36 @@ impl Watchdog {
 
     /// Takes `pgid` off the list: the worker killed the group itself.
     pub(super) fn forget(&self, pgid: i32) {
-        let mut state = self.state.lock();
-        state.live.remove(&pgid);
-        let written = state.running.as_mut().map(|running| running.pipe.write_all(format!("-{pgid}\n").as_bytes()));
-        if let Some(Err(_)) = written {
-            // Dead: the next `watch` starts another with the live groups.
-            state.running = None;
+        self.state.lock().forget(pgid);
+    }
+}
+
+impl State {
+    /// Blanks the slot of `pgid`. A slot that cannot be blanked (a write
+    /// into the page cache failing) is not reused; its group, reaped, is
+    /// what a dying worker's watchdog would signal in vain.
+    fn forget(&mut self, pgid: i32) {
+        if let (Some(slots), Some(slot)) = (&self.slots, self.live.remove(&pgid))
+            && slots.write_all_at(BLANK, slot * SLOT).is_ok()
+        {
+            self.free.push(slot);
         }
     }
 }
 
-/// Starts a watchdog that lists `live` already.
-fn start(live: &BTreeSet<i32>) -> io::Result<Running> {
+/// Starts a watchdog reading `slots` at its end.
+fn start(slots: &File) -> io::Result<Running> {
     // The worker's end is close-on-exec: no command holds it open.
-    let (reader, mut pipe) = io::pipe()?;
+    let (reader, pipe) = io::pipe()?;
     let process = Command::new("sh")
         .arg("-c")
         .arg(SCRIPT)
         .stdin(reader)
-        .stdout(Stdio::null())
+        .stdout(slots.try_clone()?)
         .stderr(Stdio::null())
         .process_group(0)
         .spawn()?;
-    let lines: String = live.iter().map(|pgid| format!("+{pgid}\n")).collect();
-    pipe.write_all(lines.as_bytes())?;
-    Ok(Running { _process: process, pipe })
+    Ok(Running { process, _pipe: pipe })
 }
 
 #[cfg(test)]
@@ -136,7 +163,7 @@ mod tests {
 
     fn watchdog_pid(watchdog: &Watchdog) -> Pid {
         let state = watchdog.state.lock();
-        let id = state.running.as_ref().and_then(|running| running._process.id());
+        let id = state.running.as_ref().and_then(|running| running.process.id());
         id.and_then(|id| Pid::from_raw(i32::try_from(id).ok()?)).expect("a running watchdog")
     }
 
