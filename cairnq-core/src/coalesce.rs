@@ -318,65 +318,52 @@ mod tests {
 
     const LINGER: Duration = Duration::from_millis(50);
 
-    /// Calls a little apart share one write while company is coming, which
-    /// waited the linger for them (the clock is tokio's paused one).
-    #[tokio::test(start_paused = true)]
-    async fn with_company_coming_calls_apart_share_one_write_after_the_linger() {
-        let (coalescer, writes) = counted_lingering(64, true);
+    /// Calls `0, 1, ...` to a lingering coalescer, each after its delay in
+    /// ms on tokio's paused clock (none for 0); their outcomes, how many
+    /// writes took them, and how long until the last outcome.
+    async fn calls_after(gather: usize, company: bool, delays_ms: &[u64]) -> (Vec<u32>, usize, Duration) {
+        let (coalescer, writes) = counted_lingering(gather, company);
         let started = tokio::time::Instant::now();
-        let calls = (0..3).map(|i| {
+        let calls = (0..).zip(delays_ms).map(|(i, ms)| {
             let coalescer = coalescer.clone();
             async move {
-                tokio::time::sleep(Duration::from_millis(10 * u64::from(i))).await;
+                if *ms > 0 {
+                    tokio::time::sleep(Duration::from_millis(*ms)).await;
+                }
                 coalescer.call(i).await.expect("written")
             }
         });
-        assert_eq!(futures::future::join_all(calls).await, [1, 2, 3]);
-        assert_eq!(writes.load(Ordering::SeqCst), 1);
-        assert!(started.elapsed() >= LINGER, "the write waited for company");
+        let outcomes = futures::future::join_all(calls).await;
+        (outcomes, writes.load(Ordering::SeqCst), started.elapsed())
+    }
+
+    /// Calls a little apart share one write while company is coming, which
+    /// waited the linger for them.
+    #[tokio::test(start_paused = true)]
+    async fn with_company_coming_calls_apart_share_one_write_after_the_linger() {
+        let (outcomes, writes, took) = calls_after(64, true, &[0, 10, 20]).await;
+        assert_eq!((outcomes, writes), (vec![1, 2, 3], 1));
+        assert!(took >= LINGER, "the write waited for company");
     }
 
     /// Nobody else coming: a lone call is written at once.
     #[tokio::test(start_paused = true)]
     async fn without_company_a_lone_call_is_written_at_once() {
-        let (coalescer, writes) = counted_lingering(64, false);
-        let started = tokio::time::Instant::now();
-        assert_eq!(coalescer.call(1).await.expect("written"), 2);
-        assert_eq!(started.elapsed(), Duration::ZERO);
-        assert_eq!(writes.load(Ordering::SeqCst), 1);
+        assert_eq!(calls_after(64, false, &[0]).await, (vec![1], 1, Duration::ZERO));
     }
 
     /// Calls gathered while their write lingers go at once.
     #[tokio::test(start_paused = true)]
     async fn calls_gathering_cut_the_linger_short() {
-        let (coalescer, writes) = counted_lingering(4, true);
-        let started = tokio::time::Instant::now();
-        let calls = (0..4).map(|i| {
-            let coalescer = coalescer.clone();
-            async move {
-                if i == 3 {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-                coalescer.call(i).await.expect("written")
-            }
-        });
-        assert_eq!(futures::future::join_all(calls).await, [1, 2, 3, 4]);
-        assert_eq!(writes.load(Ordering::SeqCst), 1);
-        assert!(started.elapsed() < LINGER, "waited {:?}", started.elapsed());
+        let (outcomes, writes, took) = calls_after(4, true, &[0, 0, 0, 10]).await;
+        assert_eq!((outcomes, writes), (vec![1, 2, 3, 4], 1));
+        assert!(took < LINGER, "waited {took:?}");
     }
 
     /// As many calls as a write gathers, waiting already: no linger.
     #[tokio::test(start_paused = true)]
     async fn calls_already_gathered_go_at_once() {
-        let (coalescer, writes) = counted_lingering(2, true);
-        let started = tokio::time::Instant::now();
-        let calls = (0..3).map(|i| {
-            let coalescer = coalescer.clone();
-            async move { coalescer.call(i).await.expect("written") }
-        });
-        assert_eq!(futures::future::join_all(calls).await, [1, 2, 3]);
-        assert_eq!(writes.load(Ordering::SeqCst), 1);
-        assert_eq!(started.elapsed(), Duration::ZERO);
+        assert_eq!(calls_after(2, true, &[0, 0, 0]).await, (vec![1, 2, 3], 1, Duration::ZERO));
     }
 
     #[tokio::test]
