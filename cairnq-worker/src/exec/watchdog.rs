@@ -92,7 +92,7 @@ impl Watchdog {
         let State { running, slots, live, free, used } = &mut *state;
         let slots = match slots {
             Some(slots) => slots,
-            None => slots.insert(tempfile::tempfile()?),
+            None => slots.insert(slot_file()?),
         };
         let slot = free.pop().unwrap_or(*used);
         slots.write_all_at(format!("{pgid:>11}\n").as_bytes(), slot * SLOT)?;
@@ -131,6 +131,16 @@ impl State {
             self.free.push(slot);
         }
     }
+}
+
+/// A new, empty file for the slots: in memory where the system has such
+/// files (no file system that must be writable, or could be full: a
+/// container's may be read-only), else a temporary file.
+fn slot_file() -> io::Result<File> {
+    #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+    return Ok(File::from(rustix::fs::memfd_create("cairnq-watchdog", rustix::fs::MemfdFlags::CLOEXEC)?));
+    #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
+    tempfile::tempfile()
 }
 
 /// Starts a watchdog reading `slots` at its end.
