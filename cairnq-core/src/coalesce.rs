@@ -128,8 +128,11 @@ impl<I: Send + 'static, O: Send + 'static> Coalescer<I, O> {
     }
 
     fn build(max_batch: usize, write: BatchWrite<I, O>, lone_in_caller: bool, linger: Option<Linger>) -> Arc<Self> {
+        let max_batch = max_batch.max(1);
+        // A write takes at most a batch: it gathers no more than that.
+        let linger = linger.map(|l| Linger { gather: l.gather.min(max_batch), ..l });
         let state = Mutex::new(Waiting { items: Vec::new(), writing: false });
-        Arc::new(Self { write, max_batch: max_batch.max(1), lone_in_caller, linger, gathered: Notify::new(), state })
+        Arc::new(Self { write, max_batch, lone_in_caller, linger, gathered: Notify::new(), state })
     }
 
     /// Queues `item` and waits for the outcome of the write that takes it
@@ -211,7 +214,7 @@ impl<I, O> Coalescer<I, O> {
     async fn linger(&self) {
         let Some(linger) = &self.linger else { return };
         let waiting = self.state.lock().items.len();
-        if (1..linger.gather.min(self.max_batch)).contains(&waiting) && (linger.company)() {
+        if (1..linger.gather).contains(&waiting) && (linger.company)() {
             let _ = tokio::time::timeout(linger.wait, self.gathered.notified()).await;
         }
     }
