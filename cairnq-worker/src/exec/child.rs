@@ -30,11 +30,12 @@
 //! `--exec` task ran about 5% faster, issue 27), and the gate in stdin one
 //! pipe and one open fewer per task.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::io::{self, PipeReader, PipeWriter, Seek, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::process::{ExitStatus, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use cairnq_core::{Error, Json, Result};
@@ -139,9 +140,11 @@ fn gated_wrapper() -> io::Result<(OwnedFd, PipeWriter, String)> {
     Ok((gate_out, gate, script))
 }
 
-/// The [`WRAPPER`] script that waits at a gate in stdin.
-fn stdin_wrapper() -> String {
-    WRAPPER.replace("{gate} ", "")
+/// The [`WRAPPER`] script that waits at a gate in stdin: the same for
+/// every spawn, so made once.
+fn stdin_wrapper() -> &'static str {
+    static SCRIPT: LazyLock<String> = LazyLock::new(|| WRAPPER.replace("{gate} ", ""));
+    &SCRIPT
 }
 
 /// A handler's command line and what starts it: the line its shells run
@@ -192,12 +195,12 @@ impl ProcessGroup {
         let (gate_out, mut gate, word, script) = match gate {
             Gate::OwnPipe => {
                 let (gate_out, gate, script) = gated_wrapper()?;
-                (Some(gate_out), gate, b"\n".to_vec(), script)
+                (Some(gate_out), gate, b"\n".to_vec(), Cow::Owned(script))
             }
-            Gate::Stdin { pipe, word } => (None, pipe, word, stdin_wrapper()),
+            Gate::Stdin { pipe, word } => (None, pipe, word, Cow::Borrowed(stdin_wrapper())),
         };
         let mut cmd = Command::new("sh");
-        cmd.arg("-c").arg(script).arg("sh").arg(&launcher.shell_line);
+        cmd.arg("-c").arg(script.as_ref()).arg("sh").arg(&launcher.shell_line);
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
         if let Some(dir) = &options.current_dir {
             cmd.current_dir(dir);
@@ -298,7 +301,7 @@ mod tests {
     fn gated_in_stdin(command: &str, payload: &[u8]) -> (Child, Gate) {
         let (stdin, gate) = stdin_gate(payload).expect("a pipe").expect("room for the payload");
         let child = Command::new("sh")
-            .args(["-c", &stdin_wrapper(), "sh", command])
+            .args(["-c", stdin_wrapper(), "sh", command])
             .stdin(stdin)
             .stdout(Stdio::piped())
             .spawn()
