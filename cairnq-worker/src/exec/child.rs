@@ -170,6 +170,13 @@ impl Launcher {
     pub(super) fn command(&self) -> &str {
         &self.command
     }
+
+    /// Checks the program the command line starts is there (run from
+    /// `options`' directory), a validation error saying why when it is not.
+    pub(super) async fn check_program(&self, options: &ExecOptions) -> Result<()> {
+        let dir = options.current_dir.as_deref();
+        program::check(&self.command, dir).await.map_err(|why| Error::validation("command", why))
+    }
 }
 
 /// The command's process group (led by its shell), on its watchdog's list

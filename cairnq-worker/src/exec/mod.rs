@@ -211,8 +211,7 @@ impl ExecHandler {
     /// # }
     /// ```
     pub async fn check_program(&self) -> Result<()> {
-        let dir = self.exec.options.current_dir.as_deref();
-        program::check(self.exec.launcher.command(), dir).await.map_err(|why| Error::validation("command", why))
+        self.exec.launcher.check_program(&self.exec.options).await
     }
 
     /// The command line.

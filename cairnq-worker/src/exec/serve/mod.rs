@@ -121,8 +121,7 @@ impl ServeHandler {
     /// Checks the program the command starts is there, as
     /// [`ExecHandler::check_program`](super::ExecHandler::check_program).
     pub async fn check_program(&self) -> Result<()> {
-        let dir = self.serve.options.current_dir.as_deref();
-        super::program::check(self.serve.launcher.command(), dir).await.map_err(|why| Error::validation("command", why))
+        self.serve.launcher.check_program(&self.serve.options).await
     }
 
     /// The command line.
