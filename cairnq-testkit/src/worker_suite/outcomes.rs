@@ -3,7 +3,7 @@
 //! JSON cannot hold, `max_run`, and what a context can do.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use cairnq_core::{Backoff, Error, TaskDef, TaskStatus, codes};
 use cairnq_worker::{TaskContext, TaskError, WorkerIssue, WorkerOptions};
@@ -148,32 +148,58 @@ pub async fn max_run_abandons_a_hung_handler(factory: &dyn BackendFactory) {
     let (client, _fresh) = fresh(factory).await;
     let max_run = Duration::from_millis(400);
     let options = quick_options().max_run(max_run);
-    let heartbeat_ms = i64::try_from(options.heartbeat_interval().as_millis()).unwrap_or(i64::MAX);
-    let started: Arc<Mutex<Option<(i64, TaskContext)>>> = Arc::default();
-    let seen = started.clone();
+    let heartbeat = options.heartbeat_interval();
+    let hung = Arc::new(Hung::default());
+    let seen = hung.clone();
     let _worker = start(&client, options, move |w| {
         w.task("hang", move |ctx: TaskContext, _: Value| {
-            *seen.lock().expect("lock") = Some((now_ms(), ctx));
-            std::future::pending::<Result<(), TaskError>>()
+            *seen.began.lock().expect("lock") = Some((now_ms(), Instant::now(), ctx));
+            let dropped = Dropped(seen.clone());
+            async move {
+                let _dropped = dropped;
+                std::future::pending::<Result<(), TaskError>>().await
+            }
         })
         .expect("register");
         w.task("fine", |_ctx: TaskContext, _: Value| async move { Ok::<_, TaskError>("ok") }).expect("register");
     });
     let task = client.submit("hang", &json!({})).max_attempts(1).await.expect("submit");
     let done = finished(&client, &task.id).await;
-    let (began, ctx) = started.lock().expect("lock").clone().expect("the handler started");
+    let (began_ms, began, ctx) = hung.began.lock().expect("lock").clone().expect("the handler started");
     assert_eq!(done.status, TaskStatus::Failed);
     let envelope = done.error_envelope().expect("an envelope");
     assert_eq!((envelope.code.as_str(), envelope.retryable), (codes::HANDLER_TIMEOUT, true));
-    let took = done.completed_at_ms.unwrap_or(i64::MAX) - began;
-    let limit = i64::try_from(max_run.as_millis()).unwrap_or(0);
-    // The ceiling is max_run plus one heartbeat interval; the slack above it
-    // covers the failure's own write on a loaded machine.
-    let ceiling = limit + heartbeat_ms + 400;
-    assert!(took >= limit && took <= ceiling, "failed after {took} ms (max_run {limit}, ceiling {ceiling})");
+    // Not before max_run: measured on the monotonic clock the limit runs
+    // on (the wall clock a fresh machine slews can make 400 ms read 397).
+    let abandoned = hung.dropped.lock().expect("lock").expect("the hung call was dropped");
+    assert!(abandoned.duration_since(began) >= max_run, "abandoned after {:?}", abandoned.duration_since(began));
+    // Written within max_run plus one heartbeat interval; the slack above
+    // it covers the failure's own write on a loaded machine.
+    let took = Duration::from_millis(u64::try_from(done.completed_at_ms.unwrap_or(0) - began_ms).unwrap_or(0));
+    let ceiling = max_run + heartbeat + Duration::from_millis(400);
+    assert!(took <= ceiling, "failed after {took:?} (max_run {max_run:?}, ceiling {ceiling:?})");
     assert!(ctx.lost_lease(), "the abandoned attempt's context reads as lease-lost");
     let next = client.submit("fine", &json!({})).await.expect("submit");
     assert_eq!(finished(&client, &next.id).await.status, TaskStatus::Succeeded);
+}
+
+/// What the hung handler saw: when it began (wall and monotonic) with its
+/// context, and when the worker dropped its call.
+#[derive(Default)]
+struct Hung {
+    began: Mutex<Option<(i64, Instant, TaskContext)>>,
+    dropped: Mutex<Option<Instant>>,
+}
+
+/// Notes the moment the worker gives up on (drops) the hung call.
+struct Dropped(Arc<Hung>);
+
+impl Drop for Dropped {
+    fn drop(&mut self) {
+        if let Ok(mut dropped) = self.0.dropped.lock() {
+            dropped.get_or_insert_with(Instant::now);
+        }
+    }
 }
 
 /// Blocking handlers run off the runtime's threads: on a current-thread
