@@ -47,9 +47,8 @@ pub(super) enum Line {
 impl Served {
     /// Starts the launcher's command (see the module docs).
     pub(super) fn start(launcher: &Launcher, options: &ExecOptions) -> io::Result<Self> {
-        let (mut child, group) = ProcessGroup::spawn(launcher, options, Gate::OwnPipe, |cmd| {
-            cmd.stdin(Stdio::piped()).env("CAIRNQ_SERVE", "1");
-        })?;
+        let exports = ["CAIRNQ_SERVE=1".to_string()];
+        let (mut child, group) = ProcessGroup::spawn(launcher, options, Gate::OwnPipe, Stdio::piped(), &exports)?;
         let pid = child.id().unwrap_or_default();
         let tail = Arc::new(Mutex::new(VecDeque::new()));
         let stderr = child.stderr.take().map(|pipe| tokio::spawn(forward_stderr(pipe, pid, tail.clone())));
