@@ -21,8 +21,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod cleanup;
+
 use cairnq_bench::{CHILD_FLAG, ROLE_FLAG, Sizes, WORKLOADS, run_role, run_workload};
-use cairnq_testkit::BackendFactory;
+use cleanup::SchemaCleanup;
 
 struct Args {
     backend: String,
@@ -67,21 +69,22 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
 
 /// Fresh stores as an application would open them: SQLite files (in
 /// `--dir` when given) at default durability, Postgres schemas with the
-/// default connection options.
-fn factory(args: &Args) -> Result<Box<dyn BackendFactory>, String> {
+/// default connection options (dropped once the workload is done, see
+/// [`cleanup`]).
+fn factory(args: &Args) -> Result<SchemaCleanup, String> {
     match args.backend.as_str() {
         "sqlite" => {
             let factory = match &args.dir {
                 Some(dir) => cairnq_testkit::sqlite::SqliteFactory::new_in(dir),
                 None => cairnq_testkit::sqlite::SqliteFactory::new(),
             };
-            Ok(Box::new(factory.map_err(|e| e.to_string())?))
+            Ok(SchemaCleanup::new(Box::new(factory.map_err(|e| e.to_string())?)))
         }
         "postgres" => {
             let dsn = args.dsn.clone().or_else(|| std::env::var("CAIRNQ_TEST_PG_DSN").ok());
             let dsn = dsn.ok_or("--backend postgres needs --dsn or CAIRNQ_TEST_PG_DSN")?;
             let factory = cairnq_testkit::postgres::PostgresFactory::new(dsn);
-            Ok(Box::new(factory.options(cairnq_postgres::PostgresOptions::new())))
+            Ok(SchemaCleanup::new(Box::new(factory.options(cairnq_postgres::PostgresOptions::new()))))
         }
         other => Err(format!("backend {other:?} is not built into this binary")),
     }
@@ -100,8 +103,11 @@ async fn run(args: Args) -> Result<(), String> {
         None => sizes,
     };
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let measurements =
-        run_workload(workload, factory.as_ref(), sizes, &exe).await.map_err(|e| format!("{workload}: {e}"))?;
+    let measured = run_workload(workload, &factory, sizes, &exe).await;
+    if let Err(why) = factory.drop_made().await {
+        eprintln!("cairnq-bench: {why}");
+    }
+    let measurements = measured.map_err(|e| format!("{workload}: {e}"))?;
     for m in measurements {
         println!("{}", serde_json::to_string(&m).map_err(|e| e.to_string())?);
     }
