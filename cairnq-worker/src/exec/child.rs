@@ -199,7 +199,8 @@ pub(super) struct ProcessGroup {
 impl ProcessGroup {
     /// Spawns the launcher's shell line through [`WRAPPER`] leading a new
     /// group, `stdin` as given (a gate in stdin brings its own), stdout and
-    /// stderr piped, `exports` (`NAME=value` words) exported by the wrapper; lists the group with the launcher's watchdog, then opens
+    /// stderr piped, `exports` (`NAME=value` words) exported by the
+    /// wrapper; lists the group with the launcher's watchdog, then opens
     /// the gate.
     pub(super) fn spawn(
         launcher: &Launcher,

@@ -95,7 +95,15 @@ impl Watchdog {
             None => slots.insert(slot_file()?),
         };
         let slot = free.pop().unwrap_or(*used);
-        slots.write_all_at(format!("{pgid:>11}\n").as_bytes(), slot * SLOT)?;
+        if let Err(e) = slots.write_all_at(format!("{pgid:>11}\n").as_bytes(), slot * SLOT) {
+            // The slot stays free for the next group, which overwrites
+            // whatever part of this id got in (a new slot is not counted
+            // as used yet).
+            if slot < *used {
+                free.push(slot);
+            }
+            return Err(e);
+        }
         *used = (*used).max(slot + 1);
         live.insert(pgid, slot);
         if running.as_mut().is_some_and(|running| matches!(running.process.try_wait(), Ok(None))) {
