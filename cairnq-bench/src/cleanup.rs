@@ -24,23 +24,38 @@ impl SchemaCleanup {
         Self { inner, made: Mutex::default() }
     }
 
-    /// Drops every schema made so far (the workload is done with them);
-    /// what could not be dropped, in words.
+    /// Drops every schema made so far (the workload is done with them),
+    /// over one connection per server; what could not be dropped, in
+    /// words.
     pub(crate) async fn drop_made(&self) -> std::result::Result<(), String> {
-        let made = std::mem::take(&mut *self.made.lock().unwrap_or_else(PoisonError::into_inner));
-        for (dsn, schema) in made {
-            let (client, connection) = tokio_postgres::connect(&dsn, tokio_postgres::NoTls)
-                .await
-                .map_err(|e| format!("cannot connect to drop schema {schema}: {e}"))?;
-            let connection = tokio::spawn(connection);
-            let quoted = schema.replace('"', "\"\"");
-            let dropped = client.batch_execute(&format!("drop schema if exists \"{quoted}\" cascade")).await;
-            drop(client);
-            let _ = connection.await;
-            dropped.map_err(|e| format!("cannot drop schema {schema}: {e}"))?;
+        let mut made = std::mem::take(&mut *self.made.lock().unwrap_or_else(PoisonError::into_inner));
+        made.sort();
+        for on_server in made.chunk_by(|a, b| a.0 == b.0) {
+            drop_schemas(&on_server[0].0, on_server.iter().map(|(_, schema)| schema.as_str())).await?;
         }
         Ok(())
     }
+}
+
+/// Drops `schemas` on the server at `dsn`, each in a statement of its own
+/// (one transaction dropping hundreds runs out of lock slots).
+async fn drop_schemas<'s>(dsn: &str, schemas: impl Iterator<Item = &'s str>) -> std::result::Result<(), String> {
+    let (client, connection) = tokio_postgres::connect(dsn, tokio_postgres::NoTls)
+        .await
+        .map_err(|e| format!("cannot connect to drop the bench's schemas: {e}"))?;
+    let connection = tokio::spawn(connection);
+    let dropped = async {
+        for schema in schemas {
+            let quoted = schema.replace('"', "\"\"");
+            let statement = format!("drop schema if exists \"{quoted}\" cascade");
+            client.batch_execute(&statement).await.map_err(|e| format!("cannot drop schema {schema}: {e}"))?;
+        }
+        Ok(())
+    }
+    .await;
+    drop(client);
+    let _ = connection.await;
+    dropped
 }
 
 #[async_trait]
