@@ -30,11 +30,14 @@ const DIALECTS: &[(&str, &str)] = &[("sqlite", "Sqlite"), ("postgres", "Postgres
 /// notifications; the removal of the dependency edges' foreign keys
 /// (Postgres checks them per row; SQLite's edge insert is already within
 /// its flow target, and its trigger works the same with them); SQLite's
-/// task-count triggers as upserts (Postgres counts through delta rows).
+/// task-count triggers as upserts (Postgres counts through delta rows);
+/// the queued index rebuilt newest first (SQLite leaves no entry of a
+/// claimed row behind for a walk to pass).
 const DIALECT_ONLY_MIGRATIONS: &[(&str, &str)] = &[
     ("postgres", "0003_notify.sql"),
     ("postgres", "ext_0011_dependency_edges_unchecked.sql"),
     ("sqlite", "ext_0012_task_counts_upsert.sql"),
+    ("postgres", "ext_0013_limit_queue_newest_first.sql"),
 ];
 
 /// A piece of one SQL line: text as written, or a named parameter.

@@ -117,7 +117,7 @@ stop() {
 }
 
 restart() {
-    as_owner "$(pg_bin)/pg_ctl" -D "$1/data" -m fast -w restart >/dev/null 9>&-
+    as_owner "$(pg_bin)/pg_ctl" -D "$1/data" -l "$1/server.log" -m fast -w restart >/dev/null 9>&-
 }
 
 with_lock() {

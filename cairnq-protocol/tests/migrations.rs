@@ -52,6 +52,7 @@ const PINNED: &[(Dialect, &str, u64)] = &[
     (Dialect::Postgres, "ext_0009_steps.sql", 0x5ab39f9f45fc5e52),
     (Dialect::Postgres, "ext_0010_cheaper_dependency_release.sql", 0x1a3bd273fee8a506),
     (Dialect::Postgres, "ext_0011_dependency_edges_unchecked.sql", 0xc550783a0b558c47),
+    (Dialect::Postgres, "ext_0013_limit_queue_newest_first.sql", 0x60af1466a6d413d3),
 ];
 
 #[test]
@@ -90,5 +91,6 @@ fn migrations_are_ordered_and_named_by_ordinal() {
     assert!(!sqlite.contains(&"0003_notify.sql"), "0003 is Postgres-only");
     assert!(!sqlite.contains(&"ext_0011_dependency_edges_unchecked.sql"), "ext 11 is Postgres-only");
     assert!(sqlite.contains(&"ext_0012_task_counts_upsert.sql"), "ext 12 is SQLite-only");
-    assert_eq!(migrations(Dialect::Postgres).len() + 1, sqlite.len() + 2);
+    assert!(!sqlite.contains(&"ext_0013_limit_queue_newest_first.sql"), "ext 13 is Postgres-only");
+    assert_eq!(migrations(Dialect::Postgres).len() + 1, sqlite.len() + 3);
 }

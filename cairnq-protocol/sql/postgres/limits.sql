@@ -93,47 +93,43 @@ where t.id = any(:ids::text[]) and (t.status || '') = 'queued'
 returning t.*
 
 -- The groups of one queue's queued rows after the cursor (:priority,
--- :after), in the order of the queued index of ext_0007 (priority desc,
--- then limit key as text, the empty text for none), at most :max_groups,
--- each as [priority, key]. A skip scan: every step is a few seeks in that
--- index, however many rows a group holds, so a key with a huge throttled
--- backlog costs one step. Start above the top priority (2147483648, '')
--- to begin with the first group.
+-- :after), in the order of the queued index (ext_0007, rebuilt by
+-- ext_0013: priority desc, then limit key as text, the empty text for
+-- none), at most :max_groups, each as [priority, key]. A skip scan: every
+-- step is one seek in that index (the next key of the priority, else the
+-- first key of the next priority: the second branch runs only when the
+-- first finds nothing), however many rows a group holds, so a key with a
+-- huge throttled backlog costs one step. Each seek is ordered as the index
+-- is, so it stops at the first entry it meets, a group's newest row (still
+-- queued: the claimed rows whose entries vacuum has not removed yet are at
+-- the other end). Start above the top priority (2147483648, '') to begin
+-- with the first group.
 -- name: select_limit_groups
 with recursive groups(priority, lk, n) as (
     select :priority::bigint, :after::text, 0
     union all
-    select
-        case when s.lk is not null then g.priority
-             else (select max(priority) from cairnq_tasks
-                   where queue = :queue and status = 'queued' and priority < g.priority) end,
-        coalesce(
-            s.lk,
-            -- The first key of the next priority, the first row of a
-            -- range of the queued index: ordered and limited by hand (the
-            -- planner does not turn a min() beside a sub-select into one
-            -- seek), and `>= ''`, always true, matches the index's
-            -- predicate (a key that is not null). As a min() this read
-            -- every queued row of the priority.
-            (select coalesce(metadata ->> 'limit_key', '') from cairnq_tasks
-             where queue = :queue and status = 'queued' and priority = (select max(priority) from cairnq_tasks
-                   where queue = :queue and status = 'queued' and priority < g.priority)
-               and coalesce(metadata ->> 'limit_key', '') >= ''
-             order by coalesce(metadata ->> 'limit_key', '')
-             limit 1)),
-        g.n + 1
+    select next.priority::bigint, next.lk, g.n + 1
     from groups g
-    -- The next key of the same priority, sought once per step: the seek
-    -- lands on the index entries of the rows claimed from that key's
-    -- group and not yet vacuumed, so each seek of it costs.
     cross join lateral (
-        select min(coalesce(metadata ->> 'limit_key', '')) as lk from cairnq_tasks
-        where queue = :queue and status = 'queued' and priority = g.priority
-          and coalesce(metadata ->> 'limit_key', '') > g.lk
-    ) s
-    where g.n < :max_groups::bigint and g.priority is not null
+        (select priority, coalesce(metadata ->> 'limit_key', '') as lk from cairnq_tasks
+         where queue = :queue and status = 'queued' and priority = g.priority
+           and coalesce(metadata ->> 'limit_key', '') > g.lk
+         order by coalesce(metadata ->> 'limit_key', '')
+         limit 1)
+        union all
+        -- `>= ''`, always true, matches the index's predicate (a key that
+        -- is not null); ordered by the column, not a cast of it, or the
+        -- planner sorts every queued row of the lower priorities.
+        (select priority, coalesce(metadata ->> 'limit_key', '') from cairnq_tasks
+         where queue = :queue and status = 'queued' and priority < g.priority
+           and coalesce(metadata ->> 'limit_key', '') >= ''
+         order by priority desc, coalesce(metadata ->> 'limit_key', '')
+         limit 1)
+        limit 1
+    ) next
+    where g.n < :max_groups::bigint
 )
-select json_build_array(priority, lk)::text as id from groups where n > 0 and priority is not null order by n
+select json_build_array(priority, lk)::text as id from groups where n > 0 order by n
 
 -- One group's due rows (see select_limit_groups), oldest first, at most
 -- :limit: a range of the queued index, locked, skipping rows another
