@@ -79,7 +79,11 @@ pub(crate) fn any_limits() -> Query {
 
 /// `(key, count)` of the running rows of `keys` (all keys: `None`).
 async fn running(exec: &impl Executor, keys: Option<&[String]>) -> Result<Vec<(String, u64)>> {
-    counts(exec, with_keys(Query::new(Sql::CountRunningByLimitKey), keys)).await
+    let q = match keys {
+        Some(keys) => Query::new(Sql::CountRunningOfKeys).arg("keys", keys.to_vec()),
+        None => Query::new(Sql::CountRunningByLimitKey),
+    };
+    counts(exec, q).await
 }
 
 /// `(key, count)` rows of a counting statement (a key that is no text

@@ -60,7 +60,9 @@ pub const fn purpose(sql: Sql) -> &'static str {
         Sql::SelectLimits | Sql::AnyLimits => "read the limits",
         Sql::UpsertLimit => "save the limit",
         Sql::DeleteLimit => "remove the limit",
-        Sql::CountRunningByLimitKey | Sql::CountQueuedByLimitKey => "count the tasks under a limit",
+        Sql::CountRunningByLimitKey | Sql::CountRunningOfKeys | Sql::CountQueuedByLimitKey => {
+            "count the tasks under a limit"
+        }
         Sql::SelectLimitState | Sql::UpsertLimitState => "keep a rate limit's pace",
         Sql::SelectLimitCandidates | Sql::SelectLimitGroups | Sql::SelectLimitGroupRows => {
             "find the tasks the limits let start"

@@ -30,14 +30,30 @@ returning l.key, l.concurrency, l.rate_count, l.rate_period_ms, l.burst, l.updat
 -- name: delete_limit
 delete from cairnq_ext_limits where key = :key::text returning key as id
 
--- How many rows of each limit key run now (of the keys given, with
--- `keys`), from the running rows alone: the only count there is.
+-- How many rows of each limit key run now, from the running rows alone:
+-- the only count there is.
 -- name: count_running_by_limit_key
 select json_build_object('key', metadata ->> 'limit_key', 'n', count(*))::text as id
 from cairnq_tasks
 where status = 'running' and (metadata ->> 'limit_key') is not null
-  and (metadata ->> 'limit_key') = any(:keys::text[]) -- when: keys
 group by metadata ->> 'limit_key'
+
+-- The same for the keys a claim meets, in the claim: a range of the
+-- running-key index of ext_0006 per key, read as an index scan. A claimed
+-- row leaves that index only when vacuum comes, so the range also holds
+-- the entries of the key's rows that have run since; an index scan marks
+-- such an entry dead when it first finds its row gone, and later scans
+-- step over it, while a bitmap scan (the plan of one statement over all
+-- the keys) visited every one of them in every claim (3.0-4.0 ms a claim
+-- of a never-binding limited burn-down, 1.8-2.4 ms this way).
+-- name: count_running_of_keys
+select json_build_object('key', k, 'n', n)::text as id
+from unnest(:keys::text[]) k
+cross join lateral (
+    select count(*) as n from cairnq_tasks
+    where status = 'running' and (metadata ->> 'limit_key') is not null and (metadata ->> 'limit_key') = k
+) c
+where n > 0
 
 -- The rate state that can still hold a start back after :after_ms (a
 -- theoretical arrival time before it is the same as none; a wait hint

@@ -28,20 +28,26 @@ returning key, concurrency, rate_count, rate_period_ms, burst, updated_at_ms
 -- name: delete_limit
 delete from cairnq_ext_limits where key = :key returning key as id
 
--- How many rows of each limit key run now (of the keys given, with
--- `keys`), from the running rows alone: the only count there is. A claim
--- asks for the keys it meets, a range each of the running-key index of
--- ext_0007 (named: with few rows running the planner would read every
--- running row instead). The index's second term, `priority is not null`,
--- is met by a comparison on priority (a NOT NULL column's `is not null` is
--- folded away before the index is matched).
+-- How many rows of each limit key run now, from the running rows alone:
+-- the only count there is. The index's second term, `priority is not
+-- null`, is met by a comparison on priority (a NOT NULL column's `is not
+-- null` is folded away before the index is matched).
 -- name: count_running_by_limit_key
 select json_object('key', coalesce(cast(json_extract(metadata, '$.limit_key') as text), ''), 'n', count(*)) as id
 from cairnq_tasks
-    indexed by cairnq_ext_tasks_running_key_idx -- when: keys
 where status = 'running' and priority >= -2147483648
   and coalesce(cast(json_extract(metadata, '$.limit_key') as text), '') <> ''
-  and coalesce(cast(json_extract(metadata, '$.limit_key') as text), '') in (select value from json_each(:keys)) -- when: keys
+group by coalesce(cast(json_extract(metadata, '$.limit_key') as text), '')
+
+-- The same for the keys a claim meets, in the claim: a range each of the
+-- running-key index of ext_0007 (named: with few rows running the planner
+-- would read every running row instead).
+-- name: count_running_of_keys
+select json_object('key', coalesce(cast(json_extract(metadata, '$.limit_key') as text), ''), 'n', count(*)) as id
+from cairnq_tasks indexed by cairnq_ext_tasks_running_key_idx
+where status = 'running' and priority >= -2147483648
+  and coalesce(cast(json_extract(metadata, '$.limit_key') as text), '') <> ''
+  and coalesce(cast(json_extract(metadata, '$.limit_key') as text), '') in (select value from json_each(:keys))
 group by coalesce(cast(json_extract(metadata, '$.limit_key') as text), '')
 
 -- The rate state that can still hold a start back after :after_ms (a
