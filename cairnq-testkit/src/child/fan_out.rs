@@ -27,6 +27,8 @@ pub const SPLIT: &str = "fan_split";
 pub const PART: &str = "fan_part";
 /// The join waiting for them.
 pub const JOIN: &str = "fan_join";
+/// The attempts a split's children and join may use (see `split`).
+const KILLS_TO_SPARE: u32 = 50;
 
 /// Registers the mode's three handlers; `count` is called once per run.
 pub(super) fn register(
@@ -58,8 +60,14 @@ async fn split(ctx: TaskContext, payload: Value) -> std::result::Result<Value, T
     println!("splitting {} {}", ctx.task_id(), ctx.attempt());
     let n = payload["n"].as_u64().unwrap_or(0);
     let ms = payload["part_ms"].as_u64().unwrap_or(0);
-    let parts = (0..n).map(|i| TaskSpec::new(PART, &json!({"i": i, "ms": ms})).options(SubmitOptions::new()));
-    ctx.fan_out(parts, TaskSpec::new(JOIN, &json!({}))).result(&json!({"parts": n})).await?;
+    // Attempts to spare, as the test gives its splits: each worker the test
+    // SIGKILLs may hold up to a prefetch of these claimed (a claim counts
+    // an attempt) without running them, so the default 3 could run out on
+    // the kills alone, which is not what the test is about.
+    let options = SubmitOptions::new().max_attempts(KILLS_TO_SPARE);
+    let parts = (0..n).map(|i| TaskSpec::new(PART, &json!({"i": i, "ms": ms})).options(options.clone()));
+    let join = TaskSpec::new(JOIN, &json!({})).options(options.clone());
+    ctx.fan_out(parts, join).result(&json!({"parts": n})).await?;
     println!("fanned {}", ctx.task_id());
     Ok(Value::Null)
 }
