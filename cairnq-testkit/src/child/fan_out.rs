@@ -27,8 +27,9 @@ pub const SPLIT: &str = "fan_split";
 pub const PART: &str = "fan_part";
 /// The join waiting for them.
 pub const JOIN: &str = "fan_join";
-/// The attempts a split's children and join may use (see `split`).
-const KILLS_TO_SPARE: u32 = 50;
+/// The attempts a split, its children and its join may use: every worker
+/// the chaos test SIGKILLs may have claimed them (see `split`).
+pub const KILLS_TO_SPARE: u32 = 50;
 
 /// Registers the mode's three handlers; `count` is called once per run.
 pub(super) fn register(
@@ -60,7 +61,7 @@ async fn split(ctx: TaskContext, payload: Value) -> std::result::Result<Value, T
     println!("splitting {} {}", ctx.task_id(), ctx.attempt());
     let n = payload["n"].as_u64().unwrap_or(0);
     let ms = payload["part_ms"].as_u64().unwrap_or(0);
-    // Attempts to spare, as the test gives its splits: each worker the test
+    // Attempts to spare, as the test gives the splits: each worker the test
     // SIGKILLs may hold up to a prefetch of these claimed (a claim counts
     // an attempt) without running them, so the default 3 could run out on
     // the kills alone, which is not what the test is about.

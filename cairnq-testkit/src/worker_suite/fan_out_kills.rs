@@ -13,7 +13,7 @@ use cairnq_core::{CairnQ, ListFilter, Task, TaskStatus, WaitOptions};
 use serde_json::{Value, json};
 
 use super::support::fresh;
-use crate::child::fan_out::{JOIN, PART, SPLIT};
+use crate::child::fan_out::{JOIN, KILLS_TO_SPARE, PART, SPLIT};
 use crate::child::{ChildArgs, ChildMode, ChildProcess, RecordLine};
 use crate::{BackendFactory, StoreLocator};
 
@@ -47,7 +47,7 @@ pub async fn sigkills_leave_no_half_written_fan_out(factory: &dyn BackendFactory
     let mut splits = Vec::new();
     for _ in 0..SPLITS {
         let payload = json!({"n": PARTS, "part_ms": 1});
-        splits.push(client.submit(SPLIT, &payload).max_attempts(50).await.expect("submit a split").id);
+        splits.push(client.submit(SPLIT, &payload).max_attempts(KILLS_TO_SPARE).await.expect("submit a split").id);
     }
     let mut fleet = Fleet { locator, dir: logs.path().to_path_buf(), logs: Vec::new(), killed: Vec::new() };
 
